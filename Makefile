@@ -1,0 +1,33 @@
+# Set-up, demo, tests and benchmarks. Every target creates .venv itself.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup system-deps demo test bench clean
+
+setup: $(STAMP) system-deps
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.txt -r requirements-dev.txt
+	$(BIN)/pip install -q --no-deps -e .
+	touch $(STAMP)
+
+# Command-line tools the tests drive: kcat (a third Kafka client), docker-compose
+# (validates the compose file without an engine), chromium (UI screenshot test).
+system-deps:
+	@bash scripts/system-deps.sh
+
+demo: setup
+	$(BIN)/python -m kafka_reassign.demo
+
+test: setup
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info
