@@ -1,0 +1,27 @@
+# The project's image: Airflow 3.3 + the pinned runtime requirements + this project
+# (domain package, Airflow plugin, DAGs). The same image runs every Airflow component
+# and the Spark master/worker, so the Spark driver (inside an Airflow task) and the
+# executors run one Spark version and can import the planner package.
+FROM apache/airflow:3.3.2-python3.11
+
+USER root
+# A JRE for Spark (driver inside Airflow tasks, master and worker services); kcat to
+# look at the cluster by hand from inside the stack.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends default-jre-headless procps kcat curl \
+ && apt-get clean && rm -rf /var/lib/apt/lists/*
+ENV JAVA_HOME=/usr/lib/jvm/default-java
+
+USER airflow
+# Requirements first: this layer only changes when the pins change. apache-airflow is
+# pinned in requirements.txt so pip cannot move the image's Airflow.
+COPY --chown=airflow:root requirements.txt /opt/kafka-reassign/requirements.txt
+RUN pip install --no-cache-dir -r /opt/kafka-reassign/requirements.txt
+
+COPY --chown=airflow:root pyproject.toml README.md /opt/kafka-reassign/
+COPY --chown=airflow:root include /opt/kafka-reassign/include
+COPY --chown=airflow:root plugins /opt/kafka-reassign/plugins
+RUN pip install --no-cache-dir --no-deps /opt/kafka-reassign
+
+COPY --chown=airflow:root docker /opt/kafka-reassign/docker
+COPY --chown=airflow:root dags /opt/airflow/dags

@@ -1,0 +1,87 @@
+"""kafka_reassign: move Kafka partition replicas safely (manual trigger or REST API).
+
+The file is not named kafka_reassign.py on purpose: Airflow puts the dags folder on sys.path,
+and a module of that name there would shadow the kafka_reassign package in task processes.
+
+Wiring only: the tasks live in kafka_reassign_airflow (plugins/), the logic in kafka_reassign
+(include/). Nothing here touches the network or imports Kafka or Spark at parse time.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from kafka_reassign_airflow.operators.workflow import reassignment_tasks
+from kafka_reassign_airflow.params import reassign_params
+
+DOC_MD = """
+# kafka_reassign — safe Kafka partition reassignment
+
+Moves partition replicas in small KIP-435 batches under a KIP-73 replication throttle, waits
+on lag and ISR after each batch, and always puts the throttle configs back to the values
+they had before the run — whatever fails.
+
+**Tasks**: `prepare` (read the cluster, validate plan and params, build batches; a dry run
+stops here and prints the plan, the batches and the exact config changes) → `throttle_set`
+(prior values recorded in the metadata DB first, Variables `kafka_reassign.throttle.<run id>`)
+→ `batches` (one mapped instance per batch, strictly one after the other: `execute` submits,
+`wait` watches in the triggerer and logs a progress table each poll) → `cancel_on_failure`
+(reverts this run's in-flight moves after a failure, if the param is on) → `throttle_remove`
+(teardown: restores every config, also when the run is marked failed by hand) → `report`
+(placement vs plan, configs prior vs now, time taken).
+
+Only one reassignment per Kafka cluster runs at a time (`max_active_runs=1` and a cluster lock
+in Variable `kafka_reassign.lock.<cluster id>`); a plan touching a partition another tool is
+reassigning is refused, naming the partition.
+
+## From the UI
+*Trigger DAG* → fill the form: paste the plan (Kafka reassignment JSON as
+`kafka-reassign-partitions.sh --generate`, Cruise Control or topicmappr write it), pick the
+throttle and batch limits, tick **Dry run** first to see exactly what would happen.
+
+## From the REST API
+```bash
+TOKEN=$(curl -s -X POST http://localhost:8080/auth/token \\
+  -H 'Content-Type: application/json' -d '{"username": "admin", "password": "admin"}' | jq -r .access_token)
+
+curl -s -X POST http://localhost:8080/api/v2/dags/kafka_reassign/dagRuns \\
+  -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{
+    "logical_date": null,
+    "conf": {
+      "plan": {"version": 1, "partitions": [
+        {"topic": "orders", "partition": 0, "replicas": [4, 2, 3], "log_dirs": ["any", "any", "any"]}]},
+      "throttle_bytes_per_sec": 20000000,
+      "max_partition_movements": 10,
+      "max_movements_per_broker": 4,
+      "dry_run": true
+    }}'
+```
+Then follow it with `GET /api/v2/dags/kafka_reassign/dagRuns/{dag_run_id}` and the task logs
+of `batches.wait` (progress table: topic, partition, broker, *In sync* / *Behind N bytes*).
+
+With `"plan": null` and a `goal` (`rebalance`, `add-brokers`, `remove-brokers` + `brokers`,
+`replication-factor` + `replication_factor`, `rack-repair`) the plan is computed on Spark.
+
+## When something fails
+The run fails with a message saying what to change (stall: raise the throttle above the
+produce rate; offline broker: start it or plan without it; timeout: raise
+`batch_timeout_minutes`). With `cancel_on_failure` the moves in flight are reverted; the
+throttle is removed in every case. Re-running the same plan resumes: partitions already at
+their target are not moved again.
+"""
+
+with DAG(
+    dag_id="kafka_reassign",
+    description="Move Kafka partition replicas in throttled, watched batches; always remove the throttle",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    render_template_as_native_obj=True,
+    params=reassign_params(),
+    doc_md=DOC_MD,
+    tags=["kafka", "reassignment"],
+    default_args={"owner": "kafka-ops", "retries": 0},
+) as dag:
+    reassignment_tasks()

@@ -1,0 +1,398 @@
+"""The one place that talks to Kafka: a thin, retrying layer over kafka-python's KafkaAdminClient.
+
+Everything returned is plain data (:mod:`kafka_reassign.state` dataclasses, dicts keyed by
+``(topic, partition)``), so the rest of the package never sees kafka-python types.
+
+Errors: transient ones (timeouts, NOT_CONTROLLER, connection errors, anything kafka-python
+marks ``retriable``) are retried with tenacity (exponential back-off, bounded attempts and
+time). Permanent ones raise :class:`~kafka_reassign.errors.KafkaAdminError` carrying the
+Kafka error name (``INVALID_REPLICA_ASSIGNMENT``...). Per-partition errors of batch calls
+(AlterPartitionReassignments, AlterReplicaLogDirs, ElectLeaders) are *returned*, not
+raised, so a caller can report every partition.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Iterable, Mapping, TypeVar
+
+from tenacity import (RetryError, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay,
+                      wait_exponential)
+
+from kafka_reassign.errors import KafkaAdminError
+from kafka_reassign.state import (BrokerInfo, ClusterState, InFlight, PartitionInfo, ReplicaLogDir,
+                                  TopicInfo, TopicPartition)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: Keys of ours, not kafka-python's.
+_OWN_KWARGS = ("retry_attempts", "retry_max_seconds")
+#: Secret-bearing kwargs never logged.
+SECRET_KWARGS = frozenset({"sasl_plain_password", "ssl_password", "sasl_oauth_token_provider", "ssl_context"})
+
+
+def error_name(err: Any) -> str:
+    """Kafka's name for an error class or instance (``NOT_CONTROLLER``), else the class name."""
+    cls = err if isinstance(err, type) else type(err)
+    msg = getattr(cls, "message", None)
+    if isinstance(msg, str) and msg and msg.upper() == msg:
+        return msg
+    return cls.__name__
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether retrying may help: timeouts, connection problems, controller moves."""
+    from kafka import errors as kerrors
+    no_brokers = getattr(kerrors, "NoBrokersAvailable", None)  # gone in kafka-python 3
+    if no_brokers is not None and isinstance(exc, no_brokers):
+        return True
+    if isinstance(exc, kerrors.KafkaError):
+        return bool(getattr(exc, "retriable", False))
+    if isinstance(exc, RuntimeError) and "controller" in str(exc).lower():
+        return True  # kafka-python's "Failed to find active controller id!" after NOT_CONTROLLER twice
+    return isinstance(exc, (OSError, TimeoutError, ConnectionError))
+
+
+def redact(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of admin kwargs safe to log."""
+    return {k: ("***" if k in SECRET_KWARGS and v is not None else v) for k, v in kwargs.items()}
+
+
+class KafkaAdmin:
+    """Admin operations the reassignment needs, over one KafkaAdminClient.
+
+    :param kwargs: kafka-python KafkaAdminClient kwargs (bootstrap_servers, security_protocol,
+        sasl_mechanism, sasl_plain_username, sasl_plain_password, ssl_cafile, ssl_certfile,
+        ssl_keyfile, ssl_password, ssl_check_hostname, request_timeout_ms, client_id, ...) plus
+        ``retry_attempts`` (default 5) and ``retry_max_seconds`` (default 60)
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.retry_attempts = int(kwargs.pop("retry_attempts", 5))
+        self.retry_max_seconds = float(kwargs.pop("retry_max_seconds", 60.0))
+        kwargs.setdefault("client_id", "kafka-reassign")
+        kwargs.setdefault("bootstrap_timeout_ms", 10_000)
+        kwargs.setdefault("request_timeout_ms", 30_000)
+        self._kwargs = kwargs
+        self._client = None
+        log.debug("KafkaAdmin(%s)", redact(kwargs))
+        self._client = self._call("connect", self._connect)
+
+    def _connect(self):
+        from kafka.admin import KafkaAdminClient
+        return KafkaAdminClient(**self._kwargs)
+
+    @property
+    def client(self):
+        """The underlying kafka-python KafkaAdminClient (for tests and diagnostics)."""
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.close()
+            finally:
+                self._client = None
+
+    def __enter__(self) -> "KafkaAdmin":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- retry wrapper ---------------------------------------------------------------
+    def _call(self, operation: str, fn: Callable[..., T], *args: Any, attempts: int | None = None,
+              **kwargs: Any) -> T:
+        retrying = Retrying(
+            retry=retry_if_exception(is_transient),
+            stop=stop_after_attempt(attempts or self.retry_attempts) | stop_after_delay(self.retry_max_seconds),
+            wait=wait_exponential(multiplier=0.2, min=0.2, max=5.0),
+            reraise=False,
+            before_sleep=lambda rs: log.warning("%s: transient error (%s), retry %d", operation,
+                                                rs.outcome.exception(), rs.attempt_number),
+        )
+        try:
+            return retrying(fn, *args, **kwargs)
+        except RetryError as exc:
+            last = exc.last_attempt.exception()
+            raise KafkaAdminError(operation, error_name(last),
+                                  f"still failing after {exc.last_attempt.attempt_number} attempts: {last}") from last
+        except KafkaAdminError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - translate kafka-python errors, keep ours
+            from kafka.errors import KafkaError
+            if isinstance(exc, KafkaError) or isinstance(exc, (OSError, RuntimeError)):
+                raise KafkaAdminError(operation, error_name(exc), str(exc)) from exc
+            raise
+
+    # -- reads -----------------------------------------------------------------------
+    def describe_cluster(self) -> dict[str, Any]:
+        """cluster_id, controller_id and brokers [{broker_id, host, port, rack, is_fenced}]."""
+        return self._call("DescribeCluster", self._client.describe_cluster)
+
+    def topic_metadata(self, topics: list[str] | None = None) -> list[dict[str, Any]]:
+        """Metadata of ``topics`` (all when None), as kafka-python dicts."""
+        return self._call("Metadata", self._client.describe_topics, topics)
+
+    def cluster_state(self, include_log_dirs: bool = True, topics: list[str] | None = None) -> ClusterState:
+        """Read brokers, topics (replicas, ISR, leader, offline), min ISR, sizes, log dirs, in-flight moves.
+
+        :param include_log_dirs: also call DescribeLogDirs on every live broker (sizes, dirs)
+        :param topics: restrict topics (default all)
+        """
+        cluster = self.describe_cluster()
+        metas = self.topic_metadata(topics)
+        alive: dict[int, dict[str, Any]] = {}
+        for b in cluster.get("brokers", []):
+            if not b.get("is_fenced", False):
+                alive[int(b["broker_id"])] = b
+        referenced: set[int] = set()
+        partitions: dict[str, dict[int, dict[str, Any]]] = {}
+        internal: dict[str, bool] = {}
+        for t in metas:
+            if t.get("error_code", 0) not in (0, None):
+                continue
+            internal[t["name"]] = bool(t.get("is_internal", False))
+            parts = partitions.setdefault(t["name"], {})
+            for p in t.get("partitions", []):
+                parts[int(p["partition_index"])] = p
+                referenced.update(p.get("replica_nodes", []))
+        topic_names = sorted(partitions)
+        configs = self._topic_min_isr(topic_names)
+        default_min_isr = self._broker_default_min_isr(next(iter(alive), None))
+        replica_rows: list[ReplicaLogDir] = []
+        broker_dirs: dict[int, dict[str, int]] = {}
+        if include_log_dirs and alive:
+            replica_rows, broker_dirs = self._log_dirs_detail(sorted(alive))
+        sizes: dict[tuple[str, int, int], int] = {}
+        dirs: dict[tuple[str, int], dict[int, str]] = {}
+        for r in replica_rows:
+            if r.is_future:
+                continue
+            sizes[(r.topic, r.partition, r.broker)] = r.size
+            dirs.setdefault((r.topic, r.partition), {})[r.broker] = r.path
+        brokers: dict[int, BrokerInfo] = {}
+        for bid in sorted(set(alive) | referenced):
+            info = alive.get(bid)
+            caps = broker_dirs.get(bid, {})
+            brokers[bid] = BrokerInfo(id=bid, rack=info.get("rack") if info else None, alive=info is not None,
+                                      log_dirs=tuple(sorted(caps)), capacity_bytes=dict(caps))
+        topics_out: dict[str, TopicInfo] = {}
+        for name in topic_names:
+            parts_out: dict[int, PartitionInfo] = {}
+            for idx, p in sorted(partitions[name].items()):
+                replicas = tuple(int(x) for x in p.get("replica_nodes", []))
+                leader = int(p.get("leader_id", -1))
+                offline = tuple(int(x) for x in p.get("offline_replicas", []) or []) or tuple(
+                    r for r in replicas if r not in alive)
+                size = sizes.get((name, idx, leader))
+                if size is None:
+                    size = max((sizes.get((name, idx, r), 0) for r in replicas), default=0)
+                parts_out[idx] = PartitionInfo(topic=name, partition=idx, replicas=replicas,
+                                               isr=tuple(int(x) for x in p.get("isr_nodes", [])),
+                                               leader=leader, offline=offline, size_bytes=int(size),
+                                               replica_dirs=dirs.get((name, idx), {}))
+            topics_out[name] = TopicInfo(name=name, partitions=parts_out, internal=internal.get(name, False),
+                                         configs=configs.get(name, {}))
+        in_flight = self.list_partition_reassignments()
+        return ClusterState(brokers=brokers, topics=topics_out, in_flight=in_flight,
+                            cluster_id=cluster.get("cluster_id"), controller_id=cluster.get("controller_id"),
+                            default_min_isr=default_min_isr)
+
+    def _topic_min_isr(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        if not topics:
+            return {}
+        from kafka.admin import ConfigResource, ConfigResourceType
+        res = [ConfigResource(ConfigResourceType.TOPIC, t, ["min.insync.replicas"]) for t in topics]
+        raw = self._call("DescribeConfigs", self._client.describe_configs, res, config_filter="all")
+        out: dict[str, dict[str, str]] = {}
+        for name, entries in (raw.get("topic") or {}).items():
+            v = (entries.get("min.insync.replicas") or {}).get("value")
+            if v is not None:
+                out[name] = {"min.insync.replicas": str(v)}
+        return out
+
+    def _broker_default_min_isr(self, broker_id: int | None) -> int:
+        if broker_id is None:
+            return 1
+        from kafka.admin import ConfigResource, ConfigResourceType
+        try:
+            raw = self._call("DescribeConfigs", self._client.describe_configs,
+                             [ConfigResource(ConfigResourceType.BROKER, str(broker_id), ["min.insync.replicas"])],
+                             config_filter="all")
+            v = ((raw.get("broker") or {}).get(str(broker_id)) or {}).get("min.insync.replicas", {}).get("value")
+            return max(1, int(v)) if v is not None else 1
+        except (KafkaAdminError, ValueError, TypeError):
+            return 1
+
+    def describe_configs(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
+                         keys: Iterable[str] | None = None) -> dict[tuple[str, str], dict[str, str | None]]:
+        """Dynamic config values (per-broker and per-topic overrides only, not defaults).
+
+        :param broker_ids: brokers to read
+        :param topics: topics to read
+        :param keys: only these keys (each present in the result, None = not set); all when None
+        :returns: {("broker", "1"): {key: value | None}, ("topic", "t"): {...}}
+        """
+        from kafka.admin import ConfigResource, ConfigResourceType
+        key_list = list(keys) if keys is not None else None
+        res = [ConfigResource(ConfigResourceType.BROKER, str(b), key_list) for b in broker_ids]
+        res += [ConfigResource(ConfigResourceType.TOPIC, t, key_list) for t in topics]
+        out: dict[tuple[str, str], dict[str, str | None]] = {}
+        for r in res:
+            rtype = "broker" if r.resource_type == ConfigResourceType.BROKER else "topic"
+            out[(rtype, r.name)] = {k: None for k in (key_list or [])}
+        if not res:
+            return out
+        raw = self._call("DescribeConfigs", self._client.describe_configs, res, config_filter="modified")
+        for rtype in ("broker", "topic"):
+            for name, entries in (raw.get(rtype) or {}).items():
+                d = out.setdefault((rtype, name), {})
+                for k, entry in entries.items():
+                    if key_list is not None and k not in key_list:
+                        continue
+                    d[k] = entry.get("value")
+        return out
+
+    def list_partition_reassignments(self, partitions: Iterable[TopicPartition] | None = None
+                                     ) -> dict[TopicPartition, InFlight]:
+        """Ongoing reassignments (all, or of ``partitions``)."""
+        arg = None
+        if partitions is not None:
+            from kafka.structs import TopicPartition as KTP
+            arg = [KTP(t, p) for t, p in partitions]
+            if not arg:
+                return {}
+        raw = self._call("ListPartitionReassignments", self._client.list_partition_reassignments, arg)
+        return {(tp.topic, tp.partition): InFlight(tuple(v["replicas"]), tuple(v["adding_replicas"]),
+                                                   tuple(v["removing_replicas"]))
+                for tp, v in raw.items()}
+
+    def describe_log_dirs(self, broker_ids: Iterable[int] | None = None,
+                          partitions: Iterable[TopicPartition] | None = None) -> list[ReplicaLogDir]:
+        """DescribeLogDirs rows (KIP-113), one per replica or future replica.
+
+        A broker that does not answer is skipped with a warning: progress reports it as
+        Unknown rather than failing the whole poll.
+
+        :param broker_ids: brokers to ask (default: every live broker)
+        :param partitions: restrict to these partitions (default all)
+        """
+        rows, _ = self._log_dirs_detail(broker_ids, partitions)
+        return rows
+
+    def _log_dirs_detail(self, broker_ids: Iterable[int] | None = None,
+                         partitions: Iterable[TopicPartition] | None = None
+                         ) -> tuple[list[ReplicaLogDir], dict[int, dict[str, int]]]:
+        if broker_ids is None:
+            broker_ids = [int(b["broker_id"]) for b in self.describe_cluster().get("brokers", [])
+                          if not b.get("is_fenced", False)]
+        tp_arg: dict[str, list[int]] | None = None
+        if partitions is not None:
+            tp_arg = {}
+            for t, p in partitions:
+                tp_arg.setdefault(t, []).append(p)
+            if not tp_arg:
+                return [], {}
+        rows: list[ReplicaLogDir] = []
+        dirs: dict[int, dict[str, int]] = {}
+        for b in broker_ids:
+            try:
+                resp = self._call("DescribeLogDirs", self._client.describe_log_dirs, tp_arg, [b], attempts=2)
+            except KafkaAdminError as exc:
+                log.warning("DescribeLogDirs on broker %s failed: %s", b, exc)
+                continue
+            for entry in resp:
+                bid = int(entry["broker"])
+                for d in entry["log_dirs"]:
+                    if d.get("error_code", 0):
+                        continue
+                    dirs.setdefault(bid, {})[d["log_dir"]] = int(d.get("total_bytes", -1) or -1)
+                    for t in d.get("topics", []):
+                        for p in t.get("partitions", []):
+                            rows.append(ReplicaLogDir(broker=bid, path=d["log_dir"], topic=t["name"],
+                                                      partition=int(p["partition_index"]),
+                                                      size=int(p["partition_size"]),
+                                                      offset_lag=int(p["offset_lag"]),
+                                                      is_future=bool(p["is_future_key"])))
+        return rows, dirs
+
+    # -- writes ----------------------------------------------------------------------
+    def alter_configs(self, changes: Iterable[Any], validate_only: bool = False) -> None:
+        """Apply ConfigChanges with IncrementalAlterConfigs (SET, or DELETE when value is None).
+
+        :param changes: :class:`~kafka_reassign.throttle.ConfigChange` objects
+        :raises KafkaAdminError: naming every resource that failed
+        """
+        from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+        grouped: dict[tuple[str, str], dict[str, tuple[Any, str | None]]] = {}
+        for c in changes:
+            op = AlterConfigOp.DELETE if c.value is None else AlterConfigOp.SET
+            grouped.setdefault((c.resource_type, c.name), {})[c.key] = (op, c.value)
+        if not grouped:
+            return
+        res = [ConfigResource(ConfigResourceType.BROKER if rtype == "broker" else ConfigResourceType.TOPIC,
+                              name, cfg) for (rtype, name), cfg in grouped.items()]
+        raw = self._call("IncrementalAlterConfigs", self._client.alter_configs, res, validate_only=validate_only,
+                         raise_on_unknown=False, incremental=True)
+        failed = [f"{rtype} {name}: {result}" for rtype, by_name in (raw or {}).items()
+                  for name, result in by_name.items() if result != "OK"]
+        if failed:
+            first = failed[0]
+            name = first.split("] ", 1)[1].split(":", 1)[0] if "] " in first else "ALTER_CONFIGS_FAILED"
+            raise KafkaAdminError("IncrementalAlterConfigs", name, "; ".join(failed))
+
+    def alter_partition_reassignments(self, targets: Mapping[TopicPartition, Iterable[int] | None]
+                                      ) -> dict[TopicPartition, str | None]:
+        """Start (replicas list) or cancel (None) reassignments; per-partition error names.
+
+        :returns: {(topic, partition): None on success, else the Kafka error name}
+        """
+        if not targets:
+            return {}
+        from kafka.structs import TopicPartition as KTP
+        arg = {KTP(t, p): (list(r) if r is not None else None) for (t, p), r in targets.items()}
+        raw = self._call("AlterPartitionReassignments", self._client.alter_partition_reassignments, arg)
+        out: dict[TopicPartition, str | None] = {}
+        for tp, err in raw.items():
+            out[(tp.topic, tp.partition)] = None if err is None else error_name(err)
+        for key in targets:
+            out.setdefault(key, "NO_RESPONSE")
+        return out
+
+    def alter_replica_log_dirs(self, moves: Mapping[tuple[str, int, int], str]
+                               ) -> dict[tuple[str, int, int], str | None]:
+        """Move replicas between log dirs of their broker (KIP-113).
+
+        :param moves: {(topic, partition, broker): absolute log dir}
+        :returns: {(topic, partition, broker): None on success, else the Kafka error name}
+        """
+        if not moves:
+            return {}
+        raw = self._call("AlterReplicaLogDirs", self._client.alter_replica_log_dirs, dict(moves))
+        out: dict[tuple[str, int, int], str | None] = {}
+        for tpr, err in raw.items():
+            name = error_name(err)
+            out[(tpr.topic, tpr.partition, tpr.broker_id)] = None if getattr(err, "errno", None) == 0 or name in ("NoError", "NONE", "NO_ERROR") else name
+        for key in moves:
+            out.setdefault(key, "NO_RESPONSE")
+        return out
+
+    def elect_preferred_leaders(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, str | None]:
+        """Preferred leader election; ELECTION_NOT_NEEDED counts as success.
+
+        :returns: {(topic, partition): None or Kafka error name}
+        """
+        by_topic: dict[str, list[int]] = {}
+        for t, p in partitions:
+            by_topic.setdefault(t, []).append(p)
+        if not by_topic:
+            return {}
+        from kafka.errors import for_code
+        resp = self._call("ElectLeaders", self._client.elect_leaders, 0, by_topic, raise_errors=False)
+        out: dict[TopicPartition, str | None] = {}
+        for res in getattr(resp, "replica_election_results", []):
+            for pr in res.partition_result:
+                name = error_name(for_code(pr.error_code)) if pr.error_code else None
+                out[(res.topic, pr.partition_id)] = None if name in (None, "ELECTION_NOT_NEEDED") else name
+        return out

@@ -1,0 +1,388 @@
+"""``kafka-reassign``: snapshot, plan, validate, execute, status and restore from a shell.
+
+Exit codes: 0 success, 1 the run failed (Kafka error, stall, timeout; throttles were
+restored), 2 bad input (arguments, plan, snapshot, parameters; nothing was written),
+130 interrupted (throttles were restored).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from kafka_reassign.errors import KafkaAdminError, ProblemListError, ReassignError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+DEFAULT_RECORD_DIR = os.environ.get("KAFKA_REASSIGN_RECORD_DIR") or str(
+    Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "kafka-reassign" / "records")
+
+
+class BadInput(Exception):
+    """A command-line value that cannot be used (exit 2)."""
+
+
+def _err(msg: str) -> None:
+    print(f"kafka-reassign: error: {msg}", file=sys.stderr)
+
+
+# -- connection ---------------------------------------------------------------------------
+
+_JAAS_RE = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
+
+
+def properties_to_admin_kwargs(props: dict[str, str]) -> dict[str, Any]:
+    """Map Kafka client properties (as in kafka-*.sh --command-config) to kafka-python kwargs.
+
+    :param props: e.g. {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", ...}
+    """
+    out: dict[str, Any] = {}
+    simple = {"security.protocol": "security_protocol", "sasl.mechanism": "sasl_mechanism",
+              "sasl.username": "sasl_plain_username", "sasl.password": "sasl_plain_password",
+              "ssl.ca.location": "ssl_cafile", "ssl.certificate.location": "ssl_certfile",
+              "ssl.key.location": "ssl_keyfile", "ssl.key.password": "ssl_password",
+              "client.id": "client_id", "request.timeout.ms": "request_timeout_ms"}
+    for k, v in props.items():
+        if k in simple:
+            out[simple[k]] = int(v) if simple[k].endswith("_ms") else v
+        elif k == "sasl.jaas.config":
+            fields = dict(_JAAS_RE.findall(v))
+            if "username" in fields:
+                out["sasl_plain_username"] = fields["username"]
+            if "password" in fields:
+                out["sasl_plain_password"] = fields["password"]
+        elif k == "ssl.endpoint.identification.algorithm":
+            out["ssl_check_hostname"] = v.strip().lower() == "https"
+        elif k == "bootstrap.servers":
+            out["bootstrap_servers"] = v
+        else:
+            raise BadInput(f"--command-config: unsupported property {k!r}")
+    return out
+
+
+def _read_properties(path: str) -> dict[str, str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot read --command-config {path}: {exc.strerror or exc}") from None
+    props = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        k, sep, v = line.partition("=")
+        if not sep:
+            raise BadInput(f"--command-config {path}: not a key=value line: {line!r}")
+        props[k.strip()] = v.strip()
+    return props
+
+
+def _admin(args: argparse.Namespace):
+    from kafka_reassign.admin import KafkaAdmin
+    kwargs: dict[str, Any] = {}
+    if getattr(args, "command_config", None):
+        kwargs.update(properties_to_admin_kwargs(_read_properties(args.command_config)))
+    if args.bootstrap_server:
+        kwargs["bootstrap_servers"] = args.bootstrap_server
+    if not kwargs.get("bootstrap_servers"):
+        raise BadInput("--bootstrap-server is required")
+    return KafkaAdmin(**kwargs)
+
+
+def _add_conn(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--bootstrap-server", required=required, metavar="HOST:PORT[,...]",
+                   help="Kafka brokers to connect to")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client properties (security.protocol, sasl.*, ssl.*) as for kafka-*.sh")
+
+
+def _load_plan(path: str):
+    from kafka_reassign.plan import ReassignmentPlan
+    if path == "-":
+        return ReassignmentPlan.from_json(sys.stdin.read())
+    return ReassignmentPlan.load(path)
+
+
+def _raw_plan(path: str) -> Any:
+    """The plan file decoded but not parsed, so validation reports structure and cluster problems together."""
+    from kafka_reassign.errors import PlanError, Problem
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PlanError(Problem(path, f"cannot read plan file: {exc.strerror or exc}", "unreadable")) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PlanError(Problem(path, f"not valid JSON: {exc}", "not_json")) from None
+
+
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    return {"throttle_bytes_per_sec": None if args.no_throttle else args.throttle,
+            "log_dir_throttle_bytes_per_sec": args.log_dir_throttle,
+            "max_partition_movements": args.max_partition_movements,
+            "max_movements_per_broker": args.max_movements_per_broker,
+            "max_leader_movements": args.max_leader_movements,
+            "batch_timeout_minutes": args.batch_timeout_minutes,
+            "stall_window_seconds": args.stall_window_seconds,
+            "poll_interval_seconds": args.poll_interval_seconds,
+            "allow_rf_change": args.allow_rf_change, "allow_internal_topics": args.allow_internal_topics,
+            "dry_run": args.dry_run, "cancel_on_failure": not args.no_cancel_on_failure}
+
+
+# -- subcommands --------------------------------------------------------------------------
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from kafka_reassign.snapshot import read_cluster_snapshot, save_snapshot
+    with _admin(args) as admin:
+        snap = read_cluster_snapshot(admin, sample_seconds=args.sample_seconds)
+    if args.out == "-":
+        print(json.dumps(snap, indent=2))
+    else:
+        save_snapshot(snap, args.out)
+        n = sum(len(t["partitions"]) for t in snap["topics"])
+        print(f"wrote {args.out}: {len(snap['brokers'])} brokers, {len(snap['topics'])} topics, {n} partitions")
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from kafka_reassign.state import ClusterState
+    from kafka_reassign.validate import validate_plan
+    raw = _raw_plan(args.plan)
+    if args.snapshot:
+        from kafka_reassign.snapshot import load_snapshot
+        state = ClusterState.from_snapshot(load_snapshot(args.snapshot))
+    else:
+        if not args.bootstrap_server and not args.command_config:
+            raise BadInput("give --bootstrap-server (live cluster) or --snapshot FILE")
+        with _admin(args) as admin:
+            state = admin.cluster_state()
+    warnings = validate_plan(raw, state, allow_rf_change=args.allow_rf_change,
+                             allow_internal_topics=args.allow_internal_topics)
+    n = len(raw.get("partitions", [])) if isinstance(raw, dict) else 0
+    print(f"plan OK: {n} partition(s) valid against the cluster")
+    for w in warnings:
+        print(f"warning: {w}")
+    return EXIT_OK
+
+
+def cmd_execute(args: argparse.Namespace) -> int:
+    from kafka_reassign.progress import BatchProgress
+    from kafka_reassign.reassign import new_run_id, run_reassignment
+    from kafka_reassign.record import FileRecordStore
+    from kafka_reassign.validate import validate_params
+    params = validate_params(_params(args))          # bad parameters: exit 2 before connecting
+    raw = _raw_plan(args.plan)
+    run_id = args.run_id or new_run_id()
+    store = FileRecordStore(args.record_dir)
+    last_print = [0.0]
+
+    def on_progress(prog: BatchProgress) -> None:
+        if args.json:
+            print(json.dumps({"event": "progress", **prog.to_json()}), flush=True)
+        elif time.monotonic() - last_print[0] >= args.print_interval or prog.done:
+            print(prog.format_table(), flush=True)
+            last_print[0] = time.monotonic()
+        else:
+            print(prog.summary(), flush=True)
+
+    def on_event(msg: str) -> None:
+        print(json.dumps({"event": "info", "message": msg}) if args.json else msg, flush=True)
+
+    with _admin(args) as admin:
+        print(f"run id: {run_id} (throttle record in {store.directory})", flush=True)
+        result = run_reassignment(admin, raw, params, store, run_id=run_id, on_progress=on_progress,
+                                  on_event=on_event)
+        if not result.dry_run:
+            print(f"run {run_id} finished: {result.batches_done} batch(es) done, throttles restored", flush=True)
+        if args.json:
+            print(json.dumps({"event": "result", **result.to_json()}))
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from kafka_reassign.progress import BatchProgress
+    from kafka_reassign.steps import Batch, StepMove
+    from kafka_reassign.throttle import BROKER_KEYS, TOPIC_KEYS
+    with _admin(args) as admin:
+        state = admin.cluster_state(include_log_dirs=False)
+        steps: list[StepMove] = []
+        if args.plan:
+            plan = _load_plan(args.plan)
+            for m in plan.moves:
+                p = state.partition(m.topic, m.partition)
+                if p is None:
+                    continue
+                inf = state.in_flight.get(m.key)
+                current = tuple(inf.original) if inf else p.replicas
+                steps.append(StepMove(m.topic, m.partition, current, tuple(m.replicas), m.log_dirs,
+                                      size_bytes=p.size_bytes))
+        else:
+            for (t, pidx), inf in sorted(state.in_flight.items()):
+                steps.append(StepMove(t, pidx, tuple(inf.original), tuple(inf.target),
+                                      size_bytes=state.size_of(t, pidx)))
+        batch = Batch(index=0, steps=steps)
+        brokers = sorted({b for s in steps for b in (*s.current, *s.target)} & state.alive_brokers)
+        rows = admin.describe_log_dirs(brokers, [s.key for s in steps]) if steps else []
+        prog = BatchProgress.build(batch, state.in_flight, state, rows)
+        cfg = admin.describe_configs(sorted(state.alive_brokers), [], keys=BROKER_KEYS)
+        cfg.update(admin.describe_configs([], sorted(state.topics), keys=TOPIC_KEYS))
+    throttles = {f"{rt} {name}": {k: v for k, v in vals.items() if v is not None}
+                 for (rt, name), vals in sorted(cfg.items()) if any(v is not None for v in vals.values())}
+    if args.json:
+        print(json.dumps({"in_flight": {f"{t}-{p}": v.to_json() for (t, p), v in state.in_flight.items()},
+                          "progress": prog.to_json(), "throttles": throttles}, indent=2))
+        return EXIT_OK
+    print(f"{len(state.in_flight)} reassignment(s) in progress")
+    if steps:
+        print(prog.format_table().replace("batch 0: ", "", 1))
+    if throttles:
+        print("Throttle configs set:")
+        for res, vals in throttles.items():
+            for k, v in vals.items():
+                print(f"  {res}: {k}={v}")
+    else:
+        print("No replication throttle configs set.")
+    return EXIT_OK
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from kafka_reassign.reassign import restore_throttle
+    from kafka_reassign.record import FileRecordStore
+    if not Path(args.record_dir).is_dir():
+        raise BadInput(f"--record-dir {args.record_dir} is not a directory")
+    store = FileRecordStore(args.record_dir)
+    if args.run_id:
+        if store.get(args.run_id) is None:
+            raise BadInput(f"no throttle record for run {args.run_id!r} in {args.record_dir}")
+        run_ids = [args.run_id]
+    else:
+        run_ids = [r.run_id for r in store.list_unrestored()]
+    if not run_ids:
+        print("nothing to restore: every recorded throttle has been restored")
+        return EXIT_OK
+    with _admin(args) as admin:
+        for rid in run_ids:
+            res = restore_throttle(admin, store, rid)
+            if res.already_restored:
+                print(f"run {rid}: already restored")
+                continue
+            print(f"run {rid}: restored {len(res.changes)} config(s)")
+            for c in res.changes:
+                print(f"  {c.describe()}")
+            for w in res.warnings:
+                print(f"  warning: {w}")
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    try:
+        from kafka_reassign.planner import cli as planner_cli
+    except ImportError as exc:
+        _err(f"the planner is not installed ({exc})")
+        return EXIT_FAILED
+    return int(planner_cli.run(args) or 0)
+
+
+# -- parser -------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafka-reassign", description=(
+        "Safe Kafka partition reassignment: KIP-435 incremental batches under a KIP-73 throttle "
+        "that is always restored."))
+    parser.add_argument("-v", "--verbose", action="store_true", help="log Kafka calls")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("snapshot", help="write the cluster's placement, sizes and configs as a snapshot")
+    _add_conn(p)
+    p.add_argument("--out", required=True, help="snapshot file ('-' = stdout)")
+    p.add_argument("--sample-seconds", type=float, default=0.0,
+                   help="estimate produce rates from log growth over this many seconds (default 0: skip)")
+    p.set_defaults(func=cmd_snapshot)
+
+    p = sub.add_parser("plan", help="compute a plan on Spark (see its --help)")
+    try:
+        from kafka_reassign.planner import cli as planner_cli
+        planner_cli.add_arguments(p)
+    except ImportError:
+        p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("validate", help="check a plan against the cluster (or a snapshot); writes nothing")
+    _add_conn(p, required=False)
+    p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
+    p.add_argument("--snapshot", help="validate against this snapshot instead of a live cluster")
+    p.add_argument("--allow-rf-change", action="store_true", help="accept replication-factor changes")
+    p.add_argument("--allow-internal-topics", action="store_true", help="accept moves of internal topics")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("execute", help="run a plan: throttle, batches, wait, restore the throttle")
+    _add_conn(p)
+    p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
+    p.add_argument("--throttle", type=int, default=50_000_000, metavar="BYTES_PER_SEC",
+                   help="replication throttle per broker (default 50000000)")
+    p.add_argument("--no-throttle", action="store_true", help="do not throttle (not recommended)")
+    p.add_argument("--log-dir-throttle", type=int, default=None, metavar="BYTES_PER_SEC",
+                   help="throttle for moves between log dirs (default: --throttle)")
+    p.add_argument("--max-partition-movements", type=int, default=10, help="steps per batch (default 10)")
+    p.add_argument("--max-movements-per-broker", type=int, default=5,
+                   help="replica additions/removals per broker per batch (default 5)")
+    p.add_argument("--max-leader-movements", type=int, default=5, help="leader changes per batch (default 5)")
+    p.add_argument("--batch-timeout-minutes", type=float, default=60.0, help="fail a batch after this (default 60)")
+    p.add_argument("--stall-window-seconds", type=float, default=300.0,
+                   help="fail when lag does not fall for this long (default 300)")
+    p.add_argument("--poll-interval-seconds", type=float, default=10.0, help="progress poll interval (default 10)")
+    p.add_argument("--print-interval", type=float, default=30.0, help="seconds between progress tables")
+    p.add_argument("--allow-rf-change", action="store_true", help="accept replication-factor changes")
+    p.add_argument("--allow-internal-topics", action="store_true", help="accept moves of internal topics")
+    p.add_argument("--dry-run", action="store_true", help="validate and print batches and config changes only")
+    p.add_argument("--no-cancel-on-failure", action="store_true",
+                   help="leave in-flight moves running when the run fails (default: cancel ours)")
+    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"throttle records (default {DEFAULT_RECORD_DIR})")
+    p.add_argument("--run-id", help="run id (default: generated); re-use one to resume a run")
+    p.add_argument("--json", action="store_true", help="JSON lines instead of tables")
+    p.set_defaults(func=cmd_execute)
+
+    p = sub.add_parser("status", help="in-flight reassignments, per-replica progress and throttles set")
+    _add_conn(p)
+    p.add_argument("--plan", help="show the progress of this plan's partitions")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("restore", help="restore throttle configs recorded by earlier runs")
+    _add_conn(p)
+    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"(default {DEFAULT_RECORD_DIR})")
+    p.add_argument("--run-id", help="only this run (default: every unrestored record)")
+    p.set_defaults(func=cmd_restore)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except (ProblemListError, BadInput) as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    except KafkaAdminError as exc:
+        _err(str(exc))
+        return EXIT_FAILED
+    except ReassignError as exc:
+        _err(str(exc))
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

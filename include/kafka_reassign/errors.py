@@ -1,0 +1,121 @@
+"""Exceptions of the reassignment domain package.
+
+Every error names what it is about (the plan entry, the partition, the Kafka error
+name) so that an operator reading a task log knows what to fix without a debugger.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class ReassignError(Exception):
+    """Base class of every error raised by :mod:`kafka_reassign`."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a plan, a snapshot or a parameter set is rejected.
+
+    :param entry: what is wrong, e.g. ``partitions[3] (orders-7)`` or ``throttle_bytes_per_sec``
+    :param reason: why, in words an operator understands
+    :param kind: a stable machine-readable category (``unknown_broker``, ...)
+    """
+
+    entry: str
+    reason: str
+    kind: str = "invalid"
+
+    def __str__(self) -> str:
+        return f"{self.entry}: {self.reason}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"entry": self.entry, "reason": self.reason, "kind": self.kind}
+
+
+class ProblemListError(ReassignError, ValueError):
+    """An error carrying every problem found (not only the first one)."""
+
+    headline = "invalid input"
+
+    def __init__(self, problems: list[Problem] | Problem | str, headline: str | None = None) -> None:
+        if isinstance(problems, str):
+            problems = [Problem("input", problems)]
+        elif isinstance(problems, Problem):
+            problems = [problems]
+        self.problems: list[Problem] = list(problems)
+        if headline is not None:
+            self.headline = headline
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        n = len(self.problems)
+        lines = [f"{self.headline} ({n} problem{'s' if n != 1 else ''}):"]
+        lines += [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+    @property
+    def kinds(self) -> set[str]:
+        """The set of problem kinds, handy for tests and for metrics."""
+        return {p.kind for p in self.problems}
+
+
+class PlanError(ProblemListError):
+    """The reassignment JSON is malformed (types, structure, version)."""
+
+    headline = "invalid reassignment plan"
+
+
+class PlanValidationError(ProblemListError):
+    """The plan does not fit the cluster (or the parameters are wrong); nothing was written."""
+
+    headline = "plan rejected, nothing was written"
+
+
+class ParamError(ProblemListError):
+    """Run parameters (throttle, batch limits, timeouts) are invalid."""
+
+    headline = "invalid parameters"
+
+
+class SnapshotError(ProblemListError):
+    """A cluster snapshot file does not follow the snapshot format (version 1)."""
+
+    headline = "invalid snapshot"
+
+
+class KafkaAdminError(ReassignError):
+    """A Kafka admin request failed permanently.
+
+    :param operation: what we tried, e.g. ``AlterPartitionReassignments``
+    :param error_name: Kafka's error name, e.g. ``INVALID_REPLICA_ASSIGNMENT``
+    :param detail: extra text (the broker's message, the resource)
+    """
+
+    def __init__(self, operation: str, error_name: str, detail: str = "") -> None:
+        self.operation = operation
+        self.error_name = error_name
+        self.detail = detail
+        msg = f"{operation} failed: {error_name}"
+        if detail:
+            msg += f" ({detail})"
+        super().__init__(msg)
+
+
+class BatchExecutionError(ReassignError):
+    """Some partitions of a batch could not be submitted; ``result`` says which and why."""
+
+    def __init__(self, message: str, result: dict) -> None:
+        self.result = result
+        super().__init__(message)
+
+
+class StallError(ReassignError):
+    """Replication lag stopped falling; the message says what to change."""
+
+
+class BatchTimeoutError(ReassignError):
+    """A batch did not finish within its time limit."""
+
+
+class ThrottleRecordError(ReassignError):
+    """The durable throttle record could not be read or written."""

@@ -1,0 +1,306 @@
+"""Throttle reconciliation: undo throttles our runs left behind, report everybody else's.
+
+A run sets KIP-73 throttles and records their prior values (:mod:`kafka_reassign.record`)
+before the first write; its teardown restores them. When the worker is killed mid-batch,
+or the teardown cannot reach Kafka, the record stays *unrestored*. :func:`reconcile` (run
+by the ``kafka_throttle_reconciler`` DAG every 15 minutes) finds those records and writes
+the prior values back with the teardown's own restore function, so there is one restore
+implementation.
+
+Rules, in order:
+
+1. Any reassignment in flight on the cluster: do nothing. A throttle may be what keeps
+   that move from hurting clients, and we cannot tell from Kafka alone whose move it is.
+2. A record whose run is still active (between two batches nothing is in flight, yet the
+   throttle is in use) is left alone; so is a record of another cluster.
+3. Every other unrestored record is restored with
+   :func:`kafka_reassign.reassign.restore_throttle` (what the teardown task runs: read,
+   write prior values, read back, mark restored), newest first - an undo stack: when two
+   dead runs touched one key, the oldest prior value is the one that ends up set.
+4. Throttle configs still set afterwards and not owned by an active run are *foreign*
+   (set by a person or another tool). They are reported, and only removed when the caller
+   says so; the removal is recorded first (a restored record holding the values removed)
+   so it can be undone by hand.
+
+Nothing here imports Airflow; the DAG passes the admin client, the record store and the
+ids of runs that are still active.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Collection, Mapping
+
+from kafka_reassign.reassign import restore_throttle
+from kafka_reassign.record import RecordStore, ThrottleRecord
+from kafka_reassign.throttle import (
+    BROKER_KEYS,
+    LIST_KEYS,
+    TOPIC_KEYS,
+    ConfigChange,
+    CurrentConfigs,
+    parse_replica_list,
+    restore_changes,
+)
+
+log = logging.getLogger(__name__)
+
+THROTTLE_KEYS = (*BROKER_KEYS, *TOPIC_KEYS)
+
+ConfigKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ThrottleSetting:
+    """One throttle config currently set on the cluster.
+
+    :param resource_type: "broker" or "topic"
+    :param name: broker id as a string, or topic name
+    :param key: the throttle config key
+    :param value: its current value
+    :param owner: run id of the active run that set it, None when foreign
+    """
+
+    resource_type: str
+    name: str
+    key: str
+    value: str
+    owner: str | None = None
+
+    def describe(self) -> str:
+        who = f"in use by active run {self.owner}" if self.owner else "not set by this project"
+        return f"{self.resource_type} {self.name}: {self.key}={self.value!r} ({who})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"resource_type": self.resource_type, "name": self.name, "key": self.key,
+                "value": self.value, "owner": self.owner}
+
+
+@dataclass
+class RunRestore:
+    """What the reconciler did (or would do, in a dry run) for one unrestored record.
+
+    :param run_id: the run that left the throttle
+    :param changes: writes that bring the configs back to their prior values
+    :param warnings: values someone else changed while the run held them
+    :param dropped: changes that no longer apply (their topic was deleted)
+    """
+
+    run_id: str
+    changes: list[ConfigChange] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    dropped: list[ConfigChange] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "changes": [c.to_json() for c in self.changes],
+                "warnings": list(self.warnings), "dropped": [c.to_json() for c in self.dropped]}
+
+
+@dataclass
+class ReconcileReport:
+    """Outcome of one reconciliation.
+
+    :param skipped_reason: set when nothing was examined (a reassignment is in flight)
+    :param restored: records restored (or to restore, in a dry run)
+    :param left_alone: (run_id, reason) of unrestored records not touched
+    :param foreign: throttle settings not owned by this project's active runs
+    :param in_use: throttle settings owned by active runs
+    :param foreign_removed: writes that removed foreign throttles (only when asked)
+    """
+
+    cluster_id: str | None = None
+    dry_run: bool = False
+    skipped_reason: str | None = None
+    restored: list[RunRestore] = field(default_factory=list)
+    left_alone: list[tuple[str, str]] = field(default_factory=list)
+    foreign: list[ThrottleSetting] = field(default_factory=list)
+    in_use: list[ThrottleSetting] = field(default_factory=list)
+    foreign_removed: list[ConfigChange] = field(default_factory=list)
+
+    @property
+    def writes(self) -> int:
+        """Config writes made (0 in a dry run)."""
+        if self.dry_run:
+            return 0
+        return sum(len(r.changes) for r in self.restored) + len(self.foreign_removed)
+
+    def summary(self) -> str:
+        """Human-readable report for the task log."""
+        verb = "would restore" if self.dry_run else "restored"
+        if self.skipped_reason:
+            return f"reconciler skipped: {self.skipped_reason}"
+        lines = [f"cluster {self.cluster_id}: {verb} {len(self.restored)} run(s), "
+                 f"{len(self.foreign)} foreign throttle setting(s), {len(self.in_use)} in use by active runs"]
+        for r in self.restored:
+            lines.append(f"  {verb} throttles of run {r.run_id}:")
+            lines += [f"    {c.describe()}" for c in r.changes] or ["    (already at prior values)"]
+            lines += [f"    warning: {w}" for w in r.warnings]
+            lines += [f"    dropped (topic gone): {c.describe()}" for c in r.dropped]
+        for run_id, reason in self.left_alone:
+            lines.append(f"  left alone: run {run_id}: {reason}")
+        for s in self.foreign:
+            lines.append(f"  foreign: {s.describe()}")
+        for c in self.foreign_removed:
+            lines.append(f"  {'would remove' if self.dry_run else 'removed'} foreign: {c.describe()}")
+        for s in self.in_use:
+            lines.append(f"  in use: {s.describe()}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cluster_id": self.cluster_id, "dry_run": self.dry_run, "skipped_reason": self.skipped_reason,
+                "restored": [r.to_json() for r in self.restored],
+                "left_alone": [{"run_id": r, "reason": why} for r, why in self.left_alone],
+                "foreign": [s.to_json() for s in self.foreign], "in_use": [s.to_json() for s in self.in_use],
+                "foreign_removed": [c.to_json() for c in self.foreign_removed], "writes": self.writes}
+
+
+def throttle_settings(configs: CurrentConfigs) -> list[tuple[str, str, str, str]]:
+    """Every throttle key with a value in ``configs``: (resource_type, name, key, value), sorted.
+
+    :param configs: (resource_type, name) -> {key: dynamic value or None}
+    """
+    out = []
+    for (rtype, name), values in configs.items():
+        keys = BROKER_KEYS if rtype == "broker" else TOPIC_KEYS if rtype == "topic" else ()
+        for key in keys:
+            value = values.get(key)
+            if value is not None and value != "":
+                out.append((rtype, name, key, value))
+    return sorted(out, key=lambda s: (s[0], _natural(s[1]), s[2]))
+
+
+def _natural(name: str) -> tuple[int, Any]:
+    return (0, int(name)) if name.isdigit() else (1, name)
+
+
+def _apply(configs: dict[ConfigKey, dict[str, str | None]], changes: list[ConfigChange]) -> None:
+    """Update an in-memory copy of the configs as if ``changes`` had been written."""
+    for c in changes:
+        configs.setdefault((c.resource_type, c.name), {})[c.key] = c.value
+
+
+def _owned_by(setting: tuple[str, str, str, str], active: list[ThrottleRecord]) -> str | None:
+    """Run id of the active record that wrote this exact value (or includes these entries)."""
+    rtype, name, key, value = setting
+    for rec in active:
+        for c in rec.changes:
+            if (c.resource_type, c.name, c.key) != (rtype, name, key) or c.value is None:
+                continue
+            if c.value == value:
+                return rec.run_id
+            if key in LIST_KEYS:
+                ours, now = parse_replica_list(c.value), parse_replica_list(value)
+                if isinstance(ours, set) and isinstance(now, set) and ours and ours <= now:
+                    return rec.run_id
+    return None
+
+
+def reconcile(admin: Any, store: RecordStore, *, active_run_ids: Collection[str] = (),
+              remove_foreign: bool = False, dry_run: bool = False,
+              reconciler_run_id: str | None = None) -> ReconcileReport:
+    """Restore throttles left by dead runs; report (and optionally remove) foreign ones.
+
+    :param admin: a :class:`kafka_reassign.admin.KafkaAdmin` (cluster_state, describe_configs,
+        alter_configs, list_partition_reassignments)
+    :param store: the durable throttle records
+    :param active_run_ids: run ids still queued or running (their throttles are in use)
+    :param remove_foreign: also delete throttles this project did not set
+    :param dry_run: compute and report, write nothing
+    :param reconciler_run_id: id under which a foreign removal is recorded
+    """
+    report = ReconcileReport(dry_run=dry_run)
+    in_flight = admin.list_partition_reassignments()
+    if in_flight:
+        names = ", ".join(f"{t}-{p}" for t, p in sorted(in_flight)[:5])
+        more = f" and {len(in_flight) - 5} more" if len(in_flight) > 5 else ""
+        report.skipped_reason = (f"{len(in_flight)} partition reassignment(s) in flight ({names}{more}); "
+                                 "throttles may be protecting them, nothing touched")
+        return report
+
+    # Log-dir sizes are not needed here and cost one request per broker on big clusters.
+    state = admin.cluster_state(include_log_dirs=False)
+    report.cluster_id = state.cluster_id
+    broker_ids = sorted(state.alive_brokers)
+    topics = sorted(state.topics)
+    configs: dict[ConfigKey, dict[str, str | None]] = {
+        k: dict(v) for k, v in admin.describe_configs(broker_ids, topics, keys=THROTTLE_KEYS).items()}
+
+    active_ids = set(active_run_ids)
+    active: list[ThrottleRecord] = []
+    to_restore: list[ThrottleRecord] = []
+    for rec in store.list_unrestored():
+        if rec.cluster_id and state.cluster_id and rec.cluster_id != state.cluster_id:
+            report.left_alone.append((rec.run_id, f"belongs to cluster {rec.cluster_id}"))
+        elif rec.run_id in active_ids:
+            active.append(rec)
+            report.left_alone.append((rec.run_id, "run still active; its throttle is in use"))
+        else:
+            to_restore.append(rec)
+
+    # Newest first: undoing in reverse order of application leaves the oldest prior value.
+    for rec in sorted(to_restore, key=lambda r: r.created_at, reverse=True):
+        rr = RunRestore(run_id=rec.run_id)
+        applicable: list[ConfigChange] = []
+        offline: list[int] = []
+        for c in rec.changes:
+            if c.resource_type == "topic" and c.name not in state.topics:
+                rr.dropped.append(c)   # a topic's configs are deleted with the topic
+            elif c.resource_type == "broker" and int(c.name) not in state.brokers:
+                rr.dropped.append(c)   # a decommissioned broker: nothing left to restore
+            elif c.resource_type == "broker" and int(c.name) not in state.alive_brokers:
+                offline.append(int(c.name))
+            else:
+                applicable.append(c)
+        if offline:
+            # Its dynamic configs live in the cluster metadata and come back with the broker.
+            report.left_alone.append((rec.run_id, f"broker(s) {sorted(set(offline))} it throttled are "
+                                                  "offline; retried on a later run"))
+            continue
+        rr.changes = restore_changes(applicable, configs, rr.warnings)
+        if not dry_run:
+            if rr.dropped:
+                # Keep the record truthful before restoring the rest from it.
+                rec.changes = applicable
+                rec.notes.append("reconciler dropped changes whose resource no longer exists: "
+                                 + "; ".join(c.describe() for c in rr.dropped))
+                store.put(rec)
+            # The same restore the teardown task runs (read, write, read back, mark restored).
+            result = restore_throttle(admin, store, rec.run_id)
+            rr.changes, rr.warnings = list(result.changes), list(result.warnings)
+        _apply(configs, rr.changes)
+        report.restored.append(rr)
+        log.info("%s throttles of run %s (%d writes)", "would restore" if dry_run else "restored",
+                 rec.run_id, len(rr.changes))
+
+    for setting in throttle_settings(configs):
+        owner = _owned_by(setting, active)
+        item = ThrottleSetting(*setting, owner=owner)
+        (report.in_use if owner else report.foreign).append(item)
+
+    if remove_foreign and report.foreign:
+        removal = [ConfigChange(s.resource_type, s.name, s.key, s.value, None) for s in report.foreign]
+        report.foreign_removed = removal
+        if not dry_run:
+            # Record what we remove before removing it, so a person can put it back.
+            rec = ThrottleRecord.new(reconciler_run_id or f"reconciler-{int(time.time())}",
+                                     state.cluster_id, removal)
+            rec.restored, rec.restored_at = True, time.time()
+            rec.notes.append("foreign throttles removed by kafka_throttle_reconciler (remove_foreign=True); "
+                             "each change's prior is the value removed")
+            store.put(rec)
+            admin.alter_configs(removal)
+            _verify(admin, removal)
+    return report
+
+
+def _verify(admin: Any, changes: list[ConfigChange]) -> None:
+    """Read the configs back; raise if a write did not take (the record stays unrestored)."""
+    brokers = sorted({int(c.name) for c in changes if c.resource_type == "broker"})
+    topics = sorted({c.name for c in changes if c.resource_type == "topic"})
+    now: Mapping[ConfigKey, Mapping[str, str | None]] = admin.describe_configs(brokers, topics, keys=THROTTLE_KEYS)
+    wrong = [c for c in changes if (now.get((c.resource_type, c.name)) or {}).get(c.key) != c.value]
+    if wrong:
+        raise RuntimeError("config writes did not take effect: " + "; ".join(
+            f"{c.resource_type} {c.name} {c.key} is {(now.get((c.resource_type, c.name)) or {}).get(c.key)!r}, "
+            f"expected {c.value!r}" for c in wrong))

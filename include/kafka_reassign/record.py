@@ -1,0 +1,184 @@
+"""The durable record of what a run wrote, so anyone can undo it later.
+
+The prior values are written to the store *before* the first config write: if the worker
+dies between the two, the record says what to restore (restoring values that were never
+changed is a no-op). A later run, ``kafka-reassign restore`` or the scheduled reconciler
+finds unrestored records with :meth:`RecordStore.list_unrestored`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from kafka_reassign.errors import ThrottleRecordError
+from kafka_reassign.throttle import ConfigChange
+
+
+@dataclass
+class ThrottleRecord:
+    """Every config change a run made (with prior values) and whether it has been undone.
+
+    :param run_id: the run that owns the changes
+    :param cluster_id: Kafka cluster id (a record only applies to its cluster)
+    :param created_at: unix time the record was first written
+    :param changes: the writes, each with its prior value
+    :param restored: True once every change has been undone
+    :param restored_at: unix time of the restore
+    :param notes: free text (e.g. "superseded by run X")
+    """
+
+    run_id: str
+    cluster_id: str | None
+    created_at: float
+    changes: list[ConfigChange] = field(default_factory=list)
+    restored: bool = False
+    restored_at: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": 1, "run_id": self.run_id, "cluster_id": self.cluster_id,
+                "created_at": self.created_at, "changes": [c.to_json() for c in self.changes],
+                "restored": self.restored, "restored_at": self.restored_at, "notes": list(self.notes)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | str) -> "ThrottleRecord":
+        if isinstance(d, str):
+            d = json.loads(d)
+        return cls(run_id=d["run_id"], cluster_id=d.get("cluster_id"), created_at=float(d["created_at"]),
+                   changes=[ConfigChange.from_json(c) for c in d.get("changes", [])],
+                   restored=bool(d.get("restored", False)), restored_at=d.get("restored_at"),
+                   notes=list(d.get("notes", [])))
+
+    @classmethod
+    def new(cls, run_id: str, cluster_id: str | None, changes: list[ConfigChange]) -> "ThrottleRecord":
+        return cls(run_id=run_id, cluster_id=cluster_id, created_at=time.time(), changes=list(changes))
+
+
+@runtime_checkable
+class RecordStore(Protocol):
+    """Where throttle records live (a directory here; the Airflow metadata DB in the DAG)."""
+
+    def put(self, record: ThrottleRecord) -> None:
+        """Create or replace the record of ``record.run_id`` durably."""
+
+    def get(self, run_id: str) -> ThrottleRecord | None:
+        """The record of ``run_id`` or None."""
+
+    def list_unrestored(self) -> list[ThrottleRecord]:
+        """Every record not yet restored, oldest first."""
+
+    def mark_restored(self, run_id: str) -> None:
+        """Mark the record of ``run_id`` restored (no-op when already)."""
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _file_name(run_id: str) -> str:
+    # Airflow run ids contain ':' and '+'; keep names portable and unambiguous.
+    safe = _SAFE.sub(lambda m: f"%{ord(m.group()):02X}", run_id)
+    return f"throttle-{safe}.json"
+
+
+class FileRecordStore:
+    """One JSON file per run in a directory; writes are atomic (temp file + fsync + rename).
+
+    :param directory: created if missing
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ThrottleRecordError(f"cannot create record directory {self.directory}: {exc}") from exc
+
+    def path_for(self, run_id: str) -> Path:
+        return self.directory / _file_name(run_id)
+
+    def put(self, record: ThrottleRecord) -> None:
+        path = self.path_for(record.run_id)
+        data = json.dumps(record.to_json(), indent=2, sort_keys=True).encode("utf-8")
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=self.directory)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+            # fsync the directory so the rename itself survives a crash.
+            dfd = os.open(self.directory, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError as exc:
+            raise ThrottleRecordError(f"cannot write throttle record {path}: {exc}") from exc
+
+    def get(self, run_id: str) -> ThrottleRecord | None:
+        path = self.path_for(run_id)
+        if not path.exists():
+            return None
+        return self._read(path)
+
+    def _read(self, path: Path) -> ThrottleRecord:
+        try:
+            return ThrottleRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError) as exc:
+            raise ThrottleRecordError(f"cannot read throttle record {path}: {exc}") from exc
+
+    def list_all(self) -> list[ThrottleRecord]:
+        records = [self._read(p) for p in sorted(self.directory.glob("throttle-*.json"))]
+        return sorted(records, key=lambda r: r.created_at)
+
+    def list_unrestored(self) -> list[ThrottleRecord]:
+        return [r for r in self.list_all() if not r.restored]
+
+    def mark_restored(self, run_id: str) -> None:
+        rec = self.get(run_id)
+        if rec is None:
+            raise ThrottleRecordError(f"no throttle record for run {run_id!r} in {self.directory}")
+        if rec.restored:
+            return
+        rec.restored = True
+        rec.restored_at = time.time()
+        self.put(rec)
+
+
+class MemoryRecordStore:
+    """In-process store (tests, dry runs). Not durable: do not use for real runs."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, dict[str, Any]] = {}
+
+    def put(self, record: ThrottleRecord) -> None:
+        self._records[record.run_id] = record.to_json()
+
+    def get(self, run_id: str) -> ThrottleRecord | None:
+        d = self._records.get(run_id)
+        return ThrottleRecord.from_json(d) if d is not None else None
+
+    def list_unrestored(self) -> list[ThrottleRecord]:
+        recs = [ThrottleRecord.from_json(d) for d in self._records.values()]
+        return sorted((r for r in recs if not r.restored), key=lambda r: r.created_at)
+
+    def mark_restored(self, run_id: str) -> None:
+        rec = self.get(run_id)
+        if rec is None:
+            raise ThrottleRecordError(f"no throttle record for run {run_id!r}")
+        if not rec.restored:
+            rec.restored, rec.restored_at = True, time.time()
+            self.put(rec)

@@ -1,0 +1,302 @@
+"""KIP-435 incremental steps and batches.
+
+A partition move ``[1,2,3] -> [4,5,6]`` submitted as one reassignment makes three new
+followers fetch at once and keeps the old ones until all three caught up. KIP-435 instead
+moves incrementally: bring the new preferred leader in first, then add one replica, let it
+catch up, drop one old replica, and repeat. Each step is one AlterPartitionReassignments
+call; Kafka only removes the leaving replica after the arriving one is in sync, so a step
+from S to S' keeps every replica of S in the ISR until S' is complete.
+
+Safety invariant (tested): every intermediate replica list has at least
+``min(min_isr, len(target))`` replicas, so the in-sync count never drops below
+min.insync.replicas because of us. When the current list is *smaller* than min ISR
+(a replication-factor increase from 1), the first step adds as many replicas as needed at
+once, which is the one exception KIP-435 makes to "one at a time".
+
+Batches: at most one step of a partition per batch and successive steps of a partition in
+successive batches (a step's ``current`` is the previous step's ``target``). Limits per
+batch: ``max_partition_movements`` steps, ``max_movements_per_broker`` replica additions or
+removals touching any broker, ``max_leader_movements`` preferred-leader changes.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from kafka_reassign.plan import ANY_LOG_DIR, PartitionMove
+from kafka_reassign.state import ClusterState
+
+INT_MAX = 2**31 - 1
+
+
+def plan_steps(current: Sequence[int], target: Sequence[int], min_isr: int,
+               offline: Iterable[int] = ()) -> list[list[int]]:
+    """Intermediate replica lists from ``current`` to ``target`` (last one == target).
+
+    :param current: current replicas (preferred leader first)
+    :param target: final replicas
+    :param min_isr: the topic's min.insync.replicas
+    :param offline: replicas on dead brokers; dropped first since they are not in sync anyway
+    :returns: [] when already at target; otherwise the successive replica lists
+    """
+    current, target = list(current), list(target)
+    if current == target:
+        return []
+    if set(current) == set(target):
+        # Same brokers, new order: one step that only changes the preferred leader.
+        return [target]
+    offline_set = set(offline)
+    adds = [b for b in target if b not in current]          # target order: preferred leader first
+    drops = [b for b in current if b not in target]
+    # Drop dead replicas first, then followers from the back, the current leader (first) last:
+    # leadership moves once, to the new preferred leader, not to an arbitrary follower.
+    drops.sort(key=lambda b: (b not in offline_set, -current.index(b)))
+    floor = min(max(1, min_isr), len(target))                 # never fewer in the list than this
+    steps: list[list[int]] = []
+    members = list(current)
+    while adds or drops:
+        added: list[int] = []
+        if adds:
+            added.append(adds.pop(0))
+        # KIP-435's exception: below min ISR, add enough at once so producers can continue.
+        while adds and len(members) + len(added) < floor:
+            added.append(adds.pop(0))
+        size_after_add = len(members) + len(added)
+        dropped: list[int] = []
+        # Drop one leaving replica unless that would take the list below the floor.
+        if drops and size_after_add - 1 >= floor:
+            dropped.append(drops.pop(0))
+        if not added and not dropped:  # cannot happen with a valid target; guard anyway
+            break
+        members = [b for b in members if b not in dropped] + added
+        steps.append(_order(members, target, current))
+    if not steps or steps[-1] != target:
+        if steps and set(steps[-1]) == set(target):
+            steps[-1] = target
+        else:
+            steps.append(target)
+    return steps
+
+
+def _order(members: list[int], target: list[int], current: list[int]) -> list[int]:
+    """Order an intermediate list: target members in target order first, then leaving ones.
+
+    Putting the new preferred leader first means a preferred-leader election (or Kafka's
+    auto leader rebalance) moves leadership to it as soon as it is in sync.
+    """
+    in_target = [b for b in target if b in members]
+    leaving = [b for b in current if b in members and b not in target]
+    return in_target + leaving
+
+
+@dataclass(frozen=True)
+class StepMove:
+    """One step of one partition: an AlterPartitionReassignments (or AlterReplicaLogDirs) call.
+
+    :param current: replicas before the step
+    :param target: replicas after the step
+    :param log_dirs: per target replica a log dir or "any" (only on the final step)
+    :param size_bytes: partition size used to estimate the step's duration
+    :param step_index: 0-based index of this step among the partition's steps
+    :param step_count: number of steps of this partition
+    """
+
+    topic: str
+    partition: int
+    current: tuple[int, ...]
+    target: tuple[int, ...]
+    log_dirs: tuple[str, ...] | None = None
+    size_bytes: int = 0
+    step_index: int = 0
+    step_count: int = 1
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def adding(self) -> tuple[int, ...]:
+        return tuple(b for b in self.target if b not in self.current)
+
+    @property
+    def removing(self) -> tuple[int, ...]:
+        return tuple(b for b in self.current if b not in self.target)
+
+    @property
+    def is_log_dir_only(self) -> bool:
+        """Same brokers, only log dirs change (KIP-113, AlterReplicaLogDirs)."""
+        return self.current == self.target and self.log_dirs is not None
+
+    @property
+    def moves_leader(self) -> bool:
+        """Whether the preferred leader changes (a leader movement for the per-batch cap)."""
+        return bool(self.current and self.target) and self.current[0] != self.target[0]
+
+    @property
+    def brokers_touched(self) -> set[int]:
+        """Brokers that gain or lose a replica (or move it between dirs) in this step."""
+        if self.is_log_dir_only:
+            return set(self.wanted_dirs())
+        return set(self.adding) | set(self.removing)
+
+    def wanted_dirs(self) -> dict[int, str]:
+        if not self.log_dirs:
+            return {}
+        return {b: d for b, d in zip(self.target, self.log_dirs) if d != ANY_LOG_DIR}
+
+    @property
+    def bytes_to_copy(self) -> int:
+        """Bytes this step copies: one partition copy per added (or dir-moved) replica."""
+        if self.is_log_dir_only:
+            return self.size_bytes * max(1, len(self.wanted_dirs()))
+        return self.size_bytes * len(self.adding)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "current": list(self.current),
+                "target": list(self.target),
+                "log_dirs": list(self.log_dirs) if self.log_dirs is not None else None,
+                "size_bytes": self.size_bytes, "step_index": self.step_index,
+                "step_count": self.step_count}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "StepMove":
+        return cls(topic=d["topic"], partition=int(d["partition"]),
+                   current=tuple(int(b) for b in d["current"]),
+                   target=tuple(int(b) for b in d["target"]),
+                   log_dirs=tuple(d["log_dirs"]) if d.get("log_dirs") is not None else None,
+                   size_bytes=int(d.get("size_bytes", 0)), step_index=int(d.get("step_index", 0)),
+                   step_count=int(d.get("step_count", 1)))
+
+
+@dataclass
+class Batch:
+    """Steps executed together; the next batch starts only when this one is finished."""
+
+    index: int
+    steps: list[StepMove] = field(default_factory=list)
+
+    @property
+    def bytes_to_copy(self) -> int:
+        return sum(s.bytes_to_copy for s in self.steps)
+
+    @property
+    def leader_movements(self) -> int:
+        return sum(1 for s in self.steps if s.moves_leader)
+
+    def broker_movements(self) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for s in self.steps:
+            for b in s.brokers_touched:
+                out[b] = out.get(b, 0) + 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "steps": [s.to_json() for s in self.steps]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | str) -> "Batch":
+        if isinstance(d, str):
+            d = json.loads(d)
+        return cls(index=int(d["index"]), steps=[StepMove.from_json(s) for s in d["steps"]])
+
+
+def steps_for_move(move: PartitionMove, state: ClusterState) -> list[StepMove]:
+    """All steps of one partition move, including a final log-dir step when needed.
+
+    :param move: the target placement
+    :param state: the cluster now (current replicas, min ISR, sizes, replica dirs)
+    """
+    p = state.partition(move.topic, move.partition)
+    if p is None:
+        raise ValueError(f"{move.name}: unknown partition")
+    current = list(p.replicas)
+    inflight = state.in_flight.get(move.key)
+    if inflight is not None:
+        # Resume: plan from where the partition was before the interrupted step, so that the
+        # first step we compute is exactly the one already in flight (and gets adopted).
+        current = list(inflight.original)
+    lists = plan_steps(current, move.replicas, state.min_isr(move.topic), offline=p.offline)
+    wanted = move.wanted_dirs()
+    need_dir_step = any(p.replica_dirs.get(b) != d for b, d in wanted.items())
+    chain: list[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...] | None]] = []
+    prev = tuple(current)
+    for lst in lists:
+        chain.append((prev, tuple(lst), None))
+        prev = tuple(lst)
+    if need_dir_step:
+        chain.append((tuple(move.replicas), tuple(move.replicas), tuple(move.log_dirs or ())))
+    n = len(chain)
+    return [StepMove(topic=move.topic, partition=move.partition, current=c, target=t, log_dirs=ld,
+                     size_bytes=p.size_bytes, step_index=i, step_count=n)
+            for i, (c, t, ld) in enumerate(chain)]
+
+
+def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
+                  max_partition_movements: int = INT_MAX, max_movements_per_broker: int = INT_MAX,
+                  max_leader_movements: int = INT_MAX) -> list[Batch]:
+    """Turn moves into sequential batches of steps within the concurrency limits.
+
+    Packing: a batch lasts as long as its slowest step, so each batch is filled from the
+    candidates in decreasing order of (steps still to go, bytes): partitions with long chains
+    start early, and the biggest moves travel together instead of one big move holding up
+    a batch of small ones. The per-broker cap spreads each batch's copy traffic over brokers
+    (a candidate whose brokers are full is left for the next batch).
+
+    :param moves: partition moves (already validated)
+    :param state: cluster state for current replicas, min ISR and sizes
+    :param max_partition_movements: steps per batch (>= 1)
+    :param max_movements_per_broker: replica additions/removals per broker per batch (>= 1)
+    :param max_leader_movements: preferred-leader changes per batch (>= 1)
+    """
+    for name, v in (("max_partition_movements", max_partition_movements),
+                    ("max_movements_per_broker", max_movements_per_broker),
+                    ("max_leader_movements", max_leader_movements)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    chains = [c for c in (steps_for_move(m, state) for m in moves) if c]
+    pending = {i: 0 for i in range(len(chains))}  # chain index -> next step index
+    batches: list[Batch] = []
+    while pending:
+        candidates = sorted(pending, key=lambda i: (-(len(chains[i]) - pending[i]),
+                                                    -chains[i][pending[i]].bytes_to_copy, i))
+        batch = Batch(index=len(batches))
+        load: dict[int, int] = {}
+        leaders = 0
+        chosen: list[int] = []
+        for i in candidates:
+            if len(batch.steps) >= max_partition_movements:
+                break
+            step = chains[i][pending[i]]
+            touched = step.brokers_touched
+            if any(load.get(b, 0) + 1 > max_movements_per_broker for b in touched):
+                continue
+            if step.moves_leader and leaders + 1 > max_leader_movements:
+                continue
+            batch.steps.append(step)
+            chosen.append(i)
+            for b in touched:
+                load[b] = load.get(b, 0) + 1
+            leaders += step.moves_leader
+        if not chosen:  # impossible with limits >= 1 (a step touches a broker at most once)
+            raise RuntimeError("batch building made no progress")
+        for i in chosen:
+            pending[i] += 1
+            if pending[i] >= len(chains[i]):
+                del pending[i]
+        batches.append(batch)
+    return batches
+
+
+def batches_to_json(batches: list[Batch]) -> list[dict[str, Any]]:
+    return [b.to_json() for b in batches]
+
+
+def batches_from_json(data: list[dict[str, Any]] | str) -> list[Batch]:
+    if isinstance(data, str):
+        data = json.loads(data)
+    return [Batch.from_json(d) for d in data]

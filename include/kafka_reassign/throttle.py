@@ -1,0 +1,388 @@
+"""KIP-73 replication throttles: which replicas, which rates, merge, record, restore.
+
+What gets throttled (as kafka-reassign-partitions.sh does it):
+
+* topic config ``leader.replication.throttled.replicas``: ``partition:broker`` for every
+  *existing* replica of a moving partition (any of them may be the leader the new replica
+  fetches from);
+* topic config ``follower.replication.throttled.replicas``: ``partition:broker`` for every
+  *new* replica (the move destinations);
+* broker configs ``leader.replication.throttled.rate`` and
+  ``follower.replication.throttled.rate`` on every broker that sends or receives;
+* broker config ``replica.alter.log.dirs.io.max.bytes.per.second`` on brokers that move a
+  replica between their own log dirs (KIP-113).
+
+Merging with throttles someone else already set (documented operator contract):
+
+* replica lists: the union of theirs and ours; ``*`` (throttle everything) stays ``*``;
+* rates: the *lower* of theirs and ours. A rate already on a broker was set by someone
+  protecting that broker (or by a previous tool); raising it behind their back could hurt
+  clients, while lowering it to ours is what our run asked for. When theirs is lower, we
+  leave it and say so in the notes (the move will be slower than estimated).
+
+Every change records the value before it (``prior``, None = not set). Restoring writes the
+prior value back exactly, or DELETEs the key when we added it. When the value found at
+restore time is no longer what we wrote, someone changed it during the run: we still
+restore (a throttle left behind slows every later replica movement), log a warning naming
+it, and for replica lists keep the entries *they* added since (we remove only ours).
+Applying twice changes nothing the second time; restoring twice is a no-op.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from kafka_reassign.state import ClusterState
+
+log = logging.getLogger(__name__)
+
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+LOG_DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+
+TOPIC_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+BROKER_KEYS = (LEADER_RATE, FOLLOWER_RATE, LOG_DIR_RATE)
+LIST_KEYS = frozenset(TOPIC_KEYS)
+WILDCARD = "*"
+
+ConfigKey = tuple[str, str]  # (resource_type "broker"|"topic", name)
+
+
+def fmt_bytes(n: float) -> str:
+    """Decimal units, the way Kafka throttles are usually talked about (1 MB/s = 1e6 B/s)."""
+    n = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    """One incremental config write (SET when ``value`` is a string, DELETE when None).
+
+    :param resource_type: "broker" or "topic"
+    :param name: broker id as a string, or topic name
+    :param key: config key
+    :param prior: value before the change (None = not set)
+    :param value: value after the change (None = delete the key)
+    """
+
+    resource_type: str
+    name: str
+    key: str
+    prior: str | None
+    value: str | None
+
+    @property
+    def op(self) -> str:
+        return "DELETE" if self.value is None else "SET"
+
+    @property
+    def resource(self) -> ConfigKey:
+        return (self.resource_type, self.name)
+
+    def describe(self) -> str:
+        """One line for dry-run reports and logs."""
+        what = f"{self.resource_type} {self.name}: {self.key}"
+        prior = "(not set)" if self.prior is None else repr(self.prior)
+        if self.value is None:
+            return f"DELETE {what} (was {prior})"
+        return f"SET    {what} = {self.value!r} (was {prior})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"resource_type": self.resource_type, "name": self.name, "key": self.key,
+                "prior": self.prior, "value": self.value}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "ConfigChange":
+        return cls(resource_type=d["resource_type"], name=str(d["name"]), key=d["key"],
+                   prior=d.get("prior"), value=d.get("value"))
+
+
+def parse_replica_list(value: str | None) -> set[tuple[int, int]] | str:
+    """``"0:1,0:2"`` -> {(0, 1), (0, 2)}; ``"*"`` -> "*"; None/"" -> empty set.
+
+    Unparseable entries are kept out but never lost: callers compare the raw string first.
+    """
+    if value is None:
+        return set()
+    value = value.strip()
+    if value == WILDCARD:
+        return WILDCARD
+    out: set[tuple[int, int]] = set()
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        sep = ":" if ":" in item else "-"   # very old tools wrote "partition-broker"
+        p, _, b = item.partition(sep)
+        try:
+            out.add((int(p), int(b)))
+        except ValueError:
+            log.warning("ignoring unparseable throttled replica entry %r", item)
+    return out
+
+
+def format_replica_list(entries: Iterable[tuple[int, int]]) -> str:
+    return ",".join(f"{p}:{b}" for p, b in sorted(set(entries)))
+
+
+@dataclass
+class ThrottleSpec:
+    """What a run wants throttled (before merging with what is already set).
+
+    :param leader: topic -> {(partition, broker)} existing replicas of moving partitions
+    :param follower: topic -> {(partition, broker)} new replicas
+    :param rate: bytes/s for leader and follower rates, None = no replication throttle
+    :param rate_brokers: brokers that send or receive replicated data
+    :param log_dir_rate: bytes/s for intra-broker log-dir moves, None = not throttled
+    :param log_dir_brokers: brokers with log-dir moves
+    """
+
+    leader: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
+    follower: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
+    rate: int | None = None
+    rate_brokers: set[int] = field(default_factory=set)
+    log_dir_rate: int | None = None
+    log_dir_brokers: set[int] = field(default_factory=set)
+
+    @classmethod
+    def for_moves(cls, moves: Iterable[Any], rate: int | None,
+                  log_dir_rate: int | None = None) -> "ThrottleSpec":
+        """Throttle set for steps (anything with topic, partition, current, target[, log_dirs]).
+
+        Steps that copy no data (drops, reorders) need no throttle and are left out.
+
+        :param moves: :class:`~kafka_reassign.steps.StepMove` objects (all batches of a run)
+        :param rate: replication throttle in bytes/s, or None for none
+        :param log_dir_rate: log-dir move throttle in bytes/s (None: use ``rate``)
+        """
+        spec = cls(rate=rate, log_dir_rate=log_dir_rate if log_dir_rate is not None else rate)
+        for m in moves:
+            current, target = tuple(m.current), tuple(m.target)
+            added = [b for b in target if b not in current]
+            if added and rate is not None:
+                spec.leader.setdefault(m.topic, set()).update((m.partition, b) for b in current)
+                spec.follower.setdefault(m.topic, set()).update((m.partition, b) for b in added)
+                spec.rate_brokers.update(current)
+                spec.rate_brokers.update(target)
+            log_dirs = getattr(m, "log_dirs", None)
+            if log_dirs and current == target and spec.log_dir_rate is not None:
+                spec.log_dir_brokers.update(b for b, d in zip(target, log_dirs) if d != "any")
+        return spec
+
+    @property
+    def empty(self) -> bool:
+        return not (self.leader or self.follower or self.rate_brokers or self.log_dir_brokers)
+
+    def resources(self) -> tuple[list[int], list[str]]:
+        """(broker ids, topics) whose configs must be read before merging."""
+        brokers = sorted(self.rate_brokers | self.log_dir_brokers)
+        topics = sorted(set(self.leader) | set(self.follower))
+        return brokers, topics
+
+    def to_json(self) -> dict[str, Any]:
+        return {"leader": {t: format_replica_list(v) for t, v in sorted(self.leader.items())},
+                "follower": {t: format_replica_list(v) for t, v in sorted(self.follower.items())},
+                "rate": self.rate, "rate_brokers": sorted(self.rate_brokers),
+                "log_dir_rate": self.log_dir_rate, "log_dir_brokers": sorted(self.log_dir_brokers)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "ThrottleSpec":
+        def lists(x: Mapping[str, str]) -> dict[str, set[tuple[int, int]]]:
+            out = {}
+            for t, v in x.items():
+                parsed = parse_replica_list(v)
+                out[t] = set() if parsed == WILDCARD else parsed  # type: ignore[assignment]
+            return out
+        return cls(leader=lists(d.get("leader", {})), follower=lists(d.get("follower", {})),
+                   rate=d.get("rate"), rate_brokers=set(d.get("rate_brokers", [])),
+                   log_dir_rate=d.get("log_dir_rate"), log_dir_brokers=set(d.get("log_dir_brokers", [])))
+
+
+CurrentConfigs = Mapping[ConfigKey, Mapping[str, str | None]]
+
+
+def _current(configs: CurrentConfigs, rtype: str, name: str, key: str) -> str | None:
+    return (configs.get((rtype, name)) or {}).get(key)
+
+
+def throttle_changes(spec: ThrottleSpec, current_configs: CurrentConfigs,
+                     notes: list[str] | None = None) -> list[ConfigChange]:
+    """The config writes that bring the cluster to ``spec`` merged with what is set now.
+
+    :param spec: what the run wants throttled
+    :param current_configs: (resource_type, name) -> {key: dynamic value or None}
+    :param notes: if given, receives operator-facing notes (kept lower rates, wildcards)
+    :returns: only the writes that change something (empty when already applied)
+    """
+    notes = notes if notes is not None else []
+    changes: list[ConfigChange] = []
+    for key, wanted in ((LEADER_REPLICAS, spec.leader), (FOLLOWER_REPLICAS, spec.follower)):
+        for topic in sorted(wanted):
+            if not wanted[topic]:
+                continue
+            existing = _current(current_configs, "topic", topic, key)
+            parsed = parse_replica_list(existing)
+            if parsed == WILDCARD:
+                notes.append(f"topic {topic}: {key} is '*' already (every replica throttled); left as is")
+                continue
+            union = set(parsed) | wanted[topic]  # type: ignore[arg-type]
+            if existing is not None and union == parsed:
+                continue
+            changes.append(ConfigChange("topic", topic, key, existing, format_replica_list(union)))
+    rate_keys: list[tuple[str, int | None, set[int]]] = [
+        (LEADER_RATE, spec.rate, spec.rate_brokers), (FOLLOWER_RATE, spec.rate, spec.rate_brokers),
+        (LOG_DIR_RATE, spec.log_dir_rate, spec.log_dir_brokers)]
+    for key, rate, brokers in rate_keys:
+        if rate is None:
+            continue
+        for b in sorted(brokers):
+            existing = _current(current_configs, "broker", str(b), key)
+            if existing is not None:
+                try:
+                    theirs = int(float(existing))
+                except ValueError:
+                    theirs = None
+                if theirs is not None and theirs <= rate:
+                    if theirs < rate:
+                        notes.append(f"broker {b}: {key} is already {fmt_bytes(theirs)}/s, lower than "
+                                     f"ours ({fmt_bytes(rate)}/s); kept (moves through broker {b} will be "
+                                     "slower than estimated)")
+                    continue
+            changes.append(ConfigChange("broker", str(b), key, existing, str(rate)))
+    return changes
+
+
+def restore_changes(record: Any, current_configs: CurrentConfigs | None = None,
+                    warnings: list[str] | None = None) -> list[ConfigChange]:
+    """The writes that undo a run's throttle changes.
+
+    :param record: a :class:`~kafka_reassign.record.ThrottleRecord` or a list of ConfigChange
+    :param current_configs: values now; when given, writes that change nothing are skipped and
+        values changed by someone else during the run are detected (and warned about)
+    :param warnings: receives one message per drifted value
+    """
+    warnings = warnings if warnings is not None else []
+    recorded: list[ConfigChange] = list(getattr(record, "changes", record))
+    out: list[ConfigChange] = []
+    for c in reversed(recorded):
+        now = c.value if current_configs is None else _current(current_configs, c.resource_type, c.name, c.key)
+        desired = c.prior
+        if now != c.value:
+            where = f"{c.resource_type} {c.name} {c.key}"
+            if c.key in LIST_KEYS and now is not None and parse_replica_list(now) != WILDCARD \
+                    and parse_replica_list(c.value) != WILDCARD:
+                ours = set(parse_replica_list(c.value)) - set(parse_replica_list(c.prior))  # type: ignore[arg-type]
+                keep = set(parse_replica_list(now)) - ours  # type: ignore[arg-type]
+                prior_set = parse_replica_list(c.prior)
+                if keep == prior_set:
+                    desired = c.prior
+                else:
+                    desired = format_replica_list(keep) if keep else None
+                warnings.append(f"{where} is now {now!r}, not the {c.value!r} we wrote: someone changed it "
+                                f"during the run; removing only our entries -> "
+                                f"{'(delete)' if desired is None else repr(desired)}")
+            else:
+                warnings.append(f"{where} is now {now!r}, not the {c.value!r} we wrote: someone changed it "
+                                f"during the run; restoring the prior value "
+                                f"{'(delete)' if desired is None else repr(desired)} anyway")
+        if current_configs is not None and now == desired:
+            continue
+        out.append(ConfigChange(c.resource_type, c.name, c.key, now, desired))
+    for w in warnings:
+        log.warning(w)
+    return out
+
+
+# -- KIP-73 time estimates and warnings ----------------------------------------------------
+
+def estimate_seconds(bytes_to_move: float, rate: float | None, capacity: float | None = None,
+                     produce_rate: float = 0.0) -> float:
+    """Time to copy ``bytes_to_move`` through one throttled broker.
+
+    KIP-73: MoveTime = bytes / (quota - BytesIn): the throttle carries both the catch-up
+    traffic and the keep-up traffic of the partitions being moved.
+
+    :param rate: throttle in bytes/s (None = only capacity limits)
+    :param capacity: network or disk capacity in bytes/s
+    :param produce_rate: bytes/s produced into the moving partitions
+    :returns: seconds, ``inf`` when the throttle is at or below the produce rate
+    """
+    limits = [x for x in (rate, capacity) if x]
+    if not limits:
+        return 0.0
+    effective = min(limits) - produce_rate
+    if effective <= 0:
+        return float("inf")
+    return bytes_to_move / effective
+
+
+def estimate_batch_seconds(steps: Iterable[Any], rate: int | None, state: ClusterState | None = None,
+                           network_bytes_per_sec: float = 125_000_000) -> float:
+    """Estimated duration of one batch: its slowest broker, in or out (throttles are per broker).
+
+    :param steps: StepMoves of the batch
+    :param rate: replication throttle in bytes/s
+    :param state: for produce rates of the moving partitions (optional)
+    :param network_bytes_per_sec: per-broker capacity
+    """
+    inbound: dict[int, float] = {}
+    outbound: dict[int, float] = {}
+    produce_in: dict[int, float] = {}
+    for s in steps:
+        added = [b for b in s.target if b not in s.current]
+        if not added:
+            if s.current == s.target and getattr(s, "log_dirs", None):
+                for b in s.target:
+                    inbound[b] = inbound.get(b, 0.0) + s.size_bytes
+            continue
+        source = s.current[0] if s.current else -1
+        p = state.partition(s.topic, s.partition) if state is not None else None
+        if p is not None and p.leader in s.current:
+            source = p.leader
+        bytes_in = p.bytes_in_per_sec if p is not None else 0.0
+        for b in added:
+            inbound[b] = inbound.get(b, 0.0) + s.size_bytes
+            produce_in[b] = produce_in.get(b, 0.0) + bytes_in
+            outbound[source] = outbound.get(source, 0.0) + s.size_bytes
+    worst = 0.0
+    for b, n in inbound.items():
+        worst = max(worst, estimate_seconds(n, rate, network_bytes_per_sec, produce_in.get(b, 0.0)))
+    for b, n in outbound.items():
+        worst = max(worst, estimate_seconds(n, rate, network_bytes_per_sec))
+    return worst
+
+
+def produce_rate_warnings(steps: Iterable[Any], state: ClusterState, rate: int | None) -> list[str]:
+    """KIP-73's warning: a throttle at or below the produce rate into a receiving broker
+    never lets the new replicas catch up.
+
+    :param steps: the StepMoves of a batch (or of the whole run)
+    :param state: for partitions' bytes_in_per_sec
+    :param rate: the replication throttle (None = no warning)
+    """
+    if rate is None:
+        return []
+    per_broker: dict[int, list[tuple[str, float]]] = {}
+    for s in steps:
+        p = state.partition(s.topic, s.partition)
+        if p is None or p.bytes_in_per_sec <= 0:
+            continue
+        for b in (b for b in s.target if b not in s.current):
+            per_broker.setdefault(b, []).append((s.name, p.bytes_in_per_sec))
+    out = []
+    for b, parts in sorted(per_broker.items()):
+        total = sum(r for _, r in parts)
+        if total >= rate:
+            top = ", ".join(f"{n} {fmt_bytes(r)}/s" for n, r in sorted(parts, key=lambda x: -x[1])[:3])
+            out.append(f"throttle {fmt_bytes(rate)}/s is at or below the produce rate {fmt_bytes(total)}/s "
+                       f"of the partitions moving to broker {b} ({top}): they would never catch up; raise "
+                       f"throttle_bytes_per_sec above {fmt_bytes(total)}/s (e.g. {int(total * 2)}) or move "
+                       "fewer of them per batch")
+    return out

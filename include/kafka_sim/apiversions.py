@@ -1,0 +1,50 @@
+"""Which API versions the simulated broker advertises.
+
+The ranges are those an Apache Kafka 4.1 broker (KRaft) advertises in ApiVersions,
+capped at what kafka-python 3.0.12's protocol classes can encode, and limited to the
+APIs the simulator implements. Clients then pick the same versions they would
+against a real 4.x cluster (flexible versions, topic ids in Fetch/Produce, ...).
+"""
+from __future__ import annotations
+
+from kafka.protocol.admin import (
+    AlterConfigsRequest, AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeClusterRequest,
+    DescribeConfigsRequest, DescribeLogDirsRequest, ElectLeadersRequest,
+    IncrementalAlterConfigsRequest, ListPartitionReassignmentsRequest,
+)
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
+from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+
+# (min, max) per API key as advertised by Apache Kafka 4.1 brokers.
+KAFKA_41_RANGES: dict[int, tuple[int, int]] = {
+    0: (0, 13), 1: (4, 18), 2: (1, 10), 3: (0, 13), 10: (0, 6), 18: (0, 4), 19: (2, 7),
+    20: (1, 6), 22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 4),
+    37: (0, 3), 43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0), 60: (0, 2),
+}
+
+REQUEST_CLASSES = {
+    cls.API_KEY: cls for cls in (
+        ProduceRequest, FetchRequest, ListOffsetsRequest, MetadataRequest, FindCoordinatorRequest,
+        ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, InitProducerIdRequest,
+        OffsetForLeaderEpochRequest, DescribeConfigsRequest, AlterConfigsRequest,
+        AlterReplicaLogDirsRequest, DescribeLogDirsRequest, CreatePartitionsRequest,
+        ElectLeadersRequest, IncrementalAlterConfigsRequest, AlterPartitionReassignmentsRequest,
+        ListPartitionReassignmentsRequest, DescribeClusterRequest,
+    )
+}
+
+
+def supported_versions() -> dict[int, tuple[int, int]]:
+    """(min, max) version per implemented API key: Kafka 4.1's range capped by kafka-python."""
+    out: dict[int, tuple[int, int]] = {}
+    for key, (lo, hi) in KAFKA_41_RANGES.items():
+        cls = REQUEST_CLASSES[key]
+        hi = min(hi, cls.max_version)
+        if lo <= hi:
+            out[key] = (lo, hi)
+    return out
+
+
+SUPPORTED: dict[int, tuple[int, int]] = supported_versions()

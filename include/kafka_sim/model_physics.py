@@ -1,0 +1,64 @@
+"""Max-min fair sharing of broker capacities between replication flows.
+
+Each flow (a follower catching up, a future replica being copied) crosses a few
+resources: the leader's outbound network, the follower's inbound network, the
+KIP-73 leader/follower quotas when it is throttled, the broker's disk for KIP-113
+copies. Kafka's quotas are per broker and every throttled fetcher shares them, so the
+fair answer is progressive filling: raise every flow's rate together, freeze the flows
+of whichever resource saturates first, continue with the rest.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from typing import Hashable, Mapping, Sequence
+
+
+def allocate(flows: Sequence[Sequence[Hashable]], capacity: Mapping[Hashable, float],
+             unlimited: float = math.inf) -> list[float]:
+    """Max-min fair rates for flows sharing capacitated resources.
+
+    :param flows: for each flow, the resource keys it crosses (keys missing from
+        ``capacity`` or with infinite capacity do not limit it)
+    :param capacity: resource key -> bytes per second available
+    :param unlimited: rate given to a flow no finite resource limits
+    :returns: one rate per flow
+    """
+    n = len(flows)
+    rates: list[float | None] = [None] * n
+    remaining: dict[Hashable, float] = {}
+    members: dict[Hashable, list[int]] = {}
+    for i, res in enumerate(flows):
+        for key in res:
+            cap = capacity.get(key)
+            if cap is None or math.isinf(cap):
+                continue
+            if key not in remaining:
+                remaining[key] = max(0.0, float(cap))
+                members[key] = []
+            members[key].append(i)
+    count = {k: len(v) for k, v in members.items()}
+    version = dict.fromkeys(members, 0)
+    heap = [(remaining[k] / count[k], idx, k, 0) for idx, k in enumerate(members)]
+    order = {k: idx for idx, k in enumerate(members)}  # tie-breaker, keys need not be comparable
+    heapq.heapify(heap)
+    while heap:
+        share, _tie, key, ver = heapq.heappop(heap)
+        if ver != version[key] or count[key] == 0:
+            continue
+        share = max(0.0, share)
+        for i in members[key]:
+            if rates[i] is not None:
+                continue
+            rates[i] = share
+            for other in flows[i]:
+                if other == key or other not in remaining:
+                    continue
+                remaining[other] -= share
+                count[other] -= 1
+                version[other] += 1
+                if count[other] > 0:
+                    heapq.heappush(heap, (max(0.0, remaining[other]) / count[other], order[other], other,
+                                          version[other]))
+        count[key] = 0
+    return [unlimited if r is None else r for r in rates]

@@ -1,0 +1,139 @@
+"""Typed DAG params of the reassignment DAGs, with the descriptions the trigger form shows.
+
+The names and meanings are fixed by DESIGN.md (``kafka_reassign`` params). JSON-schema types
+let Airflow refuse a wrong type (a string for a rate, a negative batch size) before a run even
+exists; :func:`run_options` then turns the resolved params into the keyword dict the domain
+layer's ``prepare`` validates again (the REST API and ``dag.test`` can pass what the form
+would not).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk import Param
+
+GOALS = ["rebalance", "add-brokers", "remove-brokers", "replication-factor", "rack-repair"]
+
+#: Section names used by the trigger form to group the fields.
+_WHAT = "What to move"
+_HOW = "How fast and how much at once"
+_SAFETY = "Safety"
+
+
+def reassign_params() -> dict[str, Param]:
+    """The params of ``kafka_reassign`` (a fresh dict of Param objects for each DAG)."""
+    return {
+        "kafka_conn_id": Param(
+            "kafka_default", type="string", minLength=1, title="Kafka connection",
+            description="Airflow connection id of the cluster (conn_type kafka; extra = librdkafka "
+                        "config with bootstrap.servers and security settings).",
+            section=_WHAT),
+        "plan": Param(
+            None, type=["object", "null"], title="Reassignment plan",
+            description='Kafka reassignment JSON, as kafka-reassign-partitions.sh, Cruise Control '
+                        'or topicmappr write it: {"version": 1, "partitions": [{"topic": "t", '
+                        '"partition": 0, "replicas": [4, 2, 3], "log_dirs": ["any", "any", "any"]}]}. '
+                        "Leave empty (null) to compute a plan from the goal on Spark.",
+            section=_WHAT),
+        "goal": Param(
+            None, type=["null", "string"], enum=[None, *GOALS], title="Goal (when no plan is given)",
+            description="What the planner should achieve when plan is null: rebalance (even out "
+                        "disk and leaders), add-brokers (fill the brokers listed), remove-brokers "
+                        "(drain the brokers listed), replication-factor (change every topic's RF to "
+                        "replication_factor), rack-repair (one replica per rack where possible).",
+            section=_WHAT),
+        "brokers": Param(
+            None, type=["null", "array"], items={"type": "integer", "minimum": 0}, uniqueItems=True,
+            title="Brokers",
+            description="Broker ids for the goals add-brokers and remove-brokers, e.g. [7, 8].",
+            section=_WHAT),
+        "replication_factor": Param(
+            None, type=["null", "integer"], minimum=1, title="Replication factor",
+            description="Target replication factor for the goal replication-factor.",
+            section=_WHAT),
+        "allow_replication_factor_change": Param(
+            False, type="boolean", title="Allow replication factor changes",
+            description="A plan that changes a partition's number of replicas is refused unless this "
+                        "is on (or the goal is replication-factor): a typo should not drop a replica.",
+            section=_SAFETY),
+        "allow_internal_topics": Param(
+            False, type="boolean", title="Allow internal topics",
+            description="Moving replicas of __consumer_offsets or __transaction_state is refused "
+                        "unless this is on.",
+            section=_SAFETY),
+        "throttle_bytes_per_sec": Param(
+            50_000_000, type="integer", minimum=1024, title="Replication throttle (bytes/s)",
+            description="KIP-73 replication throttle set on every broker that sends or receives a "
+                        "replica (leader and follower rates). It must be above the produce rate of "
+                        "the moving partitions or they never catch up. Default 50 MB/s.",
+            section=_HOW),
+        "log_dir_throttle_bytes_per_sec": Param(
+            None, type=["null", "integer"], minimum=1024, title="Log-dir move throttle (bytes/s)",
+            description="replica.alter.log.dirs.io.max.bytes.per.second for moves between disks of "
+                        "one broker (KIP-113). Null = same as the replication throttle.",
+            section=_HOW),
+        "max_partition_movements": Param(
+            10, type="integer", minimum=1, title="Partitions per batch",
+            description="At most this many partition moves (KIP-435 steps) run at once in one batch.",
+            section=_HOW),
+        "max_movements_per_broker": Param(
+            5, type="integer", minimum=1, title="Movements per broker per batch",
+            description="At most this many replicas added to or removed from any one broker per batch.",
+            section=_HOW),
+        "max_leader_movements": Param(
+            1000, type="integer", minimum=1, title="Leader movements per batch",
+            description="Cap on partitions whose preferred leader changes within one batch.",
+            section=_HOW),
+        "batch_timeout_minutes": Param(
+            120, type="number", exclusiveMinimum=0, title="Batch timeout (minutes)",
+            description="A batch not finished after this long fails the run (then cancel_on_failure "
+                        "and the throttle removal apply).",
+            section=_SAFETY),
+        "poll_interval_seconds": Param(
+            30, type="number", exclusiveMinimum=0, title="Progress poll interval (seconds)",
+            description="How often the batch sensor reads reassignment progress, ISR and lag.",
+            section=_HOW),
+        "stall_window_minutes": Param(
+            10, type="number", exclusiveMinimum=0, title="Stall window (minutes)",
+            description="Fail a batch when its bytes left have not fallen for this long (KIP-73: a "
+                        "throttle below the produce rate never catches up).",
+            section=_SAFETY),
+        "dry_run": Param(
+            False, type="boolean", title="Dry run",
+            description="Validate, print the plan, the batches and the exact config changes, and "
+                        "stop without writing anything to the cluster.",
+            section=_SAFETY),
+        "cancel_on_failure": Param(
+            True, type="boolean", title="Cancel on failure",
+            description="When a batch fails, cancel (revert) this run's in-flight moves before the "
+                        "throttle is removed. Off: moves keep going, unthrottled.",
+            section=_SAFETY),
+    }
+
+
+#: DAG param name -> domain (``kafka_reassign.validate.validate_params``) name, where they differ.
+_RENAMED = {"allow_replication_factor_change": "allow_rf_change"}
+#: Params the domain layer does not take (the connection and planning inputs).
+_NOT_DOMAIN = frozenset({"kafka_conn_id", "plan", "goal", "brokers", "replication_factor"})
+
+
+def run_options(params: dict[str, Any]) -> dict[str, Any]:
+    """The run's params as the domain layer's ``validate_params`` names them.
+
+    Unknown keys (a typo in a REST API conf) are passed on, so the domain validation rejects
+    them by name instead of silently running with a default.
+
+    :param params: the run's resolved params (``context["params"]``), JSON values
+    """
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if key in _NOT_DOMAIN:
+            continue
+        if key == "stall_window_minutes":
+            num = isinstance(value, (int, float)) and not isinstance(value, bool)
+            out["stall_window_seconds"] = value * 60 if num else value
+            continue
+        out[_RENAMED.get(key, key)] = value
+    if params.get("goal") == "replication-factor":
+        out["allow_rf_change"] = True
+    return out

@@ -1,0 +1,174 @@
+// Kafka reassignment progress page: polls api/progress and renders it. Plain JS, no build
+// step and no CDN. Auth: inside the Airflow UI the session cookie is sent (same origin);
+// outside it (curl, a wall screen, tests) a token can be given as #token=<JWT> in the URL,
+// which stays in the browser (fragments are never sent to the server).
+"use strict";
+
+const params = new URLSearchParams(window.location.search);
+const hash = new URLSearchParams(window.location.hash.replace(/^#/, ""));
+const token = hash.get("token");
+const REFRESH_MS = Number(params.get("refresh_ms") || 5000);
+
+function $(id) { return document.getElementById(id); }
+
+function fmtBytes(n) {
+  if (n === null || n === undefined) return "–";
+  const units = ["B", "KB", "MB", "GB", "TB", "PB"];
+  let v = Math.abs(n), i = 0;
+  while (v >= 1000 && i < units.length - 1) { v /= 1000; i++; }
+  return (n < 0 ? "-" : "") + (i === 0 ? v.toFixed(0) : v.toFixed(v >= 100 ? 0 : 1)) + " " + units[i];
+}
+function fmtRate(n) { return n === null || n === undefined ? "–" : fmtBytes(n) + "/s"; }
+function fmtDuration(s) {
+  if (s === null || s === undefined) return "–";
+  s = Math.round(s);
+  if (s < 60) return s + " s";
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+  return h ? `${h} h ${m} min` : `${m} min ${sec} s`;
+}
+function pct(moved, total) { return total > 0 ? Math.max(0, Math.min(100, 100 * moved / total)) : (total === 0 ? 100 : 0); }
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v; else if (k === "title") e.title = v; else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(c === null || c === undefined ? "–" : String(c)));
+  return e;
+}
+function bar(moved, total) {
+  const p = pct(moved, total);
+  const b = el("span", { class: "bar" + (p >= 100 ? " done" : ""), title: p.toFixed(1) + " %" });
+  const inner = el("span"); inner.style.width = p.toFixed(1) + "%"; b.append(inner);
+  return b;
+}
+function list(xs) { return xs && xs.length ? "[" + xs.join(",") + "]" : "[]"; }
+function statusClass(s) {
+  if (!s) return "";
+  if (/^(done|in sync|success)/i.test(s)) return "status-ok";
+  if (/(offline|failed|stalled|under min isr|unknown)/i.test(s)) return "status-bad";
+  return "status-warn";
+}
+function fill(tbodyParent, rows, emptyText, cols) {
+  const tbody = tbodyParent.querySelector("tbody");
+  tbody.replaceChildren();
+  if (!rows.length) {
+    tbody.append(el("tr", {}, el("td", { class: "empty", colspan: String(cols) }, emptyText)));
+    return;
+  }
+  for (const r of rows) tbody.append(r);
+}
+
+async function api(path) {
+  const headers = { Accept: "application/json" };
+  if (token) headers.Authorization = "Bearer " + token;
+  const resp = await fetch(path, { headers, credentials: "same-origin" });
+  const body = await resp.text();
+  if (!resp.ok) {
+    let detail = body;
+    try { detail = JSON.parse(body).detail || body; } catch (e) { /* not JSON */ }
+    throw new Error(`${resp.status}: ${typeof detail === "string" ? detail : JSON.stringify(detail)}`);
+  }
+  return JSON.parse(body);
+}
+
+function query() {
+  const q = new URLSearchParams();
+  for (const k of ["dag_id", "run_id", "conn_id"]) if (params.get(k)) q.set(k, params.get(k));
+  return q.toString();
+}
+
+// "Behind 383820984 bytes" (KIP-179 wording, exact) is shown as "behind 384 MB" here.
+function replicaText(r) {
+  const what = /^Behind/.test(r.status) ? `behind ${fmtBytes(r.bytes_left)}` : r.status.toLowerCase();
+  return `broker ${r.broker} ${r.role}: ${what}`;
+}
+
+function render(d) {
+  document.body.dataset.loaded = "1";
+  const s = d.summary || {};
+  const run = d.run;
+  $("context").textContent = run
+    ? `${run.dag_id} · ${run.run_id} · run ${run.state} · connection ${d.conn_id}` + (d.cluster_id ? ` · cluster ${d.cluster_id}` : "")
+    : `All reassignments in flight on connection ${d.conn_id}` + (d.cluster_id ? ` · cluster ${d.cluster_id}` : "");
+
+  const warnings = $("warnings"); warnings.replaceChildren();
+  for (const w of d.warnings || []) warnings.append(el("div", { class: "banner warn" }, w));
+
+  const umi = (d.under_min_isr || []).length;
+  const cards = [
+    ["Bytes moved", fmtBytes(s.bytes_moved), ""],
+    ["Bytes left", fmtBytes(s.bytes_left), ""],
+    ["Rate", fmtRate(s.rate_bytes_per_sec), ""],
+    ["ETA", s.bytes_left === 0 && s.partitions_total ? "done" : fmtDuration(s.eta_seconds), s.bytes_left === 0 && s.partitions_total ? "ok" : ""],
+    ["Partitions moving", `${s.partitions_in_flight ?? 0} / ${s.partitions_total ?? 0}`, ""],
+    ["Batch", s.batches_total ? `${s.current_batch ?? "–"} / ${s.batches_total}` : "–", ""],
+    ["Under min ISR", String(umi), umi ? "bad" : "ok"],
+  ];
+  $("cards").replaceChildren(...cards.map(([label, value, cls]) =>
+    el("div", { class: "card " + cls }, el("div", { class: "label" }, label), el("div", { class: "value" }, value))));
+  $("overall-bar").style.width = pct(s.bytes_moved || 0, s.bytes_total || 0).toFixed(1) + "%";
+
+  fill($("batches"), (d.batches || []).map(b => el("tr", { class: b.state === "running" ? "active" : "" },
+    el("td", {}, b.index), el("td", { class: statusClass(b.state) }, b.state), el("td", {}, b.partitions),
+    el("td", {}, bar(b.bytes_moved || 0, b.bytes_total || 0)),
+    el("td", { class: "num" }, fmtBytes(b.bytes_moved)), el("td", { class: "num" }, fmtBytes(b.bytes_left)))),
+    run ? "The run has not computed its batches yet." : "Open a run to see its batches.", 6);
+
+  $("umi-count").textContent = String(umi);
+  $("umi-count").className = "pill" + (umi ? " bad" : "");
+  fill($("under-min-isr"), (d.under_min_isr || []).map(p => el("tr", { class: "bad" },
+    el("td", {}, `${p.topic}-${p.partition}`), el("td", {}, list(p.isr)), el("td", {}, list(p.replicas)),
+    el("td", { class: "num" }, p.min_isr))), "None: every partition has at least min.insync.replicas in sync.", 4);
+
+  fill($("throttles"), (d.throttles || []).map(t => el("tr", {},
+    el("td", {}, t.broker), el("td", { class: "num" }, fmtRate(t.leader_rate)),
+    el("td", { class: "num" }, fmtRate(t.follower_rate)), el("td", { class: "num" }, fmtRate(t.log_dir_rate)),
+    el("td", {}, t.set_by))), "No replication throttle set on any broker.", 5);
+
+  fill($("partitions"), (d.partitions || []).map(p => el("tr", { class: p.under_min_isr ? "bad" : (p.in_flight ? "active" : "") },
+    el("td", {}, `${p.topic}-${p.partition}`), el("td", {}, p.batch), el("td", { class: statusClass(p.status) }, p.status),
+    el("td", {}, list(p.current)), el("td", {}, list(p.target)), el("td", {}, list(p.isr)),
+    el("td", {}, bar(p.bytes_moved || 0, p.bytes_total || 0)),
+    el("td", { class: "num" }, fmtBytes(p.bytes_moved)), el("td", { class: "num" }, fmtBytes(p.bytes_left)),
+    el("td", {}, (p.replicas || []).map(replicaText).join("; ") || "–"))),
+    "No partition is moving.", 10);
+
+  $("updated").textContent = "updated " + new Date(d.generated_at || Date.now()).toLocaleTimeString();
+  $("error").hidden = true;
+}
+
+async function loadRuns() {
+  try {
+    const runs = await api("api/runs");
+    const sel = $("run-select");
+    for (const r of runs.runs || []) {
+      const o = el("option", { value: `${r.dag_id}|${r.run_id}` }, `${r.dag_id} · ${r.run_id} (${r.state})`);
+      if (r.dag_id === params.get("dag_id") && r.run_id === params.get("run_id")) o.selected = true;
+      sel.append(o);
+    }
+    sel.addEventListener("change", () => {
+      const [dag, runId] = sel.value.split("|");
+      const q = new URLSearchParams(window.location.search);
+      if (dag) { q.set("dag_id", dag); q.set("run_id", runId); } else { q.delete("dag_id"); q.delete("run_id"); }
+      window.location.search = q.toString();
+    });
+  } catch (e) { /* the run list is a convenience; progress still renders */ }
+}
+
+async function refresh() {
+  try {
+    render(await api("api/progress?" + query()));
+  } catch (e) {
+    document.body.dataset.loaded = "error";
+    $("error").textContent = "Could not read progress: " + e.message;
+    $("error").hidden = false;
+  }
+}
+
+async function loop() {
+  await refresh();
+  if ($("auto").checked) setTimeout(loop, REFRESH_MS);
+}
+$("auto").addEventListener("change", () => { if ($("auto").checked) loop(); });
+loadRuns();
+loop();

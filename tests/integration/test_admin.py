@@ -1,0 +1,103 @@
+"""KafkaAdmin round trips against the simulated cluster over real TCP (kafka-python)."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import pytest
+
+from kafka_reassign.admin import KafkaAdmin
+from kafka_reassign.errors import KafkaAdminError
+from kafka_reassign.throttle import FOLLOWER_REPLICAS, LEADER_RATE, ConfigChange
+
+
+@pytest.fixture
+def cluster_admin(sim_cluster: Callable[..., Any], snapshot_factory: Callable[..., dict]):
+    snap = snapshot_factory(brokers=4, racks=2, topics={
+        "orders": {"partitions": 3, "rf": 3, "size_bytes": 4_000_000, "configs": {"min.insync.replicas": "2"}},
+        "clicks": {"partitions": 2, "rf": 2, "size_bytes": 1_000_000}})
+    cluster = sim_cluster(snap, time_scale=5.0)
+    admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers)
+    yield cluster, admin
+    admin.close()
+
+
+def test_cluster_state(cluster_admin):
+    cluster, admin = cluster_admin
+    st = admin.cluster_state()
+    assert sorted(st.brokers) == [1, 2, 3, 4] and all(b.alive for b in st.brokers.values())
+    assert st.brokers[1].rack == "rack-0" and st.brokers[1].log_dirs == ("/data/d0", "/data/d1")
+    p = st.partition("orders", 1)
+    assert p.replicas == (2, 3, 4) and set(p.isr) == {2, 3, 4} and p.leader == 2
+    assert p.size_bytes == 4_000_000 and p.replica_dirs == {2: "/data/d0", 3: "/data/d0", 4: "/data/d0"}
+    assert st.min_isr("orders") == 2 and st.min_isr("clicks") == 1
+    assert st.cluster_id and st.in_flight == {}
+
+
+def test_configs_set_read_delete(cluster_admin):
+    cluster, admin = cluster_admin
+    admin.alter_configs([ConfigChange("broker", "2", LEADER_RATE, None, "1234567"),
+                         ConfigChange("topic", "orders", FOLLOWER_REPLICAS, None, "0:4")])
+    assert cluster.broker_configs(2)[LEADER_RATE] == "1234567"
+    got = admin.describe_configs([1, 2], ["orders"], keys=[LEADER_RATE, FOLLOWER_REPLICAS])
+    assert got[("broker", "2")][LEADER_RATE] == "1234567"
+    assert got[("broker", "1")][LEADER_RATE] is None
+    assert got[("topic", "orders")][FOLLOWER_REPLICAS] == "0:4"
+    # min.insync.replicas is a topic override too: reported as dynamic, unrequested keys filtered.
+    assert set(got[("topic", "orders")]) == {LEADER_RATE, FOLLOWER_REPLICAS}
+    admin.alter_configs([ConfigChange("broker", "2", LEADER_RATE, "1234567", None)])
+    assert LEADER_RATE not in cluster.broker_configs(2)
+
+
+def test_reassign_list_cancel_and_elect(cluster_admin):
+    cluster, admin = cluster_admin
+    # A slow move (throttled) so it is still in flight when listed.
+    admin.alter_configs([ConfigChange("broker", str(b), k, None, "100000") for b in (1, 2, 3, 4)
+                         for k in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")]
+                        + [ConfigChange("topic", "orders", "follower.replication.throttled.replicas", None, "0:4"),
+                           ConfigChange("topic", "orders", "leader.replication.throttled.replicas", None,
+                                        "0:1,0:2,0:3")])
+    res = admin.alter_partition_reassignments({("orders", 0): [4, 1, 2], ("orders", 9): [1, 2, 3]})
+    assert res[("orders", 0)] is None
+    assert res[("orders", 9)] == "UNKNOWN_TOPIC_OR_PARTITION"
+    inflight = admin.list_partition_reassignments()
+    assert set(inflight) == {("orders", 0)}
+    inf = inflight[("orders", 0)]
+    assert inf.adding == (4,) and inf.removing == (3,) and inf.target == (4, 1, 2) and inf.original == (1, 2, 3)
+    assert admin.list_partition_reassignments([("clicks", 0)]) == {}
+    assert admin.alter_partition_reassignments({("orders", 0): None}) == {("orders", 0): None}
+    assert admin.list_partition_reassignments() == {}
+    assert cluster.partition_state("orders", 0)["replicas"] == [1, 2, 3]
+    assert admin.elect_preferred_leaders([("orders", 0)]) == {("orders", 0): None}
+
+
+def test_log_dirs_describe_and_alter(cluster_admin):
+    cluster, admin = cluster_admin
+    rows = admin.describe_log_dirs([1], [("orders", 0)])
+    assert [(r.broker, r.path, r.topic, r.partition, r.size, r.is_future) for r in rows] == [
+        (1, "/data/d0", "orders", 0, 4_000_000, False)]
+    assert admin.alter_replica_log_dirs({("orders", 0, 1): "/data/d1"}) == {("orders", 0, 1): None}
+    assert cluster.wait_for(lambda: cluster.partition_state("orders", 0)["log_dirs"][1] == "/data/d1", timeout=20)
+    bad = admin.alter_replica_log_dirs({("orders", 0, 1): "/nope"})
+    assert bad[("orders", 0, 1)] == "LOG_DIR_NOT_FOUND"
+
+
+def test_dead_broker_is_known_but_not_alive(cluster_admin):
+    cluster, admin = cluster_admin
+    cluster.stop_broker(4)
+    deadline = time.monotonic() + 10
+    while True:
+        st = admin.cluster_state()
+        if not st.brokers[4].alive or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert 4 in st.brokers and not st.brokers[4].alive
+    assert 4 in st.partition("orders", 1).offline or 4 not in st.partition("orders", 1).isr
+
+
+def test_unreachable_cluster_is_a_clear_error():
+    t0 = time.monotonic()
+    with pytest.raises(KafkaAdminError) as info:
+        KafkaAdmin(bootstrap_servers="127.0.0.1:1", bootstrap_timeout_ms=500, retry_attempts=2)
+    assert "connect failed" in str(info.value)
+    assert time.monotonic() - t0 < 15

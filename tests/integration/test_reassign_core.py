@@ -1,0 +1,249 @@
+"""Whole reassignments through kafka_reassign.reassign against the simulator over TCP (no Airflow)."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from kafka_reassign.admin import KafkaAdmin
+from kafka_reassign.errors import BatchExecutionError, PlanValidationError, StallError
+from kafka_reassign.reassign import (apply_throttle, cancel_in_flight, execute_batch, poll_batch, prepare,
+                                     restore_throttle, run_reassignment)
+from kafka_reassign.record import FileRecordStore
+from kafka_reassign.throttle import ConfigChange
+
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+FAST = {"poll_interval_seconds": 0.05, "stall_window_seconds": 10, "batch_timeout_minutes": 1}
+
+
+def configs(cluster: Any) -> dict[str, dict[str, str]]:
+    snap = cluster.snapshot()
+    out = {f"broker {b['id']}": dict(cluster.broker_configs(b["id"])) for b in snap["brokers"]}
+    out.update({f"topic {t['name']}": dict(cluster.topic_configs(t["name"])) for t in snap["topics"]})
+    return out
+
+
+def placement(cluster: Any, topic: str, n: int) -> dict[int, list[int]]:
+    return {p: cluster.partition_state(topic, p)["replicas"] for p in range(n)}
+
+
+class IsrSampler:
+    """Samples every partition's ISR in a background thread; records min ISR violations."""
+
+    def __init__(self, cluster: Any, topic: str, n: int, min_isr: int) -> None:
+        self.cluster, self.topic, self.n, self.min_isr = cluster, topic, n, min_isr
+        self.violations: list[tuple[int, list[int]]] = []
+        self.samples = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for p in range(self.n):
+                isr = self.cluster.partition_state(self.topic, p)["isr"]
+                if len(isr) < self.min_isr:
+                    self.violations.append((p, isr))
+            self.samples += 1
+            time.sleep(0.005)
+
+    def __enter__(self) -> "IsrSampler":
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._t.join()
+
+
+@pytest.fixture
+def env(sim_cluster: Callable[..., Any], snapshot_factory: Callable[..., dict], tmp_path: Path):
+    def make(time_scale: float = 20.0, **topics_override: Any):
+        topics = topics_override or {
+            "orders": {"partitions": 6, "rf": 3, "size_bytes": 20_000_000, "configs": {"min.insync.replicas": "2"}},
+            "clicks": {"partitions": 2, "rf": 2, "size_bytes": 2_000_000}}
+        cluster = sim_cluster(snapshot_factory(brokers=6, racks=3, topics=topics), time_scale=time_scale)
+        admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers)
+        made.append(admin)
+        return cluster, admin, FileRecordStore(tmp_path / "records")
+    made: list[KafkaAdmin] = []
+    yield make
+    for a in made:
+        a.close()
+
+
+TARGET = {0: [4, 5, 6], 1: [5, 6, 1], 2: [6, 1, 2], 3: [1, 5, 6], 4: [5, 6, 4], 5: [6, 4, 5]}
+
+
+def plan_for(targets: dict[int, list[int]], topic: str = "orders") -> dict[str, Any]:
+    return {"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": r} for p, r in targets.items()]}
+
+
+def test_full_execute_several_batches_restores_operator_throttle(env):
+    cluster, admin, store = env()
+    # The operator's own throttle, set before the run: must be exactly the same afterwards.
+    admin.alter_configs([ConfigChange("broker", "4", LEADER_RATE, None, "30000000"),
+                         ConfigChange("broker", "1", FOLLOWER_RATE, None, "1000000"),
+                         ConfigChange("topic", "orders", LEADER_REPLICAS, None, "5:9"),
+                         ConfigChange("topic", "clicks", FOLLOWER_REPLICAS, None, "*")])
+    before = configs(cluster)
+    params = {"throttle_bytes_per_sec": 10_000_000, "max_partition_movements": 3, "max_movements_per_broker": 2,
+              "max_leader_movements": 2, **FAST}
+    events: list[str] = []
+    with IsrSampler(cluster, "orders", 6, 2) as sampler:
+        result = run_reassignment(admin, plan_for(TARGET), params, store, run_id="run-full",
+                                  on_event=events.append)
+    assert result.batches_done == len(result.prepared.batches) >= 3
+    assert placement(cluster, "orders", 6) == TARGET
+    assert configs(cluster) == before, "throttle configs back to exactly what they were"
+    assert sampler.samples > 10 and sampler.violations == [], "never below min.insync.replicas"
+    assert store.get("run-full").restored
+    # Leadership followed the preferred leader (KIP-435 brings it in first; we elect it after each batch).
+    assert all(cluster.partition_state("orders", p)["leader"] == r[0] for p, r in TARGET.items())
+    assert cluster.writes["AlterPartitionReassignments"] == sum(len(b.steps) for b in result.prepared.batches)
+    assert any("throttle restored" in e for e in events)
+
+
+def test_dry_run_writes_nothing(env):
+    cluster, admin, store = env()
+    result = run_reassignment(admin, plan_for(TARGET), {"dry_run": True, **FAST}, store, run_id="dry")
+    report = result.prepared.report()
+    assert "Batch 0" in report and "SET    broker 4: follower.replication.throttled.rate = '50000000'" in report
+    assert cluster.write_count == 0 and store.get("dry") is None
+
+
+def test_invalid_plan_writes_nothing(env):
+    cluster, admin, store = env()
+    bad = {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [1, 2, 99]},
+                                        {"topic": "orders", "partition": 1, "replicas": [1, 1, 2]},
+                                        {"topic": "nope", "partition": 0, "replicas": [1, 2, 3]}]}
+    with pytest.raises(PlanValidationError) as info:
+        run_reassignment(admin, bad, FAST, store, run_id="bad")
+    assert {"unknown_broker", "duplicate_replicas", "unknown_topic"} <= info.value.kinds
+    assert cluster.write_count == 0 and store.get("bad") is None
+
+
+def test_apply_and_restore_are_idempotent_and_record_first(env):
+    cluster, admin, store = env()
+    before = configs(cluster)
+    prepared = prepare(admin, plan_for({0: [4, 5, 6]}), {"throttle_bytes_per_sec": 5_000_000})
+    rec = apply_throttle(admin, prepared, store, "idem")
+    assert store.get("idem").changes == rec.changes and all(c.prior is None for c in rec.changes)
+    writes = cluster.write_count
+    rec2 = apply_throttle(admin, prepared, store, "idem")
+    assert cluster.write_count == writes, "second apply writes nothing"
+    assert rec2.changes == rec.changes, "prior values are the ones from before the first write"
+    restore_throttle(admin, store, "idem")
+    assert configs(cluster) == before
+    writes = cluster.write_count
+    assert restore_throttle(admin, store, "idem").already_restored
+    assert cluster.write_count == writes
+
+
+def test_execute_batch_adopts_and_skips_and_cancel_touches_only_ours(env):
+    cluster, admin, store = env(time_scale=1.0)
+    prepared = prepare(admin, plan_for({0: [4, 5, 6], 1: [5, 6, 1]}),
+                       {"throttle_bytes_per_sec": 1_000_000, "max_partition_movements": 5})
+    apply_throttle(admin, prepared, store, "ours")
+    b0 = prepared.batches[0]
+    first = execute_batch(admin, b0, run_id="ours")
+    assert sorted(first["submitted"]) == ["orders-0", "orders-1"]
+    again = execute_batch(admin, b0, run_id="ours")
+    assert sorted(again["adopted"]) == ["orders-0", "orders-1"] and again["submitted"] == []
+    # Someone else starts moving clicks-0; our cancel must leave it alone.
+    admin.alter_partition_reassignments({("clicks", 0): [3, 4]})
+    prog = poll_batch(admin, b0)
+    assert not prog.done and any(r.status == "Behind" for r in prog.rows)
+    out = cancel_in_flight(admin, prepared)
+    assert sorted(out["cancelled"]) == ["orders-0", "orders-1"] and out["left"] == ["clicks-0"]
+    assert set(admin.list_partition_reassignments()) == {("clicks", 0)}
+    assert placement(cluster, "orders", 2) == {0: [1, 2, 3], 1: [2, 3, 4]}
+    restore_throttle(admin, store, "ours")
+
+
+def test_execute_batch_refuses_someone_elses_move(env):
+    cluster, admin, store = env(time_scale=1.0)
+    prepared = prepare(admin, plan_for({0: [4, 5, 6]}), {"throttle_bytes_per_sec": 1_000_000})
+    admin.alter_configs([ConfigChange("broker", str(b), k, None, "100000") for b in range(1, 7)
+                         for k in (LEADER_RATE, FOLLOWER_RATE)]
+                        + [ConfigChange("topic", "orders", FOLLOWER_REPLICAS, None, "*"),
+                           ConfigChange("topic", "orders", LEADER_REPLICAS, None, "*")])
+    admin.alter_partition_reassignments({("orders", 0): [2, 3, 5]})
+    with pytest.raises(BatchExecutionError, match="orders-0 is already being reassigned to \\[2,3,5\\] by someone else"):
+        execute_batch(admin, prepared.batches[0])
+
+
+def test_resume_after_killed_run_finishes_without_moving_finished_partitions(env):
+    cluster, admin, store = env()
+    before = configs(cluster)
+    params = {"throttle_bytes_per_sec": 10_000_000, "max_partition_movements": 6, **FAST}
+    # Run 1 applies the throttle, runs batch 0 to completion, starts batch 1 and dies (no cleanup).
+    p1 = prepare(admin, plan_for(TARGET), params, run_id="killed")
+    apply_throttle(admin, p1, store, "killed")
+    execute_batch(admin, p1.batches[0])
+    assert cluster.wait_for(lambda: not admin.list_partition_reassignments(), timeout=30)
+    execute_batch(admin, p1.batches[1])
+    in_flight_then = set(admin.list_partition_reassignments())
+    done_then = {p for p, r in TARGET.items() if cluster.partition_state("orders", p)["replicas"] == r}
+    submits_before = cluster.writes["AlterPartitionReassignments"]
+    # Run 2 (new run id) validates OK (in-flight moves are ours), adopts them and the stale record.
+    result = run_reassignment(admin, plan_for(TARGET), params, store, run_id="resumed")
+    assert placement(cluster, "orders", 6) == TARGET
+    assert configs(cluster) == before, "the killed run's throttle is cleaned up too"
+    assert store.list_unrestored() == []
+    resubmitted = cluster.writes["AlterPartitionReassignments"] - submits_before
+    remaining = sum(len(b.steps) for b in result.prepared.batches)
+    assert resubmitted <= remaining - len(in_flight_then & {s.key for b in result.prepared.batches[:1]
+                                                             for s in b.steps})
+    for p in done_then:
+        assert all(s.partition != p for s in result.prepared.steps), "finished partitions are not moved again"
+
+
+def test_log_dir_moves(env):
+    cluster, admin, store = env()
+    plan = {"version": 1, "partitions": [
+        {"topic": "orders", "partition": 0, "replicas": [1, 2, 3], "log_dirs": ["/data/d1", "any", "/data/d1"]},
+        {"topic": "orders", "partition": 1, "replicas": [2, 3, 5], "log_dirs": ["any", "any", "/data/d1"]}]}
+    before = configs(cluster)
+    result = run_reassignment(admin, plan, {"throttle_bytes_per_sec": 10_000_000, **FAST}, store, run_id="dirs")
+    st0, st1 = cluster.partition_state("orders", 0), cluster.partition_state("orders", 1)
+    assert st0["log_dirs"][1] == "/data/d1" and st0["log_dirs"][3] == "/data/d1" and st0["replicas"] == [1, 2, 3]
+    assert st1["replicas"] == [2, 3, 5] and st1["log_dirs"][5] == "/data/d1"
+    assert cluster.writes["AlterReplicaLogDirs"] >= 1
+    assert any("replica.alter.log.dirs.io.max.bytes.per.second" == c.key for c in result.prepared.throttle_changes)
+    assert configs(cluster) == before
+
+
+def test_stall_when_throttle_below_produce_rate_cancels_and_restores(env):
+    cluster, admin, store = env(time_scale=10.0, orders={
+        "partitions": 2, "rf": 3, "size_bytes": 5_000_000, "bytes_in_per_sec": 3_000_000,
+        "configs": {"min.insync.replicas": "2"}})
+    before = configs(cluster)
+    params = {"throttle_bytes_per_sec": 1_000_000, "poll_interval_seconds": 0.05, "stall_window_seconds": 1.0,
+              "batch_timeout_minutes": 1}
+    with pytest.raises(StallError) as info:
+        run_reassignment(admin, plan_for({0: [4, 2, 3]}), params, store, run_id="stall")
+    msg = str(info.value)
+    assert "throttle 1.0 MB/s is below the produce rate" in msg and "orders-0 on broker 4" in msg
+    assert "raise throttle_bytes_per_sec above" in msg
+    assert admin.list_partition_reassignments() == {}, "cancel_on_failure left nothing in flight"
+    assert configs(cluster) == before
+    assert cluster.partition_state("orders", 0)["replicas"] == [1, 2, 3]
+
+
+def test_restore_warns_when_someone_changed_our_value(env):
+    cluster, admin, store = env()
+    prepared = prepare(admin, plan_for({0: [4, 5, 6]}), {"throttle_bytes_per_sec": 5_000_000})
+    apply_throttle(admin, prepared, store, "drift")
+    admin.alter_configs([ConfigChange("broker", "4", LEADER_RATE, "5000000", "7000000"),
+                         ConfigChange("topic", "orders", FOLLOWER_REPLICAS, None,
+                                      cluster.topic_configs("orders")[FOLLOWER_REPLICAS] + ",4:9")])
+    res = restore_throttle(admin, store, "drift")
+    assert any("broker 4 leader.replication.throttled.rate is now '7000000'" in w for w in res.warnings)
+    assert LEADER_RATE not in cluster.broker_configs(4)
+    assert cluster.topic_configs("orders").get(FOLLOWER_REPLICAS) == "4:9", "their entry is kept"

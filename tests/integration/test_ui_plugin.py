@@ -1,0 +1,125 @@
+"""The progress page of the UI plugin, served by a real api-server, seen by headless Chromium.
+
+A throttled reassignment runs on the simulated cluster while the page is open: the JSON
+endpoint must list the moving partitions with bytes left and the throttles, the rendered
+DOM must show them, and the screenshot must be a real page (not blank). The per-run view
+is exercised with a kafka_reassign run triggered over the REST API.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from airflow_stack import AirflowStack
+
+ROOT = Path(__file__).resolve().parents[2]
+DAGS = ROOT / "dags"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(600)]
+
+
+def chromium(args: list[str], tmp: Path, timeout: float = 90.0) -> subprocess.CompletedProcess:
+    """Run headless Chromium once (own profile dir, nothing phoning home)."""
+    profile = tmp / f"chromium-profile-{time.monotonic_ns()}"
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+           f"--user-data-dir={profile}", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def screenshot_stats(path: Path) -> dict[str, float]:
+    """Share of non-background pixels and number of distinct colours of a PNG."""
+    from PIL import Image
+
+    img = Image.open(path).convert("RGB")
+    small = img.resize((img.width // 4, img.height // 4))
+    pixels = list(small.getdata())
+    background = max(set(pixels), key=pixels.count)
+    ink = sum(1 for p in pixels if sum(abs(a - b) for a, b in zip(p, background)) > 60)
+    return {"ink": ink / len(pixels), "colours": len(set(pixels)), "width": img.width, "height": img.height}
+
+
+def start_slow_move(cluster: Any, run_id: str = "ui-test-move") -> None:
+    """Start a throttled reassignment directly through the domain package (no Airflow)."""
+    from kafka_reassign.admin import KafkaAdmin
+    from kafka_reassign.reassign import apply_throttle, execute_batch, prepare
+    from kafka_reassign.record import MemoryRecordStore
+
+    admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers.split(","))
+    try:
+        plan = {"version": 1, "partitions": [
+            {"topic": "orders", "partition": 0, "replicas": [4, 2, 3]},
+            {"topic": "orders", "partition": 1, "replicas": [1, 3, 4]}]}
+        prepared = prepare(admin, plan, {"throttle_bytes_per_sec": 2_000_000, "max_partition_movements": 10},
+                           run_id=run_id)
+        apply_throttle(admin, prepared, MemoryRecordStore(), run_id)
+        execute_batch(admin, prepared.batches[0], run_id=run_id)
+    finally:
+        admin.close()
+
+
+@pytest.fixture
+def cluster(sim_cluster: Callable[..., Any], snapshot_factory: Callable[..., dict]) -> Any:
+    snapshot = snapshot_factory(brokers=4, racks=2, topics={
+        "orders": {"partitions": 3, "rf": 3, "size_bytes": 400_000_000, "configs": {"min.insync.replicas": "2"}},
+        "clicks": {"partitions": 2, "rf": 2, "size_bytes": 5_000_000},
+    })
+    return sim_cluster(snapshot, time_scale=1.0)
+
+
+def test_cluster_wide_page_shows_live_move(tmp_path: Path, cluster: Any) -> None:
+    conn = {"conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap_servers}}
+    with AirflowStack(home=tmp_path / "airflow", dags_folder=tmp_path / "no-dags",
+                      connections={"kafka_default": conn}, components=("api-server",)) as stack:
+        (tmp_path / "no-dags").mkdir(exist_ok=True)
+        # Unauthenticated JSON is refused; the page shell (no data) is served.
+        with pytest.raises(Exception) as err:
+            stack.request("GET", "/kafka-reassign/api/progress", auth=False)
+        assert getattr(err.value, "status", None) in (401, 403)
+        html = stack.request("GET", "/kafka-reassign/", auth=False)
+        assert "Kafka reassignment" in html
+
+        start_slow_move(cluster)
+        first = stack.request("GET", "/kafka-reassign/api/progress")
+        time.sleep(2.0)
+        view = stack.request("GET", "/kafka-reassign/api/progress")
+        moving = {(p["topic"], p["partition"]) for p in view["partitions"]}
+        assert moving == {("orders", 0), ("orders", 1)}, view["partitions"]
+        assert view["summary"]["partitions_in_flight"] == 2
+        assert view["summary"]["bytes_left"] > 0
+        assert view["summary"]["bytes_left"] < first["summary"]["bytes_left"], "bytes left do not fall"
+        assert view["summary"]["rate_bytes_per_sec"] and view["summary"]["rate_bytes_per_sec"] > 0
+        assert view["summary"]["eta_seconds"] and view["summary"]["eta_seconds"] > 0
+        for p in view["partitions"]:
+            assert p["bytes_left"] > 0 and p["bytes_total"] >= p["bytes_left"]
+            assert any(r["role"] == "adding" and r["status"].startswith("Behind") for r in p["replicas"])
+        throttled = {t["broker"]: t for t in view["throttles"]}
+        assert set(throttled) == {1, 2, 3, 4}
+        assert all(t["leader_rate"] == 2_000_000 and t["follower_rate"] == 2_000_000 for t in throttled.values())
+        assert view["under_min_isr"] == []
+
+        url = f"{stack.base_url}/kafka-reassign/?refresh_ms=1000#token={stack.token()}"
+        dom = chromium(["--virtual-time-budget=6000", "--dump-dom", url], tmp_path)
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        assert 'data-loaded="1"' in dom.stdout, dom.stdout[-3000:]
+        for name in ("orders-0", "orders-1", "adding: behind", "2.0 MB/s", "Moving"):
+            assert name in dom.stdout, f"{name!r} not rendered"
+
+        shot = tmp_path / "progress.png"
+        out = chromium(["--virtual-time-budget=6000", f"--screenshot={shot}", "--window-size=1400,1000", url],
+                       tmp_path)
+        assert out.returncode == 0 and shot.exists(), out.stderr[-2000:]
+        stats = screenshot_stats(shot)
+        print(f"screenshot {shot}: {stats}")
+        assert stats["width"] == 1400 and stats["height"] == 1000
+        assert stats["ink"] > 0.03, f"page looks blank: {stats}"
+        assert stats["colours"] > 20, f"page looks blank: {stats}"
+        keep = ROOT / "out"
+        keep.mkdir(exist_ok=True)
+        shutil.copyfile(shot, keep / "ui-progress-cluster.png")

@@ -1,0 +1,54 @@
+"""Durable throttle records (kafka_reassign.record)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from kafka_reassign.errors import ThrottleRecordError
+from kafka_reassign.record import FileRecordStore, MemoryRecordStore, RecordStore, ThrottleRecord
+from kafka_reassign.throttle import ConfigChange
+
+CHANGES = [ConfigChange("broker", "1", "leader.replication.throttled.rate", None, "1000"),
+           ConfigChange("topic", "orders", "leader.replication.throttled.replicas", "0:1", "0:1,3:2")]
+
+
+@pytest.mark.parametrize("make", [lambda p: FileRecordStore(p / "records"), lambda p: MemoryRecordStore()])
+def test_store_protocol(tmp_path, make):
+    store = make(tmp_path)
+    assert isinstance(store, RecordStore)
+    assert store.get("run-1") is None
+    rec = ThrottleRecord.new("manual__2026-11-21T23:31:00+00:00", "cluster-a", CHANGES)
+    store.put(rec)
+    got = store.get(rec.run_id)
+    assert got == rec
+    assert [r.run_id for r in store.list_unrestored()] == [rec.run_id]
+    store.mark_restored(rec.run_id)
+    store.mark_restored(rec.run_id)  # idempotent
+    assert store.get(rec.run_id).restored and store.list_unrestored() == []
+
+
+def test_file_store_is_atomic_and_portable(tmp_path):
+    store = FileRecordStore(tmp_path)
+    rec = ThrottleRecord.new("scheduled__2026:x/y", "c", CHANGES)
+    store.put(rec)
+    files = os.listdir(tmp_path)
+    assert files == [store.path_for(rec.run_id).name], "no temp files left behind"
+    assert "/" not in files[0] and ":" not in files[0]
+    data = json.loads((tmp_path / files[0]).read_text())
+    assert data["changes"][1]["prior"] == "0:1" and data["version"] == 1
+    # A second store on the same directory (another process) sees it.
+    assert FileRecordStore(tmp_path).get(rec.run_id) == rec
+
+
+def test_unreadable_record_is_a_clear_error(tmp_path):
+    store = FileRecordStore(tmp_path)
+    store.path_for("bad").write_text("{not json")
+    with pytest.raises(ThrottleRecordError, match="cannot read throttle record"):
+        store.get("bad")
+
+
+def test_mark_restored_unknown_run(tmp_path):
+    with pytest.raises(ThrottleRecordError, match="no throttle record"):
+        FileRecordStore(tmp_path).mark_restored("nope")

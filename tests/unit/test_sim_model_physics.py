@@ -1,0 +1,258 @@
+"""ClusterModel replication physics and reassignment, in manual simulated time."""
+from __future__ import annotations
+
+import pytest
+
+from kafka_sim import errors as E
+from kafka_sim.model_physics import allocate
+
+from test_sim_model_helpers import GB, MB, done, manual, run_until, snapshot, topic
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def throttle(model, brokers, rate, t="t", leader="*", follower="*"):
+    for b in brokers:
+        assert model.incremental_alter_configs(4, str(b), [("leader.replication.throttled.rate", SET, str(rate)),
+                                                           ("follower.replication.throttled.rate", SET, str(rate))]
+                                               ) == (E.NONE, None)
+    assert model.incremental_alter_configs(2, t, [("leader.replication.throttled.replicas", SET, leader),
+                                                  ("follower.replication.throttled.replicas", SET, follower)]
+                                           ) == (E.NONE, None)
+
+
+def test_allocate_is_max_min_fair():
+    # two flows share resource A (10); flow 1 also crosses B (2): flow 1 gets 2, flow 0 the rest
+    assert allocate([("A",), ("A", "B")], {"A": 10.0, "B": 2.0}) == [8.0, 2.0]
+    assert allocate([("A",), ("A",)], {"A": 10.0}) == [5.0, 5.0]
+    assert allocate([("X",)], {}, unlimited=7.0) == [7.0]
+
+
+@pytest.mark.parametrize("rate", [10 * MB, 37 * MB])
+def test_throttled_move_takes_bytes_over_rate(rate):
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
+    throttle(m, [1, 2, 3, 4], rate, leader="0:1,0:2,0:3", follower="0:4")
+    assert m.alter_reassignments([("t", 0, [4, 2, 3])]) == [("t", 0, E.NONE, None)]
+    took = run_until(m, done(m, "t", 0), step=0.1)
+    expected = GB / rate
+    assert abs(took - expected) / expected < 0.02, (took, expected)
+
+
+def test_unthrottled_move_limited_by_network_capacity():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
+    m.alter_reassignments([("t", 0, [4, 2, 3])])
+    took = run_until(m, done(m, "t", 0), step=0.05)
+    assert abs(took - GB / 125e6) < 0.1  # default 1 Gbit/s
+    m2 = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)], network=50 * MB))
+    m2.alter_reassignments([("t", 0, [4, 2, 3])])
+    assert abs(run_until(m2, done(m2, "t", 0), step=0.05) - 20.0) < 0.1
+
+
+def test_two_moves_into_one_broker_share_its_network():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3], [2, 3, 1]], size=GB)]))
+    m.alter_reassignments([("t", 0, [4, 2, 3]), ("t", 1, [4, 3, 1])])
+    took = run_until(m, lambda: done(m, "t", 0)() and done(m, "t", 1)(), step=0.05)
+    assert abs(took - 2 * GB / 125e6) < 0.1  # both fetch into broker 4: 2 GB through 125 MB/s
+
+
+def test_throttle_applies_only_to_listed_replicas():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3], [1, 2, 3]], size=GB)]))
+    throttle(m, [1, 4, 5], 10 * MB, leader="0:1", follower="0:4")  # only partition 0 listed
+    m.alter_reassignments([("t", 0, [4, 2, 3]), ("t", 1, [5, 2, 3])])
+    t1 = run_until(m, done(m, "t", 1), step=0.1)
+    assert t1 < 10  # unlisted: limited by broker 1's 125 MB/s shared with the 10 MB/s flow
+    t0 = run_until(m, done(m, "t", 0), step=0.1)
+    assert abs(t0 - 100) / 100 < 0.02
+
+
+def test_star_throttles_every_replica_and_flows_share_the_quota():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3], [1, 2, 3]], size=GB)]))
+    throttle(m, [1], 10 * MB)  # '*' lists; only broker 1 (the leader) has a rate
+    m.alter_reassignments([("t", 0, [4, 2, 3]), ("t", 1, [5, 2, 3])])
+    m.advance_by(50)
+    st0, st1 = m.partition_state("t", 0), m.partition_state("t", 1)
+    # one leader quota of 10 MB/s shared fairly by two throttled flows
+    assert abs(st0["sizes"][4] - 250 * MB) < MB and abs(st1["sizes"][5] - 250 * MB) < MB
+    took = run_until(m, lambda: done(m, "t", 0)() and done(m, "t", 1)(), step=0.1)
+    assert abs(took - 200) / 200 < 0.02
+
+
+def test_in_sync_replicas_are_never_throttled():
+    # 20 MB/s of produce traffic, a 1 MB/s throttle on '*': in-sync followers keep up (KAFKA-4313)
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB, bytes_in=20 * MB)]))
+    throttle(m, [1, 2, 3, 4], 1 * MB)
+    m.advance_by(100)
+    st = m.partition_state("t", 0)
+    assert st["isr"] == [1, 2, 3]
+    assert st["sizes"][1] == st["sizes"][2] == st["sizes"][3] == GB + 100 * 20 * MB
+    # ...while a replica out of the ISR is throttled: 1 MB/s cannot catch up with 20 MB/s
+    m.alter_reassignments([("t", 0, [4, 2, 3])])
+    m.advance_by(100)
+    st = m.partition_state("t", 0)
+    assert 4 not in st["isr"] and abs(st["sizes"][4] - 100 * MB) < MB
+
+
+def test_bytes_in_growth_is_followed_during_move():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB, bytes_in=25 * MB)]))
+    m.alter_reassignments([("t", 0, [4, 2, 3])])
+    # leader 1 sends 2 x 25 MB/s to its in-sync followers: 75 MB/s left for broker 4,
+    # while the log grows 25 MB/s: the gap closes at 50 MB/s
+    took = run_until(m, done(m, "t", 0), step=0.05)
+    assert abs(took - GB / (50 * MB)) < 0.1
+    st = m.partition_state("t", 0)
+    assert st["sizes"][4] == st["size_bytes"] == st["sizes"][2]
+
+
+def test_completion_order_and_leader_reelected_from_target():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
+    epoch0 = m.partition_state("t", 0)["leader_epoch"]
+    m.alter_reassignments([("t", 0, [4, 5, 3])])
+    st = m.partition_state("t", 0)
+    assert st["replicas"] == [4, 5, 3, 1, 2] and st["adding"] == [4, 5] and st["removing"] == [1, 2]
+    assert st["leader"] == 1 and st["isr"] == [1, 2, 3]
+    assert m.list_reassignments() == [("t", 0, [4, 5, 3, 1, 2], [4, 5], [1, 2])]
+    seen_partial = False
+    while not done(m, "t", 0)():
+        m.advance_by(0.5)
+        st = m.partition_state("t", 0)
+        if st["adding"]:
+            # old replicas stay until every target replica is in the ISR
+            assert set(st["replicas"]) == {1, 2, 3, 4, 5} and st["leader"] == 1
+            seen_partial = True
+    assert seen_partial
+    st = m.partition_state("t", 0)
+    assert st["replicas"] == [4, 5, 3] and set(st["isr"]) == {3, 4, 5}
+    assert st["leader"] == 4 and st["leader_epoch"] > epoch0
+    assert m.list_reassignments() == []
+    # the removed replicas' data is deleted
+    for b in (1, 2):
+        assert all(t_parts == [] for _p, _c, _tot, _u, t_parts in m.describe_log_dirs(b))
+        assert m.partition("t", 0).replica(b) is None
+
+
+def test_leader_kept_when_it_stays_in_target():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
+    m.alter_reassignments([("t", 0, [1, 2, 4])])
+    run_until(m, done(m, "t", 0))
+    st = m.partition_state("t", 0)
+    assert st["leader"] == 1 and st["replicas"] == [1, 2, 4]
+
+
+def test_cancel_reverts_to_original_replicas():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
+    m.alter_reassignments([("t", 0, [4, 2, 3])])
+    m.advance_by(2)
+    assert m.partition_state("t", 0)["sizes"][4] == 250 * MB
+    assert m.alter_reassignments([("t", 0, None)]) == [("t", 0, E.NONE, None)]
+    st = m.partition_state("t", 0)
+    # as in Kafka, the original replicas are the merged list minus the adding ones, so the
+    # order is the merged order (target first): [4,2,3,1] - [4] = [2,3,1]; the leader stays
+    assert st["replicas"] == [2, 3, 1] and st["adding"] == [] and st["removing"] == []
+    assert sorted(st["isr"]) == [1, 2, 3] and st["leader"] == 1
+    assert m.partition("t", 0).replica(4) is None
+    assert all(parts == [] for *_x, parts in m.describe_log_dirs(4))
+    assert m.list_reassignments() == []
+    code = m.alter_reassignments([("t", 0, None)])[0][2]
+    assert code == E.NO_REASSIGNMENT_IN_PROGRESS
+    m.advance_by(100)
+    assert m.partition_state("t", 0)["replicas"] == [2, 3, 1]
+
+
+def test_altering_in_flight_reassignment_is_relative_to_original():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
+    m.alter_reassignments([("t", 0, [4, 2, 3])])
+    m.advance_by(2)
+    m.alter_reassignments([("t", 0, [5, 2, 3])])
+    st = m.partition_state("t", 0)
+    assert st["replicas"] == [5, 2, 3, 1] and st["adding"] == [5] and st["removing"] == [1]
+    assert m.partition("t", 0).replica(4) is None  # the earlier addition is dropped
+    # target back to the original replicas (in the original order) = revert, order kept
+    m.alter_reassignments([("t", 0, [1, 2, 3])])
+    m.advance_by(0)
+    st = m.partition_state("t", 0)
+    assert st["replicas"] == [1, 2, 3] and not st["adding"] and not st["removing"]
+
+
+def test_reorder_and_shrink_complete_at_once():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
+    m.alter_reassignments([("t", 0, [2, 1, 3])])
+    st = m.partition_state("t", 0)
+    assert st["replicas"] == [2, 1, 3] and st["leader"] == 1 and not st["adding"]
+    m.alter_reassignments([("t", 0, [2, 3])])
+    st = m.partition_state("t", 0)
+    assert st["replicas"] == [2, 3] and st["leader"] == 2 and st["isr"] == [2, 3]
+
+
+def test_reassignment_errors():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]])]))
+    res = m.alter_reassignments([("nope", 0, [1, 2, 3]), ("t", 7, [1, 2, 3]), ("t", 0, [1, 2, 99]),
+                                 ("t", 0, [1, 1, 2]), ("t", 0, [])])
+    codes = [r[2] for r in res]
+    assert codes == [E.UNKNOWN_TOPIC_OR_PARTITION, E.UNKNOWN_TOPIC_OR_PARTITION, E.INVALID_REPLICA_ASSIGNMENT,
+                     E.INVALID_REPLICA_ASSIGNMENT, E.INVALID_REPLICA_ASSIGNMENT]
+    assert "broker 99, but no such broker is registered" in res[2][3]
+    assert "broker 1 more than once" in res[3][3]
+    assert "empty replica list" in res[4][3]
+    assert m.write_count == 0
+    assert m.partition_state("t", 0)["replicas"] == [1, 2, 3]
+
+
+def test_new_replica_lands_in_most_free_dir_or_preferred_dir():
+    snap = snapshot(topics=[topic("big", [[4, 5, 6]], size=500 * GB), topic("t", [[1, 2, 3], [1, 2, 3]], size=GB)])
+    snap["topics"][0]["partitions"][0]["log_dirs"] = ["/d1", "/d1", "/d1"]
+    m = manual(snap)
+    # broker 4's /d1 holds 500 GB: a new replica goes to /d2
+    m.alter_reassignments([("t", 0, [4, 2, 3])])
+    assert m.partition("t", 0).replica(4).log_dir == "/d2"
+    # a prior AlterReplicaLogDirs for a replica the broker does not hold decides its dir
+    assert m.alter_replica_log_dirs(5, [("/d1", "t", 1)]) == [("t", 1, E.REPLICA_NOT_AVAILABLE)]
+    m.alter_reassignments([("t", 1, [5, 2, 3])])
+    assert m.partition("t", 1).replica(5).log_dir == "/d1"
+
+
+def test_log_dir_move_at_intra_broker_rate():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
+    assert m.incremental_alter_configs(4, "1", [("replica.alter.log.dirs.io.max.bytes.per.second", SET,
+                                                 str(20 * MB))]) == (E.NONE, None)
+    assert m.alter_replica_log_dirs(1, [("/d2", "t", 0), ("/nope", "t", 0), ("/d2", "x", 0)]) == [
+        ("t", 0, E.NONE), ("t", 0, E.LOG_DIR_NOT_FOUND), ("x", 0, E.UNKNOWN_TOPIC_OR_PARTITION)]
+    m.advance_by(10)
+    dirs = {path: parts for path, _c, _t, _u, parts in m.describe_log_dirs(1)}
+    assert dirs["/d1"] == [("t", [(0, GB, 0, False)])]
+    ((name, [(pid, size, lag, is_future)]),) = dirs["/d2"]
+    assert (name, pid, size, is_future) == ("t", 0, 200 * MB, True)
+    took = run_until(m, lambda: m.partition("t", 0).replica(1).log_dir == "/d2", step=0.1)
+    assert abs(took - 50) / 50 < 0.02
+    dirs = {path: parts for path, _c, _t, _u, parts in m.describe_log_dirs(1)}
+    assert dirs["/d1"] == [] and dirs["/d2"] == [("t", [(0, GB, 0, False)])]
+    # usable bytes come from capacity minus what the dir holds
+    usable = {path: u for path, _c, _t, u, _p in m.describe_log_dirs(1)}
+    assert usable["/d2"] == int(1e12 - GB) and usable["/d1"] == int(1e12)
+
+
+def test_log_dir_move_unthrottled_uses_disk_speed_and_cancel():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
+    m.alter_replica_log_dirs(2, [("/d2", "t", 0)])
+    m.advance_by(1)
+    assert m.partition("t", 0).replica(2).future_size_bytes == 500 * MB  # default disk speed 500 MB/s
+    m.alter_replica_log_dirs(2, [("/d1", "t", 0)])  # back to the current dir: the copy stops
+    assert m.partition("t", 0).replica(2).future_log_dir is None
+    m.advance_by(10)
+    assert m.partition("t", 0).replica(2).log_dir == "/d1"
+
+
+def test_restarted_broker_catches_up_throttled_only_if_listed():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB, bytes_in=10 * MB)]))
+    m.stop_broker(3)
+    m.advance_by(100)  # broker 3 misses 1 GB
+    throttle(m, [1, 2, 3], 5 * MB, leader="0:1", follower="0:3")
+    m.start_broker(3)
+    st = m.partition_state("t", 0)
+    assert st["isr"] == [1, 2]
+    # catching up at 5 MB/s while the log grows at 10 MB/s never ends; lift the throttle
+    m.advance_by(50)
+    assert 3 not in m.partition_state("t", 0)["isr"]
+    m.incremental_alter_configs(2, "t", [("leader.replication.throttled.replicas", DELETE, None),
+                                         ("follower.replication.throttled.replicas", DELETE, None)])
+    took = run_until(m, lambda: 3 in m.partition_state("t", 0)["isr"], step=0.05)
+    assert took > 100

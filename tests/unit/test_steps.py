@@ -1,0 +1,139 @@
+"""KIP-435 steps and batch building (kafka_reassign.steps)."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from kafka_reassign.plan import PartitionMove
+from kafka_reassign.state import ClusterState
+from kafka_reassign.steps import Batch, StepMove, batches_from_json, batches_to_json, build_batches, plan_steps
+
+
+def snapshot(n_brokers=6, partitions=None, min_isr="2"):
+    parts = partitions or {}
+    return {"version": 1,
+            "brokers": [{"id": i, "rack": "abc"[i % 3], "log_dirs": [{"path": "/d1", "capacity_bytes": 10**12},
+                                                                    {"path": "/d2", "capacity_bytes": 10**12}]}
+                        for i in range(1, n_brokers + 1)],
+            "topics": [{"name": t, "configs": {"min.insync.replicas": min_isr},
+                        "partitions": [{"partition": i, "replicas": r, "leader": r[0], "size_bytes": s,
+                                        "log_dirs": ["/d1"] * len(r)}
+                                       for i, (r, s) in enumerate(ps)]}
+                       for t, ps in parts.items()]}
+
+
+def test_kip435_example_one_in_one_out_new_leader_first():
+    steps = plan_steps([1, 2, 3], [4, 5, 6], min_isr=2)
+    assert steps == [[4, 1, 2], [4, 5, 1], [4, 5, 6]]
+
+
+def test_already_at_target_and_reorder_only():
+    assert plan_steps([1, 2, 3], [1, 2, 3], 2) == []
+    assert plan_steps([1, 2, 3], [3, 1, 2], 2) == [[3, 1, 2]]
+
+
+def test_replication_factor_increase_from_below_min_isr_adds_enough_at_once():
+    # RF 1 -> 3 with min ISR 2: the first step brings the list to 2 (KIP-435's exception).
+    steps = plan_steps([1], [2, 3, 4], min_isr=2)
+    assert len(steps[0]) >= 2 and steps[-1] == [2, 3, 4]
+    for s in steps:
+        assert len(s) >= 2 or s == steps[0] and len(s) >= 2
+
+
+def test_lowering_rf_never_goes_below_min_isr():
+    steps = plan_steps([1, 2, 3, 4], [5, 6], min_isr=2)
+    assert steps[-1] == [5, 6]
+    assert all(len(s) >= 2 for s in steps)
+    steps = plan_steps([1, 2, 3, 4, 5], [1, 2, 3], min_isr=3)
+    assert steps == [[1, 2, 3, 4], [1, 2, 3]]
+
+
+def test_offline_replicas_are_dropped_first():
+    steps = plan_steps([1, 2, 3], [1, 4, 5], min_isr=2, offline=[2])
+    assert 2 not in steps[0]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_invariants_random(seed):
+    rng = random.Random(seed)
+    brokers = list(range(1, 10))
+    cur = rng.sample(brokers, rng.randint(1, 5))
+    tgt = rng.sample(brokers, rng.randint(1, 5))
+    min_isr = rng.randint(1, 3)
+    steps = plan_steps(cur, tgt, min_isr)
+    if cur == tgt:
+        assert steps == []
+        return
+    assert steps[-1] == tgt
+    floor = min(min_isr, len(tgt))
+    prev = cur
+    for i, s in enumerate(steps):
+        assert len(set(s)) == len(s), s
+        assert len(s) >= min(floor, len(s)) and (len(s) >= floor or len(prev) < floor)
+        added = [b for b in s if b not in prev]
+        dropped = [b for b in prev if b not in s]
+        assert len(dropped) <= 1
+        # One replica at a time, except to lift a list below min ISR up to it.
+        assert len(added) <= max(1, floor - len(prev) + len(dropped))
+        prev = s
+    if tgt[0] not in cur:
+        assert steps[0][0] == tgt[0], "the new preferred leader comes in first and leads the list"
+
+
+def test_steps_for_moves_include_a_log_dir_step():
+    snap = snapshot(partitions={"orders": [([1, 2, 3], 1000)]})
+    state = ClusterState.from_snapshot(snap)
+    move = PartitionMove("orders", 0, (1, 2, 3), ("/d2", "any", "any"))
+    (batch,) = build_batches([move], state)
+    (step,) = batch.steps
+    assert step.is_log_dir_only and step.wanted_dirs() == {1: "/d2"} and step.brokers_touched == {1}
+
+
+def test_batches_respect_limits_and_order():
+    parts = {"t": [([1, 2, 3], 10_000 * (i + 1)) for i in range(12)]}
+    state = ClusterState.from_snapshot(snapshot(n_brokers=9, partitions=parts))
+    moves = [PartitionMove("t", i, (4 + i % 3, 7 + i % 3, 1)) for i in range(12)]
+    batches = build_batches(moves, state, max_partition_movements=4, max_movements_per_broker=3,
+                            max_leader_movements=2)
+    seen_batch: dict[tuple[str, int], int] = {}
+    last: dict[tuple[str, int], tuple[int, ...]] = {}
+    for b in batches:
+        assert len(b.steps) <= 4
+        assert all(v <= 3 for v in b.broker_movements().values())
+        assert b.leader_movements <= 2
+        keys = [s.key for s in b.steps]
+        assert len(keys) == len(set(keys)), "at most one step of a partition per batch"
+        for s in b.steps:
+            if s.key in seen_batch:
+                assert seen_batch[s.key] < b.index
+                assert last[s.key] == s.current, "a step starts where the previous one ended"
+            seen_batch[s.key] = b.index
+            last[s.key] = s.target
+    for m in moves:
+        assert last[m.key] == m.replicas
+
+
+def test_packing_groups_similar_sizes():
+    # Two big and two small single-step moves, two per batch: the big ones travel together.
+    parts = {"t": [([1, 2], 10**9), ([1, 2], 10), ([1, 2], 10**9 + 5), ([1, 2], 20)]}
+    state = ClusterState.from_snapshot(snapshot(partitions=parts, min_isr="1"))
+    moves = [PartitionMove("t", i, (1, 3 + i)) for i in range(4)]
+    batches = build_batches(moves, state, max_partition_movements=2)
+    assert {s.partition for s in batches[0].steps} == {0, 2}
+    assert {s.partition for s in batches[1].steps} == {1, 3}
+
+
+def test_invalid_limits_rejected():
+    state = ClusterState.from_snapshot(snapshot(partitions={"t": [([1, 2], 1)]}))
+    with pytest.raises(ValueError, match="max_partition_movements"):
+        build_batches([PartitionMove("t", 0, (1, 3))], state, max_partition_movements=0)
+
+
+def test_json_round_trip():
+    b = Batch(3, [StepMove("t", 1, (1, 2, 3), (4, 1, 2), None, 100, 0, 3),
+                  StepMove("t", 2, (1, 2), (1, 2), ("/d2", "any"), 5, 1, 2)])
+    text = json.dumps(batches_to_json([b]))
+    assert batches_from_json(text) == [b]
+    assert Batch.from_json(b.to_json()).steps[1].is_log_dir_only

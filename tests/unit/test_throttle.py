@@ -1,0 +1,125 @@
+"""KIP-73 throttle sets, merging, restoring and estimates (kafka_reassign.throttle)."""
+from __future__ import annotations
+
+import math
+
+from kafka_reassign.state import ClusterState
+from kafka_reassign.steps import StepMove
+from kafka_reassign.throttle import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE,
+                                     ConfigChange, ThrottleSpec, estimate_batch_seconds, estimate_seconds,
+                                     parse_replica_list, produce_rate_warnings, restore_changes, throttle_changes)
+
+STEPS = [StepMove("orders", 3, (1, 2, 3), (4, 1, 2), size_bytes=1000),
+         StepMove("orders", 5, (2, 3, 1), (2, 3, 5), size_bytes=1000),
+         StepMove("orders", 6, (1, 2, 3), (2, 1, 3)),            # reorder only: no data, no throttle
+         StepMove("logs", 0, (1, 2), (1, 2), ("/d2", "any"), size_bytes=10)]
+
+
+def apply(configs, changes):
+    """What the cluster would hold after the incremental writes (SET / DELETE)."""
+    out = {k: dict(v) for k, v in configs.items()}
+    for c in changes:
+        d = out.setdefault(c.resource, {})
+        if c.value is None:
+            d.pop(c.key, None)
+        else:
+            d[c.key] = c.value
+    return out
+
+
+def test_spec_leader_is_existing_follower_is_new():
+    spec = ThrottleSpec.for_moves(STEPS, 1_000_000)
+    assert spec.leader == {"orders": {(3, 1), (3, 2), (3, 3), (5, 1), (5, 2), (5, 3)}}
+    assert spec.follower == {"orders": {(3, 4), (5, 5)}}
+    assert spec.rate_brokers == {1, 2, 3, 4, 5}
+    assert spec.log_dir_brokers == {1} and spec.log_dir_rate == 1_000_000
+
+
+def test_changes_on_clean_cluster_and_idempotent():
+    spec = ThrottleSpec.for_moves(STEPS, 1_000_000, log_dir_rate=500_000)
+    changes = throttle_changes(spec, {})
+    by = {(c.resource_type, c.name, c.key): c for c in changes}
+    assert by[("topic", "orders", LEADER_REPLICAS)].value == "3:1,3:2,3:3,5:1,5:2,5:3"
+    assert by[("topic", "orders", FOLLOWER_REPLICAS)].value == "3:4,5:5"
+    assert by[("broker", "4", LEADER_RATE)].value == "1000000"
+    assert by[("broker", "1", LOG_DIR_RATE)].value == "500000"
+    assert all(c.prior is None for c in changes)
+    after = apply({}, changes)
+    assert throttle_changes(spec, after) == [], "applying twice changes nothing the second time"
+
+
+def test_merge_with_operator_throttles():
+    spec = ThrottleSpec.for_moves(STEPS[:2], 1_000_000)
+    current = {("topic", "orders"): {LEADER_REPLICAS: "0:7,3:1", FOLLOWER_REPLICAS: "*"},
+               ("broker", "1"): {LEADER_RATE: "500000", FOLLOWER_RATE: "9000000"}}
+    notes: list[str] = []
+    changes = throttle_changes(spec, current, notes)
+    by = {(c.resource_type, c.name, c.key): c for c in changes}
+    assert by[("topic", "orders", LEADER_REPLICAS)].value == "0:7,3:1,3:2,3:3,5:1,5:2,5:3"   # union
+    assert by[("topic", "orders", LEADER_REPLICAS)].prior == "0:7,3:1"
+    assert ("topic", "orders", FOLLOWER_REPLICAS) not in by                                   # '*' stays '*'
+    assert ("broker", "1", LEADER_RATE) not in by                                             # theirs is lower: kept
+    assert by[("broker", "1", FOLLOWER_RATE)].value == "1000000"                              # ours is lower
+    assert by[("broker", "1", FOLLOWER_RATE)].prior == "9000000"
+    assert any("kept" in n for n in notes) and any("'*'" in n for n in notes)
+
+
+def test_restore_puts_back_exactly_and_deletes_what_we_added():
+    spec = ThrottleSpec.for_moves(STEPS[:2], 1_000_000)
+    before = {("topic", "orders"): {LEADER_REPLICAS: "0:7"}, ("broker", "1"): {FOLLOWER_RATE: "9000000"}}
+    changes = throttle_changes(spec, before)
+    during = apply(before, changes)
+    undo = restore_changes(changes, during)
+    after = apply(during, undo)
+    norm = lambda cfg: {k: {kk: vv for kk, vv in v.items() if vv is not None} for k, v in cfg.items() if v}  # noqa: E731
+    assert norm(after) == norm(before)
+    assert restore_changes(changes, after) == [], "restoring twice is a no-op"
+
+
+def test_restore_when_someone_changed_values_during_the_run():
+    changes = [ConfigChange("topic", "orders", LEADER_REPLICAS, "0:7", "0:7,3:1"),
+               ConfigChange("broker", "1", LEADER_RATE, None, "1000000")]
+    during = {("topic", "orders"): {LEADER_REPLICAS: "0:7,3:1,9:9"}, ("broker", "1"): {LEADER_RATE: "2000000"}}
+    warnings: list[str] = []
+    undo = restore_changes(changes, during, warnings)
+    by = {(c.resource_type, c.name, c.key): c for c in undo}
+    assert by[("topic", "orders", LEADER_REPLICAS)].value == "0:7,9:9"     # their entry kept, ours removed
+    assert by[("broker", "1", LEADER_RATE)].value is None                   # restored (deleted) anyway
+    assert len(warnings) == 2 and "someone changed it" in warnings[0]
+    assert any("broker 1 leader.replication.throttled.rate is now '2000000'" in w for w in warnings)
+
+
+def test_parse_replica_list_formats():
+    assert parse_replica_list(" 0:1, 2:3 ") == {(0, 1), (2, 3)}
+    assert parse_replica_list("0-1") == {(0, 1)}
+    assert parse_replica_list("*") == "*"
+    assert parse_replica_list(None) == set()
+
+
+def test_estimates_follow_kip73():
+    assert estimate_seconds(100e6, 10e6) == 10
+    assert estimate_seconds(100e6, 10e6, capacity=5e6) == 20
+    assert estimate_seconds(100e6, 10e6, produce_rate=5e6) == 20
+    assert math.isinf(estimate_seconds(1, 1e6, produce_rate=1e6))
+    steps = [StepMove("t", 0, (1, 2), (3, 1), size_bytes=50_000_000),
+             StepMove("t", 1, (1, 2), (3, 2), size_bytes=50_000_000)]
+    # Both go into broker 3: 100 MB through a 10 MB/s throttle.
+    assert estimate_batch_seconds(steps, 10_000_000) == 10
+
+
+def test_warning_when_throttle_below_produce_rate():
+    state = ClusterState.from_snapshot({"version": 1, "brokers": [{"id": i} for i in range(1, 5)],
+                                        "topics": [{"name": "orders", "partitions": [
+                                            {"partition": 3, "replicas": [1, 2, 3], "bytes_in_per_sec": 2e6}]}]})
+    w = produce_rate_warnings([StepMove("orders", 3, (1, 2, 3), (4, 1, 2))], state, 1_000_000)
+    assert len(w) == 1
+    assert "throttle 1.0 MB/s is at or below the produce rate 2.0 MB/s" in w[0] and "broker 4" in w[0]
+    assert "orders-3" in w[0] and "raise throttle_bytes_per_sec above 2.0 MB/s" in w[0]
+    assert produce_rate_warnings([StepMove("orders", 3, (1, 2, 3), (4, 1, 2))], state, 5_000_000) == []
+
+
+def test_config_change_json_and_describe():
+    c = ConfigChange("broker", "1", LEADER_RATE, None, "100")
+    assert ConfigChange.from_json(c.to_json()) == c
+    assert c.describe() == "SET    broker 1: leader.replication.throttled.rate = '100' (was (not set))"
+    assert ConfigChange("broker", "1", LEADER_RATE, "100", None).describe().startswith("DELETE")

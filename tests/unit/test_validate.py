@@ -1,0 +1,139 @@
+"""Plan and parameter validation against a cluster state (kafka_reassign.validate)."""
+from __future__ import annotations
+
+import pytest
+
+from kafka_reassign.errors import ParamError, PlanValidationError
+from kafka_reassign.plan import ReassignmentPlan
+from kafka_reassign.state import ClusterState
+from kafka_reassign.validate import ReassignParams, validate_params, validate_plan
+
+
+def cluster(**over):
+    snap = {"version": 1,
+            "brokers": [{"id": i, "rack": "abc"[i % 3], "alive": i != 7,
+                         "log_dirs": [{"path": "/d1", "capacity_bytes": 10**12},
+                                      {"path": "/d2", "capacity_bytes": 10**12}]} for i in range(1, 8)],
+            "topics": [
+                {"name": "orders", "configs": {"min.insync.replicas": "2"},
+                 "partitions": [{"partition": i, "replicas": [1, 2, 3], "leader": 1, "size_bytes": 1000,
+                                 "log_dirs": ["/d1", "/d1", "/d1"]} for i in range(8)]},
+                {"name": "__consumer_offsets", "internal": True, "configs": {},
+                 "partitions": [{"partition": 0, "replicas": [1, 2, 3], "leader": 1}]},
+                {"name": "dead", "configs": {}, "partitions": [
+                    {"partition": 0, "replicas": [7], "leader": None, "isr": [], "offline": [7]}]},
+            ],
+            "in_flight": [{"topic": "orders", "partition": 3, "replicas": [4, 5, 6, 1, 2, 3],
+                           "adding": [4, 5, 6], "removing": [1, 2, 3]}]}
+    snap.update(over)
+    return ClusterState.from_snapshot(snap)
+
+
+def plan(*entries):
+    return {"version": 1, "partitions": list(entries)}
+
+
+def e(topic="orders", partition=0, replicas=(1, 2, 4), **kw):
+    return {"topic": topic, "partition": partition, "replicas": list(replicas), **kw}
+
+
+def test_valid_plan_passes_and_warns_on_partitions_already_at_target():
+    warnings = validate_plan(plan(e(partition=0, replicas=[1, 2, 4]), e(partition=1, replicas=[1, 2, 3])),
+                             cluster(), refuse_foreign_in_flight=False)
+    assert any("already at its target" in w for w in warnings)
+
+
+# (entry or whole plan, kind, message fragment)
+CASES = [
+    ([1, 2], "not_object", "must be a JSON object"),
+    ("{oops", "not_json", "not valid JSON"),
+    ({"version": 3, "partitions": [e()]}, "bad_version", "version: must be 1"),
+    (plan(), "empty_plan", "the plan is empty"),
+    (plan(e(), e()), "duplicate_entry", "partitions[1] (orders-0): duplicate entry"),
+    (plan(e(topic="nope")), "unknown_topic", "partitions[0] (nope-0): unknown topic 'nope'"),
+    (plan(e(partition=99)), "unknown_partition", "orders has 8 partitions (0..7)"),
+    (plan(e(replicas=[])), "empty_replicas", "replicas is empty"),
+    (plan(e(replicas=[1, 1, 4])), "duplicate_replicas", "broker 1 listed more than once"),
+    (plan(e(replicas=[1, 2, 9])), "unknown_broker", "broker 9 does not exist (brokers: 1, 2, 3, 4, 5, 6, 7)"),
+    (plan(e(replicas=[1, 2, 7])), "broker_not_alive", "broker 7 is not alive"),
+    (plan(e(replicas=[1, 2, 4, 5])), "rf_change", "replication factor change 3 -> 4"),
+    (plan(e(replicas=[1, 2, 4], log_dirs=["any"])), "log_dirs_length", "log_dirs has 1 entries but replicas has 3"),
+    (plan(e(replicas=[1, 2, 4], log_dirs=["any", "/d9", "any"])), "unknown_log_dir",
+     "log dir '/d9' is not a log dir of broker 2 (it has /d1, /d2)"),
+    (plan(e(replicas=[1, -2, 4])), "bad_broker_id", "replicas[1] must be >= 0"),
+    (plan(e(replicas=[1, "2", 4])), "bad_broker_id", "replicas[1] must be an integer broker id"),
+    (plan(e(partition=3, replicas=[1, 2, 4])), "in_flight_foreign",
+     "orders-3 is already being reassigned to [4,5,6] by someone else"),
+    (plan(e(replicas=[4])), "below_min_isr", "would leave 1 replica(s), fewer than min.insync.replicas=2"),
+    (plan(e(topic="dead", replicas=[1])), "partition_offline", "all replicas of dead-0 are offline"),
+    (plan(e(partition=1, replicas=[1, 2, 3]), e(partition=2, replicas=[1, 2, 3])), "noop_plan",
+     "no-op plan: every partition is already at its target"),
+    (plan(e(topic="__consumer_offsets", replicas=[1, 2, 4])), "internal_topic",
+     "__consumer_offsets is an internal topic"),
+    (plan(e(partition=0, replicas=[1, 2, 4])), "foreign_in_flight_elsewhere",
+     "orders-3 is being reassigned to [4,5,6] by someone else (not in this plan)"),
+]
+
+
+@pytest.mark.parametrize("raw, kind, fragment", CASES, ids=[c[1] + str(i) for i, c in enumerate(CASES)])
+def test_each_kind_of_rejection_names_entry_and_reason(raw, kind, fragment):
+    with pytest.raises(PlanValidationError) as info:
+        validate_plan(raw, cluster(), refuse_foreign_in_flight=(kind == "foreign_in_flight_elsewhere"))
+    assert kind in info.value.kinds, str(info.value)
+    assert fragment in str(info.value)
+    assert "nothing was written" in str(info.value)
+
+
+def test_at_least_fifteen_kinds():
+    assert len({c[1] for c in CASES}) >= 15
+
+
+def test_all_problems_collected_in_one_error():
+    raw = plan(e(topic="nope"), e(partition=99), e(replicas=[1, 2, 9]), e(partition=4, replicas=[1, 1, 4]),
+               e(partition=5, replicas=[1, 2, 3, 4]))
+    with pytest.raises(PlanValidationError) as info:
+        validate_plan(raw, cluster())
+    assert {"unknown_topic", "unknown_partition", "unknown_broker", "duplicate_replicas", "rf_change",
+            "foreign_in_flight_elsewhere"} <= info.value.kinds
+    assert len(info.value.problems) >= 6
+
+
+def test_rf_change_and_internal_topics_allowed_when_asked():
+    validate_plan(plan(e(replicas=[1, 2, 4, 5])), cluster(), allow_rf_change=True, refuse_foreign_in_flight=False)
+    validate_plan(plan(e(topic="__consumer_offsets", replicas=[1, 2, 4])), cluster(), allow_internal_topics=True,
+                  refuse_foreign_in_flight=False)
+
+
+def test_own_in_flight_is_adopted_not_refused():
+    # orders-3 is moving to [4,5,6]; a plan with that same target is ours (resume).
+    validate_plan(plan(e(partition=3, replicas=[4, 5, 6])), cluster())
+    # ... and so is the first KIP-435 step of a plan whose final target is elsewhere.
+    st = cluster(in_flight=[{"topic": "orders", "partition": 0, "replicas": [4, 1, 2, 3], "adding": [4],
+                             "removing": [3]}])
+    validate_plan(plan(e(partition=0, replicas=[4, 5, 6])), st)
+    with pytest.raises(PlanValidationError, match="by someone else"):
+        validate_plan(plan(e(partition=0, replicas=[5, 4, 6])), st)
+
+
+def test_parsed_plan_object_accepted():
+    validate_plan(ReassignmentPlan.from_json(plan(e(replicas=[1, 2, 4]))), cluster(), refuse_foreign_in_flight=False)
+
+
+def test_params_defaults_and_each_rejection():
+    assert validate_params({}) == ReassignParams()
+    assert validate_params({"throttle_bytes_per_sec": None}).throttle_bytes_per_sec is None
+    assert validate_params({"max_partition_movements": 5.0}).max_partition_movements == 5
+    bad = {"throttle_bytes_per_sec": 0, "max_partition_movements": 0, "max_movements_per_broker": -1,
+           "max_leader_movements": "3", "batch_timeout_minutes": 0, "dry_run": "yes",
+           "stall_window_seconds": float("nan"), "bogus": 1, "kafka_conn_id": "kafka_default"}
+    with pytest.raises(ParamError) as info:
+        validate_params(bad)
+    entries = {p.entry for p in info.value.problems}
+    assert entries == {"throttle_bytes_per_sec", "max_partition_movements", "max_movements_per_broker",
+                       "max_leader_movements", "batch_timeout_minutes", "dry_run", "stall_window_seconds", "bogus"}
+    assert "must be an integer >= 1024, got 0" in str(info.value)
+
+
+def test_params_round_trip():
+    p = validate_params({"throttle_bytes_per_sec": 2_000_000, "dry_run": True})
+    assert ReassignParams.from_json(p.to_json()) == p
