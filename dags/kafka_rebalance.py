@@ -38,10 +38,15 @@ The DAG is created paused (it moves data): unpause it when the params suit the c
 """
 
 
+#: Params of this DAG only (the reassignment tasks must not receive them as run options).
+REBALANCE_ONLY = ("balance_threshold", "require_approval", "spark_conn_id", "planner_engine", "planner_options")
+#: kafka_reassign params that do not apply: the plan comes from the planner.
+NOT_APPLICABLE = ("plan", "goal", "brokers", "replication_factor", "allow_replication_factor_change")
+
+
 def _params() -> dict[str, Param]:
     params = reassign_params()
-    # The plan comes from the planner; a goal, brokers or RF do not apply to a rebalance.
-    for name in ("plan", "goal", "brokers", "replication_factor", "allow_replication_factor_change"):
+    for name in NOT_APPLICABLE:
         params.pop(name, None)
     params.update({
         "balance_threshold": Param(
@@ -172,6 +177,9 @@ with DAG(
                                goal=None, brokers=None, replication_factor=None)
     # One of the two gate branches is skipped by design.
     tasks.prepare.trigger_rule = TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS
+    # The run options are kafka_reassign's params; this DAG's own params are not among them.
+    tasks.prepare.options = {name: "{{ params.%s }}" % name for name in dag.params
+                             if name not in REBALANCE_ONLY}
 
     planned >> go >> gate >> [approve, no_approval]
     [approve, no_approval] >> tasks.prepare

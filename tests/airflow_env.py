@@ -154,3 +154,125 @@ def xcom(dr: Any, task_id: str, key: str = "return_value", map_index: int = -1) 
             return None
         value = row.value
         return json.loads(value) if isinstance(value, str) else value
+
+
+def ti_state(dag_id: str, task_id: str, map_index: int = -1) -> str | None:
+    """State of the latest task instance of ``task_id`` (for watcher threads during dag.test)."""
+    from sqlalchemy import select
+
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        ti = session.scalars(select(TaskInstance).where(
+            TaskInstance.dag_id == dag_id, TaskInstance.task_id == task_id,
+            TaskInstance.map_index == map_index).order_by(TaskInstance.start_date.desc())).first()
+        if ti is None or ti.state is None:
+            return None
+        return str(getattr(ti.state, "value", ti.state))
+
+
+class Watcher:
+    """A background thread that waits for a condition, then acts (fault injection mid-run).
+
+    :param steps: list of (condition, action) run in order; each condition is polled
+    :param interval: seconds between polls
+    :param timeout: give up after this many seconds (the test then sees ``error``)
+    """
+
+    def __init__(self, steps: list[tuple[Any, Any]], interval: float = 0.02, timeout: float = 120.0) -> None:
+        import threading
+
+        self.steps = steps
+        self.interval = interval
+        self.timeout = timeout
+        self.done: list[int] = []
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="fault-injector")
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        try:
+            for i, (cond, action) in enumerate(self.steps):
+                while not self._stop.is_set():
+                    if cond():
+                        action()
+                        self.done.append(i)
+                        break
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"watcher step {i} never triggered")
+                    time.sleep(self.interval)
+        except BaseException as exc:  # reported to the test
+            self.error = exc
+
+    def __enter__(self) -> "Watcher":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self.thread.join(timeout=10)
+
+
+class IsrSampler:
+    """Samples every partition's ISR in a background thread; records min-ISR violations.
+
+    :param cluster: a kafka_sim.SimulatedCluster
+    :param min_isr: topic -> min.insync.replicas
+    """
+
+    def __init__(self, cluster: Any, min_isr: dict[str, int], interval: float = 0.01) -> None:
+        import threading
+
+        self.cluster = cluster
+        self.min_isr = min_isr
+        self.interval = interval
+        self.samples = 0
+        self.violations: list[tuple[float, str, list[int]]] = []
+        self.moving_seen: set[str] = set()
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="isr-sampler")
+
+    def _run(self) -> None:
+        snap = self.cluster.snapshot()
+        parts = [(t["name"], p["partition"]) for t in snap["topics"] for p in t["partitions"]]
+        while not self._stop.is_set():
+            for topic, p in parts:
+                st = self.cluster.partition_state(topic, p)
+                if st["adding"] or st["removing"]:
+                    self.moving_seen.add(f"{topic}-{p}")
+                need = self.min_isr.get(topic, 1)
+                if len(st["isr"]) < need:
+                    self.violations.append((self.cluster.sim_time(), f"{topic}-{p}", list(st["isr"])))
+            self.samples += 1
+            time.sleep(self.interval)
+
+    def __enter__(self) -> "IsrSampler":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self.thread.join(timeout=10)
+
+
+def throttle_configs(cluster: Any) -> dict[str, dict[str, str]]:
+    """Every dynamic broker and topic config of a simulated cluster, for before/after checks."""
+    snap = cluster.snapshot()
+    out = {f"broker {b['id']}": dict(cluster.broker_configs(b["id"])) for b in snap["brokers"]}
+    out.update({f"topic {t['name']}": dict(cluster.topic_configs(t["name"])) for t in snap["topics"]})
+    return out
+
+
+def run_dag(conf: dict[str, Any], dag_id: str = "kafka_reassign") -> Any:
+    """``dag.test(run_conf=conf)`` of a DAG in dags/; returns the DagRun."""
+    dag = load_dag(dag_id)
+    return dag.test(run_conf=conf)
+
+
+def read_record(run_id: str) -> Any:
+    """The throttle record a run left in the metadata DB (None when it wrote none)."""
+    from kafka_reassign_airflow.record_store import VariableRecordStore
+
+    return VariableRecordStore().get(run_id)

@@ -76,7 +76,8 @@ class KafkaAdmin:
         self._kwargs = kwargs
         self._client = None
         log.debug("KafkaAdmin(%s)", redact(kwargs))
-        self._client = self._call("connect", self._connect)
+        # Bootstrapping already retries for bootstrap_timeout_ms; retrying that again only delays the error.
+        self._client = self._call("connect", self._connect, attempts=1)
 
     def _connect(self):
         from kafka.admin import KafkaAdminClient

@@ -475,24 +475,33 @@ def cancel_in_flight(admin: Any, what: Batch | PreparedRun | ReassignmentPlan,
                      state: ClusterState | None = None) -> dict[str, Any]:
     """Cancel (revert) in-flight reassignments that are ours; leave everyone else's alone.
 
+    Kafka reverts a cancelled partition to ``replicas - adding``, which loses the original
+    order (so the preferred leader can change). Where we know the order the step started
+    from, we put it back with a reorder-only reassignment (no data moves).
+
     :param what: a batch (its step targets), a prepared run (all its step targets) or a plan
         (final targets, and the first step from where each partition was)
     :param state: for min ISR when ``what`` is a plan (default: read)
+    :returns: {"cancelled": [...], "left": [...], "reordered": [...], "errors": {...}}
     """
     own: dict[TopicPartition, list[tuple[int, ...]]] = {}
+    origin: dict[tuple[TopicPartition, tuple[int, ...]], tuple[int, ...]] = {}
     plan_targets: dict[TopicPartition, tuple[int, ...]] = {}
-    if isinstance(what, Batch):
-        for s in what.steps:
-            own.setdefault(s.key, []).append(tuple(s.target))
-    elif isinstance(what, PreparedRun):
-        own = what.own_targets()
-    else:
+    steps = what.steps if isinstance(what, Batch) else what.steps if isinstance(what, PreparedRun) else []
+    for s in steps:
+        own.setdefault(s.key, []).append(tuple(s.target))
+        origin[(s.key, tuple(s.target))] = tuple(s.current)
+    if isinstance(what, PreparedRun):
+        for m in what.plan.moves:
+            own.setdefault(m.key, []).append(tuple(m.replicas))
+    elif isinstance(what, ReassignmentPlan):
         plan_targets = {m.key: tuple(m.replicas) for m in what.moves}
         own = {k: [v] for k, v in plan_targets.items()}
     in_flight = admin.list_partition_reassignments(list(own))
     if plan_targets and in_flight and state is None:
         state = admin.cluster_state(include_log_dirs=False, topics=sorted({t for t, _ in in_flight}))
     cancel: dict[TopicPartition, None] = {}
+    restore_order: dict[TopicPartition, tuple[int, ...]] = {}
     left: list[str] = []
     for key, inf in in_flight.items():
         ours = tuple(inf.target) in own.get(key, [])
@@ -500,9 +509,10 @@ def cancel_in_flight(admin: Any, what: Batch | PreparedRun | ReassignmentPlan,
             ours = is_own_in_flight(inf, plan_targets[key], state.min_isr(key[0]))
         if ours:
             cancel[key] = None
+            restore_order[key] = origin.get((key, tuple(inf.target)), tuple(inf.original))
         else:
             left.append(f"{key[0]}-{key[1]}")
-    out: dict[str, Any] = {"cancelled": [], "left": left, "errors": {}}
+    out: dict[str, Any] = {"cancelled": [], "left": left, "reordered": [], "errors": {}}
     if cancel:
         for key, err in admin.alter_partition_reassignments(cancel).items():
             name = f"{key[0]}-{key[1]}"
@@ -510,6 +520,20 @@ def cancel_in_flight(admin: Any, what: Batch | PreparedRun | ReassignmentPlan,
                 out["cancelled"].append(name)
             else:
                 out["errors"][name] = err
+                restore_order.pop(key, None)
+        reorder: dict[TopicPartition, list[int]] = {}
+        for t in admin.topic_metadata(sorted({k[0] for k in restore_order})):
+            for p in t.get("partitions", []):
+                key = (t["name"], int(p["partition_index"]))
+                now = tuple(p.get("replica_nodes", []))
+                want = restore_order.get(key)
+                if want is not None and now != want and set(now) == set(want):
+                    reorder[key] = list(want)
+        for key, err in admin.alter_partition_reassignments(reorder).items():
+            if err is None:
+                out["reordered"].append(f"{key[0]}-{key[1]}")
+            else:
+                log.warning("could not restore the replica order of %s-%s: %s", key[0], key[1], err)
     if left:
         log.warning("not cancelling reassignments that are not ours: %s", ", ".join(left))
     return out

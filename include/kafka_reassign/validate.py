@@ -142,9 +142,12 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
             elif not info.alive:
                 problems.append(Problem(name, f"broker {b} is not alive: the move could not complete "
                                               "until it is back", "broker_not_alive"))
-        if len(target) != len(part.replicas) and not allow_rf_change:
-            problems.append(Problem(name, f"replication factor change {len(part.replicas)} -> {len(target)} "
-                                          f"({_fmt(part.replicas)} -> {_fmt(target)}) needs allow_rf_change",
+        inflight = state.in_flight.get(key)
+        # During a reassignment the metadata lists old + new replicas; compare with where it was.
+        base = tuple(inflight.original) if inflight is not None else part.replicas
+        if len(target) != len(base) and not allow_rf_change:
+            problems.append(Problem(name, f"replication factor change {len(base)} -> {len(target)} "
+                                          f"({_fmt(base)} -> {_fmt(target)}) needs allow_rf_change",
                                     "rf_change"))
         min_isr = state.min_isr(move.topic)
         if len(set(target)) < min_isr:
@@ -165,7 +168,7 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
                                                       f"(it has {', '.join(info.log_dirs)})", "unknown_log_dir"))
         live_current = [b for b in part.replicas if b not in part.offline and state.brokers.get(b, None)
                         is not None and state.brokers[b].alive]
-        adds = [b for b in target if b not in part.replicas]
+        adds = [b for b in target if b not in base]
         if part.leader < 0 or not live_current:
             if adds or tuple(target) != part.replicas:
                 problems.append(Problem(name, f"all replicas of {move.name} are offline (replicas "
@@ -174,7 +177,6 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
         elif adds and len(part.isr) < min_isr:
             warnings.append(f"{name}: {move.name} is under min ISR now (ISR {_fmt(part.isr)}, "
                             f"min.insync.replicas={min_isr}); the first step adds replicas to restore it")
-        inflight = state.in_flight.get(key)
         if inflight is not None and not is_own_in_flight(inflight, tuple(target), min_isr, own_targets, key):
             problems.append(Problem(name, f"{move.name} is already being reassigned to {_fmt(inflight.target)} "
                                           f"by someone else (not {who}); wait for it or cancel it",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import bisect
 import functools
+import gc
 import math
 import random
 import re
@@ -70,6 +71,7 @@ _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 _BATCH_HEADER = 61
 
 F = TypeVar("F", bound=Callable[..., Any])
+_NO_RECORDS: tuple = ()
 
 
 def _locked(fn: F) -> F:
@@ -192,11 +194,12 @@ class Partition:
         self._base_t = model._t
         self._rate = 0.0
         self.leo = 0
-        self._rec_base: list[int] = []
-        self._rec_end: list[int] = []
-        self._rec_pos: list[float] = []
-        self._rec_data: list[bytes] = []
-        self._rec_maxts: list[int] = []
+        # record batches, created on the first produce (most partitions never get any)
+        self._rec_base: list[int] = _NO_RECORDS  # type: ignore[assignment]
+        self._rec_end: list[int] = _NO_RECORDS  # type: ignore[assignment]
+        self._rec_pos: list[float] = _NO_RECORDS  # type: ignore[assignment]
+        self._rec_data: list[bytes] = _NO_RECORDS  # type: ignore[assignment]
+        self._rec_maxts: list[int] = _NO_RECORDS  # type: ignore[assignment]
 
     # -- read helpers
     def replica(self, broker: int) -> Replica | None:
@@ -317,6 +320,7 @@ class ClusterModel:
         self._inflight: dict[tuple[str, int], Partition] = {}
         self._preferred_dirs: dict[tuple[int, str, int], str] = {}
         self._rates: dict[int, tuple[float, float, float]] = {}
+        self._plan: tuple[list[_Flow], float, list[tuple[Partition, Replica, float]]] | None = None
         self._rng = random.Random(snapshot.get("seed", 0))
         self.cluster_id = str(snapshot.get("cluster_id") or
                               base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
@@ -324,6 +328,16 @@ class ClusterModel:
 
     # ------------------------------------------------------------ loading
     def _load(self, snap: dict) -> None:
+        # hundreds of thousands of long-lived objects: the cyclic GC would rescan them all
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._load_snapshot(snap)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _load_snapshot(self, snap: dict) -> None:
         for b in snap.get("brokers", []):
             bid = int(b["id"])
             dirs = [LogDir(str(d["path"]), float(d.get("capacity_bytes", DEFAULT_LOG_DIR_CAPACITY)))
@@ -381,7 +395,7 @@ class ClusterModel:
         for b, d in zip(replicas, dirs):
             broker = self.brokers[b]
             path = d if d not in (None, "any") else broker.log_dirs[0].path
-            if path not in broker.dir_paths():
+            if path != broker.log_dirs[0].path and path not in broker.dir_paths():
                 raise ValueError(f"{topic.name}-{index}: broker {b} has no log dir {path!r}")
             part._reps[b] = Replica(part, b, path, True, 0.0, self._t)
             self._by_broker[b][part] = None
@@ -425,6 +439,7 @@ class ClusterModel:
                 v = self.configs.long_value(bid, name)
                 vals.append(math.inf if v >= 9223372036854775807 else float(v))
             self._rates[bid] = (vals[0], vals[1], vals[2])
+        self._plan = None
 
     def _lag_max(self, broker: int) -> float:
         return self.configs.long_value(broker, "replica.lag.time.max.ms") / 1000.0
@@ -434,6 +449,7 @@ class ClusterModel:
         self._dirty.add(p)
         p.partition_epoch += 1
         self.state_version += 1
+        self._plan = None
 
     def _rebase(self, p: Partition) -> None:
         """Freeze the lazily grown log at the current time and re-derive its growth rate."""
@@ -446,6 +462,7 @@ class ClusterModel:
         """Refresh in-sync traffic aggregates and the active set of changed partitions."""
         if not self._dirty:
             return
+        self._plan = None
         brokers = self.brokers
         for p in self._dirty:
             old = self._contrib.pop(p, ())
@@ -546,73 +563,97 @@ class ClusterModel:
                     cap[key] = broker.disk_bytes_per_sec
         return cap
 
+    def _make_plan(self) -> tuple[list[_Flow], float, list[tuple[Partition, Replica, float]]]:
+        """Rates of every flow and the next event time; valid until something changes.
+
+        Between events (a flow finishing, an ISR lag deadline) every rate is constant, so
+        ticks only integrate bytes; any state or config change drops the plan.
+        """
+        flows = self._collect_flows()
+        rates = allocate([f.resources for f in flows], self._capacities(flows))
+        follow_rate = {id(f.replica): r for f, r in zip(flows, rates) if f.kind == 0}
+        now = self._t
+        event = math.inf
+        for f, rate in zip(flows, rates):
+            f.rate = rate
+            if f.grow < 0:
+                f.grow = follow_rate.get(id(f.replica), 0.0)
+            net = rate - f.grow
+            if f.gap <= _CATCH_UP_EPS:
+                event = now
+            elif net > 0:
+                event = min(event, now + f.gap / net)
+        # ISR members that stopped being caught up leave after replica.lag.time.max.ms
+        lagging: list[tuple[Partition, Replica, float]] = []
+        for p in self._active:
+            if p.leader < 0:
+                continue
+            for b in p.isr:
+                r = p._reps.get(b)
+                if r is not None and b != p.leader and not r.tracking and self.brokers[b].alive:
+                    deadline = r.caught_up_at + self._lag_max(p.leader)
+                    lagging.append((p, r, deadline))
+                    event = min(event, max(now, deadline))
+        return flows, event, lagging
+
     def _run(self, until: float) -> None:
-        """Advance the physics from ``self._t`` to ``until`` in event-driven sub-steps."""
+        """Advance the physics from ``self._t`` to ``until``, event by event."""
         self._flush_dirty()
         steps = 0
         first = True
         # one pass even for zero elapsed time, so empty partitions finish their moves at once
         while self._t < until or first:
             first = False
-            remaining = max(0.0, until - self._t)
             if not self._active:
-                self._t = until
+                self._t = max(self._t, until)
+                self._plan = None
                 break
-            flows = self._collect_flows()
-            rates = allocate([f.resources for f in flows], self._capacities(flows))
-            follow_rate = {id(f.replica): r for f, r in zip(flows, rates) if f.kind == 0}
-            dt = remaining
-            for f, rate in zip(flows, rates):
-                f.rate = rate
-                if f.grow < 0:
-                    f.grow = follow_rate.get(id(f.replica), 0.0)
-                net = rate - f.grow
-                if f.gap <= _CATCH_UP_EPS:
-                    dt = 0.0
-                elif net > 0:
-                    dt = min(dt, f.gap / net)
-            # ISR members that stopped being caught up leave after replica.lag.time.max.ms
-            lagging: list[tuple[Partition, Replica, float]] = []
-            for p in self._active:
-                if p.leader < 0:
-                    continue
-                for b in p.isr:
-                    r = p._reps.get(b)
-                    if r is not None and b != p.leader and not r.tracking and self.brokers[b].alive:
-                        deadline = r.caught_up_at + self._lag_max(p.leader)
-                        lagging.append((p, r, deadline))
-                        dt = min(dt, max(0.0, deadline - self._t))
+            if self._plan is None:
+                self._plan = self._make_plan()
+            flows, event_at, lagging = self._plan
             steps += 1
-            if steps > _MAX_SUBSTEPS:
-                dt = remaining
-            self._t += dt
-            finished: list[_Flow] = []
-            for f in flows:
-                if f.kind == 0:
-                    target = f.partition.log_bytes()
-                    f.replica._bytes = min(target, f.replica._bytes + f.rate * dt)
-                    if target - f.replica._bytes <= _CATCH_UP_EPS:
-                        f.replica._bytes = target
-                        finished.append(f)
-                else:
-                    src = f.replica.exact_bytes()
-                    f.replica.future_bytes = min(src, f.replica.future_bytes + f.rate * dt)
-                    if src - f.replica.future_bytes <= _CATCH_UP_EPS:
-                        finished.append(f)
-            for f in finished:
-                if f.kind == 0:
-                    self._caught_up(f.partition, f.replica)
-            for f in finished:
-                if f.kind == 1 and f.replica.future_log_dir is not None and f.partition._reps.get(
-                        f.replica.broker) is f.replica:
-                    src = f.replica.exact_bytes()
-                    if src - f.replica.future_bytes <= _CATCH_UP_EPS:
-                        self._swap_future(f.partition, f.replica)
-            for p, r, deadline in lagging:
-                if self._t >= deadline and not r.tracking and r.broker in p.isr and len(p.isr) > 1:
-                    p.isr.remove(r.broker)
-                    self._touch(p)
-            self._flush_dirty()
+            forced = steps > _MAX_SUBSTEPS  # too many events in one call: finish in one step
+            stop_at = until if forced else min(until, event_at)
+            dt = max(0.0, stop_at - self._t)
+            if dt > 0:
+                for f in flows:
+                    if f.kind == 0:
+                        f.replica._bytes += f.rate * dt
+                    else:
+                        f.replica.future_bytes += f.rate * dt
+                self._t = stop_at
+            if self._t >= event_at or forced:
+                self._settle(flows, lagging)
+                self._plan = None
+                self._flush_dirty()
+
+    def _settle(self, flows: list[_Flow], lagging: list[tuple[Partition, Replica, float]]) -> None:
+        """At an event: clamp copies to their source, finish caught-up flows, expire lagging ISR members."""
+        finished: list[_Flow] = []
+        for f in flows:
+            r = f.replica
+            if f.kind == 0:
+                target = f.partition.log_bytes()
+                if target - r._bytes <= _CATCH_UP_EPS:
+                    r._bytes = target
+                    finished.append(f)
+            else:
+                src = r.exact_bytes()
+                if src - r.future_bytes <= _CATCH_UP_EPS:
+                    r.future_bytes = src
+                    finished.append(f)
+        for f in finished:
+            if f.kind == 0:
+                self._caught_up(f.partition, f.replica)
+        for f in finished:
+            r = f.replica
+            if f.kind == 1 and r.future_log_dir is not None and f.partition._reps.get(r.broker) is r:
+                if r.exact_bytes() - r.future_bytes <= _CATCH_UP_EPS:
+                    self._swap_future(f.partition, r)
+        for p, r, deadline in lagging:
+            if self._t >= deadline and not r.tracking and r.broker in p.isr and len(p.isr) > 1:
+                p.isr.remove(r.broker)
+                self._touch(p)
 
     def _caught_up(self, p: Partition, r: Replica) -> None:
         """A follower reached the leader's log end: it tracks the leader and joins the ISR."""
@@ -660,8 +701,9 @@ class ClusterModel:
         """The log becomes the first ``nbytes`` bytes (a shorter replica became leader)."""
         if nbytes < p._base_bytes:
             p._base_bytes = nbytes
-            cut = bisect.bisect_right(p._rec_pos, nbytes + _CATCH_UP_EPS)
-            del p._rec_base[cut:], p._rec_end[cut:], p._rec_pos[cut:], p._rec_data[cut:], p._rec_maxts[cut:]
+            if p._rec_pos:
+                cut = bisect.bisect_right(p._rec_pos, nbytes + _CATCH_UP_EPS)
+                del p._rec_base[cut:], p._rec_end[cut:], p._rec_pos[cut:], p._rec_data[cut:], p._rec_maxts[cut:]
             p.leo = p._rec_end[-1] if p._rec_end else 0
             for r in p._reps.values():
                 if not r.tracking and r._bytes > nbytes:
@@ -927,8 +969,9 @@ class ClusterModel:
             if wanted is not None and (p.topic, p.index) not in wanted:
                 continue
             leo = r.log_end_offset
-            per_dir.setdefault(r.log_dir, {}).setdefault(p.topic, []).append(
-                (p.index, int(size), max(p.high_watermark() - leo, 0), False))
+            # a caught-up replica holds the whole log: lag 0 without computing the HW
+            lag = 0 if r.tracking else max(p.high_watermark() - leo, 0)
+            per_dir.setdefault(r.log_dir, {}).setdefault(p.topic, []).append((p.index, int(size), lag, False))
             if r.future_log_dir is not None:
                 per_dir.setdefault(r.future_log_dir, {}).setdefault(p.topic, []).append(
                     (p.index, int(r.future_bytes), max(0, leo - r.future_log_end_offset), True))
@@ -1017,7 +1060,11 @@ class ClusterModel:
         if any(end - start > max_bytes for start, end, _n in spans):
             return E.MESSAGE_TOO_LARGE, -1, -1
         self._rebase(p)
+        if p in self._active:
+            self._plan = None  # catching-up followers now have further to go
         base = p.leo
+        if p._rec_base is _NO_RECORDS:
+            p._rec_base, p._rec_end, p._rec_pos, p._rec_data, p._rec_maxts = [], [], [], [], []
         for start, end, count in spans:
             raw = bytearray(batch[start:end])
             struct.pack_into(">q", raw, 0, p.leo)
@@ -1111,6 +1158,7 @@ class ClusterModel:
                 return E.NONE, None
             topic.configs = new
             topic.refresh_throttles()
+            self._plan = None  # throttled-replica lists change which flows are throttled
             self.writes[api] += 1
             self.state_version += 1
             return E.NONE, None

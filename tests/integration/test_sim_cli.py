@@ -94,7 +94,16 @@ def test_control_port_faults(snapshot_file: Path) -> None:
         from kafka import KafkaAdminClient
         admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
         try:
-            fenced = {b["broker_id"]: b["is_fenced"] for b in admin.describe_cluster()["brokers"]}
+            from kafka.errors import KafkaConnectionError
+            described = None
+            for _ in range(20):  # the client may first try the dead broker; retry like a tool would
+                try:
+                    described = admin.describe_cluster()
+                    break
+                except KafkaConnectionError:
+                    time.sleep(0.1)
+            assert described is not None
+            fenced = {b["broker_id"]: b["is_fenced"] for b in described["brokers"]}
             assert fenced == {1: False, 2: True, 3: False, 4: False}
         finally:
             admin.close()

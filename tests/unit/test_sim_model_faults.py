@@ -127,16 +127,17 @@ def test_lagging_follower_offsets_follow_its_bytes():
 
 
 def test_preferred_leader_election():
-    m = manual(snapshot(topics=[topic("t", [[1, 2, 3], [2, 3, 1]], size=MB)]))
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3], [2, 3, 1]], size=MB, bytes_in=MB)]))
     res = m.elect_leaders(0, [("t", 0), ("t", 9)])
     assert [r[2] for r in res] == [E.ELECTION_NOT_NEEDED, E.UNKNOWN_TOPIC_OR_PARTITION]
     m.stop_broker(1)
     assert m.partition_state("t", 0)["leader"] == 2
     assert m.elect_leaders(0, [("t", 0)])[0][2] == E.PREFERRED_LEADER_NOT_AVAILABLE
+    m.advance_by(100)
     m.start_broker(1)
-    # not yet back in the ISR: still not available
+    # 100 MB behind, not yet back in the ISR: still not available
     assert m.elect_leaders(0, [("t", 0)])[0][2] == E.PREFERRED_LEADER_NOT_AVAILABLE
-    m.advance_by(1)
+    m.advance_by(2)
     before = m.write_count
     assert m.elect_leaders(0, None) == [("t", 0, E.NONE, None)]
     st = m.partition_state("t", 0)
@@ -152,11 +153,11 @@ def test_isr_member_lagging_past_replica_lag_time_is_removed():
     p = m.partition("t", 0)
     with m.lock:
         m._materialize(p, p.replica(3))
-        p.replica(3)._bytes -= 500 * MB  # broker 3 fell behind while still listed in the ISR
+        p.replica(3)._bytes -= 600 * MB  # broker 3 fell behind while still listed in the ISR
         m._touch(p)
     m.incremental_alter_configs(4, "3", [("follower.replication.throttled.rate", SET, "1000")])
     m.incremental_alter_configs(2, "t", [("follower.replication.throttled.replicas", SET, "0:3")])
-    # in the ISR it is not throttled and catches up: 500 MB at 125 - 10 = 115 MB/s net > 4 s
+    # in the ISR it is not throttled, but 600 MB at (125 - 10) - 10 = 105 MB/s net takes 5.7 s > 5 s
     m.advance_by(4.9)
     assert 3 in m.partition_state("t", 0)["isr"]
     m.advance_by(0.2)

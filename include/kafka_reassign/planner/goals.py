@@ -204,14 +204,8 @@ class BuiltinGoal(ReplicaAssignor):
             used.add(j)
             return True
 
-        if prefer:
-            for j in range(len(items) - 1, -1, -1):
-                excess = a.broker_bytes[src] - target
-                if excess <= EPS:
-                    return
-                if items[j][1] in prefer and items[j][0] <= excess and j not in used:
-                    try_move(j)
         failed: set[int] = set()
+        prefer = prefer or set()
         while True:
             excess = a.broker_bytes[src] - target
             if excess <= EPS:
@@ -221,19 +215,25 @@ class BuiltinGoal(ReplicaAssignor):
             surplus = a.broker_count[src] - self._mc
             want = excess / surplus if surplus > 1 else excess
             k = bisect_right(sizes, want)
-            moved = False
-            tries = 0
+            below: list[int] = []
             for j in range(k - 1, -1, -1):
-                if j in used or j in failed:
-                    continue
+                if j not in used and j not in failed:
+                    below.append(j)
+                    if len(below) >= 400:
+                        break
+            # near the wanted size, replicas of over-concentrated topics go first (fixes spread
+            # for free); then the rest below, then the smallest above the wanted size
+            window = below[:40]
+            order = ([j for j in window if items[j][1] in prefer]
+                     + [j for j in window if items[j][1] not in prefer] + below[40:400])
+            moved = False
+            for j in order:
                 if try_move(j):
                     moved = True
                     break
                 failed.add(j)
-                tries += 1
-                if tries > 400:
-                    break
             if not moved:
+                tries = 0
                 for j in range(k, len(items)):
                     if j in used or j in failed:
                         continue
@@ -242,7 +242,7 @@ class BuiltinGoal(ReplicaAssignor):
                         break
                     failed.add(j)
                     tries += 1
-                    if tries > 800:
+                    if tries > 400:
                         break
             if not moved:
                 if self.context is not None:

@@ -154,11 +154,28 @@ class KafkaAdminHook(KafkaBaseHook):
         self.log.info("Kafka admin connection %r: %s", self.kafka_config_id, redacted(kwargs))
         return kwargs
 
+    @staticmethod
+    def retry_settings() -> dict[str, Any]:
+        """Retry budget of admin calls from Airflow config section ``[kafka_reassign]``.
+
+        ``admin_retry_attempts`` (default 5), ``admin_retry_max_seconds`` (default 60) and
+        ``admin_bootstrap_timeout_ms`` (default 10000): how long a task keeps trying when Kafka
+        is unreachable before it fails. Kept out of the connection extra because the provider's
+        own hooks hand that dict to librdkafka, which refuses unknown keys.
+        """
+        from airflow.sdk import conf
+
+        return {
+            "retry_attempts": conf.getint("kafka_reassign", "admin_retry_attempts", fallback=5),
+            "retry_max_seconds": conf.getfloat("kafka_reassign", "admin_retry_max_seconds", fallback=60.0),
+            "bootstrap_timeout_ms": conf.getint("kafka_reassign", "admin_bootstrap_timeout_ms", fallback=10_000),
+        }
+
     def get_admin(self) -> KafkaAdmin:
         """A connected :class:`kafka_reassign.admin.KafkaAdmin`; close it when done."""
         from kafka_reassign.admin import KafkaAdmin
 
-        return KafkaAdmin(**self.get_admin_kwargs())
+        return KafkaAdmin(**{**self.retry_settings(), **self.get_admin_kwargs()})
 
     def test_connection(self) -> tuple[bool, str]:
         """Check from the UI that the cluster answers a metadata request through kafka-python."""

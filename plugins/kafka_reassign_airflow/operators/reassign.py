@@ -21,8 +21,6 @@ from airflow.sdk.exceptions import (AirflowFailException, AirflowRescheduleExcep
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-from kafka_reassign_airflow.hooks.kafka_admin import KafkaAdminHook
-
 PREPARE_TASK_ID = "prepare"
 PREPARED_XCOM_KEY = "prepared"
 
@@ -32,6 +30,10 @@ def _params(context: Context) -> dict[str, Any]:
 
 
 def _admin(conn_id: str) -> Any:
+    # Imported here: the Kafka provider's hook module pulls in confluent-kafka, which DAG
+    # parsing does not need.
+    from kafka_reassign_airflow.hooks.kafka_admin import KafkaAdminHook
+
     return KafkaAdminHook(kafka_config_id=conn_id).get_admin()
 
 

@@ -1,0 +1,129 @@
+"""``kafka-reassign`` against the simulated cluster (in-process main() and the console script)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from kafka_reassign.cli import main
+from kafka_reassign.record import FileRecordStore, ThrottleRecord
+from kafka_reassign.throttle import ConfigChange
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cluster(sim_cluster: Callable[..., Any], snapshot_factory: Callable[..., dict]):
+    return sim_cluster(snapshot_factory(brokers=5, racks=2, topics={
+        "orders": {"partitions": 4, "rf": 3, "size_bytes": 10_000_000, "configs": {"min.insync.replicas": "2"}}}),
+        time_scale=20.0)
+
+
+def write_plan(tmp_path: Path, parts: list[dict]) -> str:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"version": 1, "partitions": parts}))
+    return str(path)
+
+
+GOOD = [{"topic": "orders", "partition": 0, "replicas": [4, 5, 1]},
+        {"topic": "orders", "partition": 1, "replicas": [5, 1, 2], "log_dirs": ["any", "any", "any"]}]
+FAST = ["--poll-interval-seconds", "0.05", "--stall-window-seconds", "10", "--batch-timeout-minutes", "1"]
+
+
+def test_validate_ok_and_bad(cluster, tmp_path, capsys):
+    bs = cluster.bootstrap_servers
+    assert main(["validate", "--bootstrap-server", bs, "--plan", write_plan(tmp_path, GOOD)]) == 0
+    assert "plan OK: 2 partition(s)" in capsys.readouterr().out
+    bad = write_plan(tmp_path, [{"topic": "orders", "partition": 7, "replicas": [1, 2, 3]},
+                                {"topic": "orders", "partition": 0, "replicas": [1, 2, "3"]}])
+    assert main(["validate", "--bootstrap-server", bs, "--plan", bad]) == 2
+    err = capsys.readouterr().err
+    assert "partitions[0] (orders-7): unknown partition: orders has 4 partitions (0..3)" in err
+    assert "partitions[1] (orders-0): replicas[2] must be an integer broker id" in err
+    assert cluster.write_count == 0
+
+
+def test_snapshot_then_validate_offline(cluster, tmp_path, capsys):
+    out = tmp_path / "snap.json"
+    assert main(["snapshot", "--bootstrap-server", cluster.bootstrap_servers, "--out", str(out)]) == 0
+    snap = json.loads(out.read_text())
+    assert len(snap["brokers"]) == 5 and snap["topics"][0]["partitions"][0]["size_bytes"] == 10_000_000
+    assert main(["validate", "--snapshot", str(out), "--plan", write_plan(tmp_path, GOOD)]) == 0
+    assert cluster.write_count == 0
+
+
+def test_execute_dry_run_writes_nothing(cluster, tmp_path, capsys):
+    rc = main(["execute", "--bootstrap-server", cluster.bootstrap_servers, "--plan", write_plan(tmp_path, GOOD),
+               "--throttle", "5000000", "--dry-run", "--record-dir", str(tmp_path / "rec"), *FAST])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "Batch 0" in out and "SET    broker 4: follower.replication.throttled.rate = '5000000'" in out
+    assert "dry run: nothing written" in out
+    assert cluster.write_count == 0
+
+
+def test_execute_full_run_restores_throttle(cluster, tmp_path, capsys):
+    rc = main(["execute", "--bootstrap-server", cluster.bootstrap_servers, "--plan", write_plan(tmp_path, GOOD),
+               "--throttle", "20000000", "--max-partition-movements", "1", "--record-dir", str(tmp_path / "rec"),
+               "--run-id", "cli-run", *FAST])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert cluster.partition_state("orders", 0)["replicas"] == [4, 5, 1]
+    assert cluster.partition_state("orders", 1)["replicas"] == [5, 1, 2]
+    assert all(not cluster.broker_configs(b) for b in range(1, 6))
+    assert "throttle.replicas" not in json.dumps(cluster.topic_configs("orders"))
+    assert FileRecordStore(tmp_path / "rec").get("cli-run").restored
+    assert "Topic" in out and "run cli-run finished" in out
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--throttle", "0"], "throttle_bytes_per_sec: must be an integer >= 1024, got 0"),
+    (["--max-partition-movements", "0"], "max_partition_movements: must be an integer >= 1"),
+    (["--batch-timeout-minutes", "-1"], "batch_timeout_minutes: must be a number > 0"),
+])
+def test_execute_bad_params_exit_2(cluster, tmp_path, capsys, args, fragment):
+    rc = main(["execute", "--bootstrap-server", cluster.bootstrap_servers, "--plan", write_plan(tmp_path, GOOD),
+               "--record-dir", str(tmp_path / "rec"), *FAST, *args])
+    assert rc == 2
+    assert fragment in capsys.readouterr().err
+    assert cluster.write_count == 0
+
+
+def test_status_and_restore(cluster, tmp_path, capsys):
+    from kafka_reassign.admin import KafkaAdmin
+    bs = cluster.bootstrap_servers
+    # A run that died: its record is unrestored and its throttle still set.
+    store = FileRecordStore(tmp_path / "rec")
+    changes = [ConfigChange("broker", "3", "leader.replication.throttled.rate", None, "1000"),
+               ConfigChange("broker", "2", "follower.replication.throttled.rate", None, "1000")]
+    store.put(ThrottleRecord.new("dead-run", None, changes))
+    with KafkaAdmin(bootstrap_servers=bs) as admin:
+        admin.alter_configs(changes + [
+            ConfigChange("topic", "orders", "leader.replication.throttled.replicas", None, "2:3,2:4,2:5"),
+            ConfigChange("topic", "orders", "follower.replication.throttled.replicas", None, "2:2")])
+        admin.alter_partition_reassignments({("orders", 2): [2, 4, 5]})
+    assert main(["status", "--bootstrap-server", bs]) == 0
+    out = capsys.readouterr().out
+    assert "1 reassignment(s) in progress" in out and "orders" in out and "Behind" in out
+    assert "broker 3: leader.replication.throttled.rate=1000" in out
+    assert main(["restore", "--bootstrap-server", bs, "--record-dir", str(tmp_path / "rec")]) == 0
+    out = capsys.readouterr().out
+    assert "run dead-run: restored 2 config(s)" in out
+    assert not cluster.broker_configs(2) and not cluster.broker_configs(3)
+    assert main(["restore", "--bootstrap-server", bs, "--record-dir", str(tmp_path / "rec")]) == 0
+    assert "nothing to restore" in capsys.readouterr().out
+    assert main(["restore", "--bootstrap-server", bs, "--record-dir", str(tmp_path / "nope")]) == 2
+
+
+def test_console_script_and_unreachable_cluster(tmp_path):
+    exe = Path(sys.executable).parent / "kafka-reassign"
+    proc = subprocess.run([str(exe), "validate", "--bootstrap-server", "127.0.0.1:1", "--plan",
+                           write_plan(tmp_path, GOOD)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "kafka-reassign: error: connect failed" in proc.stderr
+    proc = subprocess.run([str(exe), "execute", "--plan", "x.json"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--bootstrap-server" in proc.stderr

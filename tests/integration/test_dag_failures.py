@@ -1,0 +1,162 @@
+"""Failures injected at each task of kafka_reassign (real Airflow + simulator over TCP).
+
+Whatever fails, the run must fail with a message saying what happened, every config must be
+back to exactly what it was before the run (including an operator's own throttle), and with
+cancel_on_failure nothing of ours may be left in flight.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import airflow_env  # noqa: E402
+
+airflow_env.configure_env()
+os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_RETRY_ATTEMPTS", "2")
+os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_RETRY_MAX_SECONDS", "3")
+os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_BOOTSTRAP_TIMEOUT_MS", "2000")
+
+from test_dag_reassign import (FAST, HAPPY_PLAN, in_flight, placement, plan_of,  # noqa: E402
+                               set_foreign_throttle, six_broker_snapshot)
+
+pytestmark = [pytest.mark.airflow]
+DAG_ID = "kafka_reassign"
+
+
+@pytest.fixture(scope="module")
+def airflow_db() -> Path:
+    return airflow_env.migrate_once()
+
+
+@pytest.fixture
+def kafka_conn(monkeypatch: pytest.MonkeyPatch):
+    def point(cluster: Any) -> None:
+        for k, v in airflow_env.kafka_conn_env(cluster.bootstrap_servers).items():
+            monkeypatch.setenv(k, v)
+    return point
+
+
+def all_brokers(cluster: Any) -> list[int]:
+    return [b["id"] for b in cluster.snapshot()["brokers"]]
+
+
+def test_kafka_unreachable_while_setting_throttle(airflow_db, sim_cluster, kafka_conn, capfd):
+    cluster = sim_cluster(six_broker_snapshot(), time_scale=10.0)
+    kafka_conn(cluster)
+    set_foreign_throttle(cluster)
+    before = airflow_env.throttle_configs(cluster)
+    writes_before = cluster.write_count
+
+    def stop_all() -> None:
+        for b in all_brokers(cluster):
+            cluster.stop_broker(b)
+
+    def start_all() -> None:
+        for b in all_brokers(cluster):
+            cluster.start_broker(b)
+
+    steps = [(lambda: airflow_env.ti_state(DAG_ID, "prepare") == "success", stop_all),
+             (lambda: airflow_env.ti_state(DAG_ID, "throttle_set") in ("failed", "up_for_retry"), start_all)]
+    with airflow_env.Watcher(steps) as w:
+        dr = airflow_env.run_dag({"plan": HAPPY_PLAN, "throttle_bytes_per_sec": 10_000_000, **FAST})
+    assert w.error is None and w.done == [0, 1]
+    states = airflow_env.task_states(dr)
+    out = capfd.readouterr().out
+    assert dr.state == "failed", states
+    assert states["throttle_set"] == "failed"
+    assert states["throttle_remove"] == "success"
+    assert "batches.execute[0]" not in states or states["batches.execute[0]"] == "upstream_failed"
+    assert "failed" in out and ("NoBrokersAvailable" in out or "KafkaConnectionError" in out
+                                or "still failing" in out or "Unable to bootstrap" in out)
+    assert airflow_env.throttle_configs(cluster) == before
+    assert cluster.writes.get("AlterPartitionReassignments", 0) == 0
+    assert in_flight(cluster) == []
+    # Only config writes (if any) happened, and they were undone.
+    assert cluster.write_count - writes_before == cluster.writes.get("IncrementalAlterConfigs", 0) - 1
+
+
+def test_broker_stopped_mid_batch_cancels_and_restores(airflow_db, sim_cluster, kafka_conn, capfd):
+    # 200 MB at 10 MB/s = 20 simulated s per move, 4 s of wall time at x5.
+    cluster = sim_cluster(six_broker_snapshot(size=200_000_000), time_scale=5.0)
+    kafka_conn(cluster)
+    set_foreign_throttle(cluster)
+    before = airflow_env.throttle_configs(cluster)
+    original = placement(cluster, HAPPY_PLAN)
+    stopped: list[int] = []
+
+    def moving_to() -> list[int]:
+        return [b for name in in_flight(cluster)
+                for b in cluster.partition_state(*name.rsplit("-", 1)[:1], int(name.rsplit("-", 1)[1]))["adding"]]
+
+    def stop_one() -> None:
+        b = moving_to()[0]
+        stopped.append(b)
+        cluster.stop_broker(b)
+
+    # The broker comes back once the batch has failed (a crashed broker restarted), so the
+    # teardown can restore its configs.
+    steps = [(lambda: bool(moving_to()), stop_one),
+             (lambda: airflow_env.ti_state(DAG_ID, "batches.wait", 0) == "failed",
+              lambda: cluster.start_broker(stopped[0]))]
+    with airflow_env.Watcher(steps, timeout=90) as w:
+        dr = airflow_env.run_dag({"plan": HAPPY_PLAN, "throttle_bytes_per_sec": 10_000_000,
+                                  "max_partition_movements": 2, "cancel_on_failure": True, **FAST})
+    assert w.error is None, w.error
+    states = airflow_env.task_states(dr)
+    out = capfd.readouterr().out
+    assert dr.state == "failed", states
+    assert states["batches.wait[0]"] == "failed"
+    assert states.get("batches.execute[1]") in (None, "skipped", "upstream_failed")
+    assert states["cancel_on_failure"] == "success"
+    assert states["throttle_remove"] == "success"
+    assert f"broker {stopped[0]} is offline" in out
+    assert "Cancelled" in out
+    assert in_flight(cluster) == []
+    # The batch-0 partitions went back to where they were; nothing later was started.
+    now = placement(cluster, HAPPY_PLAN)
+    assert sum(1 for k in now if now[k] != original[k]) == 0, (original, now)
+    assert airflow_env.throttle_configs(cluster) == before
+
+
+def test_batch_timeout_fails_cancels_and_restores(airflow_db, sim_cluster, kafka_conn, capfd):
+    # 200 MB at 1 MB/s: 200 simulated s; a 3 s (wall) timeout at x2 fires long before.
+    cluster = sim_cluster(six_broker_snapshot(size=200_000_000), time_scale=2.0)
+    kafka_conn(cluster)
+    before = airflow_env.throttle_configs(cluster)
+    plan = plan_of(("orders", 0, [4, 2, 3]))
+    dr = airflow_env.run_dag({"plan": plan, "throttle_bytes_per_sec": 1_000_000, **FAST,
+                              "batch_timeout_minutes": 0.05, "stall_window_minutes": 5})
+    states = airflow_env.task_states(dr)
+    out = capfd.readouterr().out
+    assert dr.state == "failed", states
+    assert states["batches.wait[0]"] == "failed"
+    assert "timed out" in out and "batch_timeout_minutes" in out
+    assert states["cancel_on_failure"] == "success"
+    assert in_flight(cluster) == []
+    assert cluster.partition_state("orders", 0)["replicas"] == [1, 2, 3]
+    assert airflow_env.throttle_configs(cluster) == before
+
+
+def test_stall_below_produce_rate_says_what_to_change(airflow_db, sim_cluster, kafka_conn, capfd):
+    # The partition grows at 400 KB/s but the throttle allows 100 KB/s: the new replica never
+    # catches up (KIP-73's warning). The stall window (3 s wall) ends the batch.
+    cluster = sim_cluster(six_broker_snapshot(size=5_000_000, bytes_in=400_000), time_scale=5.0)
+    kafka_conn(cluster)
+    before = airflow_env.throttle_configs(cluster)
+    plan = plan_of(("orders", 0, [4, 2, 3]))
+    dr = airflow_env.run_dag({"plan": plan, "throttle_bytes_per_sec": 100_000, **FAST,
+                              "stall_window_minutes": 0.05, "cancel_on_failure": False})
+    states = airflow_env.task_states(dr)
+    out = capfd.readouterr().out
+    assert dr.state == "failed", states
+    assert states["batches.wait[0]"] == "failed"
+    assert "stalled" in out and "throttle_bytes_per_sec" in out
+    # cancel_on_failure off: the move keeps going, unthrottled, and the teardown said so.
+    assert states["cancel_on_failure"] == "skipped"
+    assert "WITHOUT a throttle" in out
+    assert airflow_env.throttle_configs(cluster) == before

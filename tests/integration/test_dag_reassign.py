@@ -1,0 +1,152 @@
+"""The kafka_reassign DAG end to end: real Airflow (dag.test, SQLite) against the simulator over TCP.
+
+Each test starts a time-scaled simulated cluster, points the ``kafka_default`` connection at it
+(AIRFLOW_CONN_KAFKA_DEFAULT), runs the DAG in-process and checks the cluster afterwards:
+placement, every dynamic config, what is still in flight and the simulator's write counter.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import airflow_env  # noqa: E402
+
+airflow_env.configure_env()
+# Kafka unreachable should fail a task in seconds here, not after production's minute of retries.
+os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_RETRY_ATTEMPTS", "2")
+os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_RETRY_MAX_SECONDS", "3")
+os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_BOOTSTRAP_TIMEOUT_MS", "2000")
+
+from conftest import make_snapshot  # noqa: E402
+
+pytestmark = [pytest.mark.airflow]
+
+FAST = {"poll_interval_seconds": 0.2, "batch_timeout_minutes": 2, "stall_window_minutes": 1}
+
+
+@pytest.fixture(scope="module")
+def airflow_db() -> Path:
+    return airflow_env.migrate_once()
+
+
+@pytest.fixture
+def kafka_conn(monkeypatch: pytest.MonkeyPatch):
+    """Point kafka_default at a cluster: ``kafka_conn(cluster)``."""
+    def point(cluster: Any) -> None:
+        for k, v in airflow_env.kafka_conn_env(cluster.bootstrap_servers).items():
+            monkeypatch.setenv(k, v)
+    return point
+
+
+def six_broker_snapshot(size: int = 20_000_000, bytes_in: float = 0) -> dict:
+    return make_snapshot(brokers=6, racks=2, topics={
+        "orders": {"partitions": 6, "rf": 3, "size_bytes": size, "bytes_in_per_sec": bytes_in,
+                   "configs": {"min.insync.replicas": "2"}},
+        "clicks": {"partitions": 2, "rf": 2, "size_bytes": size // 2, "configs": {"min.insync.replicas": "1"}},
+    })
+
+
+def plan_of(*entries: tuple[str, int, list[int]]) -> dict:
+    return {"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": r} for t, p, r in entries]}
+
+
+# orders-p starts on [p+1, p+2, p+3] (mod 6); these need 1-2 KIP-435 steps each.
+HAPPY_PLAN = plan_of(("orders", 0, [4, 5, 6]), ("orders", 1, [5, 3, 6]), ("orders", 2, [6, 1, 4]),
+                     ("orders", 3, [1, 5, 6]), ("clicks", 1, [5, 6]))
+
+
+def set_foreign_throttle(cluster: Any) -> None:
+    """An operator's own throttle, set before the run by another tool (kafka-python, over TCP)."""
+    from kafka_reassign.admin import KafkaAdmin
+    from kafka_reassign.throttle import ConfigChange
+
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        admin.alter_configs([
+            ConfigChange("broker", "1", "leader.replication.throttled.rate", None, "9000000"),
+            ConfigChange("broker", "4", "follower.replication.throttled.rate", None, "7000000"),
+            ConfigChange("topic", "orders", "leader.replication.throttled.replicas", None, "5:6"),
+        ])
+
+
+def placement(cluster: Any, plan: dict) -> dict[str, list[int]]:
+    return {f"{e['topic']}-{e['partition']}": cluster.partition_state(e["topic"], e["partition"])["replicas"]
+            for e in plan["partitions"]}
+
+
+def in_flight(cluster: Any) -> list[str]:
+    snap = cluster.snapshot()
+    return [f"{t['name']}-{p['partition']}" for t in snap["topics"] for p in t["partitions"]
+            if cluster.partition_state(t["name"], p["partition"])["adding"]
+            or cluster.partition_state(t["name"], p["partition"])["removing"]]
+
+
+def test_happy_path_several_batches(airflow_db, sim_cluster, kafka_conn, capfd):
+    cluster = sim_cluster(six_broker_snapshot(), time_scale=10.0)
+    kafka_conn(cluster)
+    set_foreign_throttle(cluster)
+    before = airflow_env.throttle_configs(cluster)
+    with airflow_env.IsrSampler(cluster, {"orders": 2, "clicks": 1}) as sampler:
+        dr = airflow_env.run_dag({"plan": HAPPY_PLAN, "throttle_bytes_per_sec": 10_000_000,
+                                  "max_partition_movements": 2, "max_movements_per_broker": 2, **FAST})
+    states = airflow_env.task_states(dr)
+    out = capfd.readouterr().out
+    assert dr.state == "success", states
+    n_batches = len([k for k in states if k.startswith("batches.wait[")])
+    assert n_batches >= 3, states
+    assert all(states[f"batches.wait[{i}]"] == "success" for i in range(n_batches))
+    assert states["cancel_on_failure"] == "skipped"
+    # Final placement equals the plan, nothing in flight.
+    assert placement(cluster, HAPPY_PLAN) == {f"{e['topic']}-{e['partition']}": e["replicas"]
+                                              for e in HAPPY_PLAN["partitions"]}
+    assert in_flight(cluster) == []
+    # Every config (ours removed, the operator's own kept) is exactly as before the run.
+    assert airflow_env.throttle_configs(cluster) == before
+    assert before["broker 1"]["leader.replication.throttled.rate"] == "9000000"
+    # Throttles were really set during the run, then removed.
+    assert cluster.writes["IncrementalAlterConfigs"] >= 2
+    # KIP-435: never fewer in-sync replicas than min.insync.replicas while moving.
+    assert sampler.samples > 20
+    assert sampler.violations == []
+    assert {"orders-0", "orders-1", "orders-2", "orders-3", "clicks-1"} <= sampler.moving_seen
+    # The sensor logged the KIP-179 table and the summary line; the report the before/after.
+    assert "Broker" in out and "In sync" in out and "partitions done" in out
+    assert "Placement (before -> after)" in out
+    # The durable record says restored.
+    rec = airflow_env.read_record(dr.run_id)
+    assert rec is not None and rec.restored and rec.changes
+
+
+def test_dry_run_writes_nothing(airflow_db, sim_cluster, kafka_conn, capfd):
+    cluster = sim_cluster(six_broker_snapshot(), time_scale=10.0)
+    kafka_conn(cluster)
+    dr = airflow_env.run_dag({"plan": HAPPY_PLAN, "dry_run": True, "throttle_bytes_per_sec": 10_000_000,
+                              "max_partition_movements": 2, **FAST})
+    out = capfd.readouterr().out
+    states = airflow_env.task_states(dr)
+    assert dr.state == "success", states
+    assert cluster.write_count == 0
+    assert states["prepare"] == "success" and states["throttle_set"] == "skipped"
+    # The report names the batches and the exact config changes with their prior values.
+    assert "DRY RUN" in out and "Batch 0" in out and "Config changes" in out
+    assert "leader.replication.throttled.rate = '10000000' (was (not set))" in out
+    assert airflow_env.read_record(dr.run_id) is None
+
+
+def test_bad_plan_fails_before_any_write(airflow_db, sim_cluster, kafka_conn, capfd):
+    cluster = sim_cluster(six_broker_snapshot(), time_scale=10.0)
+    kafka_conn(cluster)
+    bad = plan_of(("orders", 0, [4, 4, 6]), ("nope", 0, [1, 2, 3]), ("orders", 1, [1, 2, 99]))
+    dr = airflow_env.run_dag({"plan": bad, **FAST})
+    out = capfd.readouterr().out
+    states = airflow_env.task_states(dr)
+    assert dr.state == "failed"
+    assert states["prepare"] == "failed"
+    assert cluster.write_count == 0
+    # Every problem is named with its entry.
+    assert "plan rejected, nothing was written" in out
+    assert "orders-0" in out and "nope" in out and "99" in out
