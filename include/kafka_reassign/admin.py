@@ -81,7 +81,15 @@ class KafkaAdmin:
 
     def _connect(self):
         from kafka.admin import KafkaAdminClient
-        return KafkaAdminClient(**self._kwargs)
+        from kafka.errors import KafkaError
+        try:
+            return KafkaAdminClient(**self._kwargs)
+        except KafkaError as exc:
+            if getattr(exc, "retriable", False):
+                raise KafkaAdminError("connect", error_name(exc),
+                                      f"cannot reach Kafka at {self._kwargs.get('bootstrap_servers')} within "
+                                      f"{self._kwargs.get('bootstrap_timeout_ms')} ms: {exc}") from exc
+            raise
 
     @property
     def client(self):

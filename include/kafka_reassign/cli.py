@@ -11,7 +11,9 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -173,7 +175,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_execute(args: argparse.Namespace) -> int:
     from kafka_reassign.progress import BatchProgress
-    from kafka_reassign.reassign import new_run_id, run_reassignment
+    from kafka_reassign.reassign import new_run_id
     from kafka_reassign.record import FileRecordStore
     from kafka_reassign.validate import validate_params
     params = validate_params(_params(args))          # bad parameters: exit 2 before connecting
@@ -194,6 +196,22 @@ def cmd_execute(args: argparse.Namespace) -> int:
     def on_event(msg: str) -> None:
         print(json.dumps({"event": "info", "message": msg}) if args.json else msg, flush=True)
 
+    # systemd/Kubernetes stop a process with SIGTERM: turn it into an interrupt so the
+    # finally blocks run (cancel our moves, restore the throttle) before exiting.
+    def on_term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+    if threading.current_thread() is not threading.main_thread():  # signals only reach the main thread
+        return _execute(args, raw, params, run_id, store, on_progress, on_event)
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        return _execute(args, raw, params, run_id, store, on_progress, on_event)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _execute(args: argparse.Namespace, raw: Any, params: Any, run_id: str, store: Any, on_progress: Any,
+             on_event: Any) -> int:
+    from kafka_reassign.reassign import run_reassignment
     with _admin(args) as admin:
         print(f"run id: {run_id} (throttle record in {store.directory})", flush=True)
         result = run_reassignment(admin, raw, params, store, run_id=run_id, on_progress=on_progress,
@@ -379,6 +397,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReassignError as exc:
         _err(str(exc))
         return EXIT_FAILED
+    except OSError as exc:
+        # Files named on the command line (--out, --record-dir...) that cannot be written.
+        _err(f"{exc.filename + ': ' if getattr(exc, 'filename', None) else ''}{exc.strerror or exc}")
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         _err("interrupted")
         return EXIT_INTERRUPTED

@@ -84,6 +84,8 @@ class BatchProgress:
     time: float = 0.0
     leader_sizes: dict[str, int] = field(default_factory=dict)
     produce_rates: dict[str, float] = field(default_factory=dict)
+    first_time: float | None = None
+    first_leader_sizes: dict[str, int] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
@@ -123,10 +125,17 @@ class BatchProgress:
             prog.rate_bytes_per_sec = max(0.0, max(moved_delta, left_delta) / (now - previous.time))
             if prog.rate_bytes_per_sec > 0:
                 prog.eta_seconds = prog.bytes_left / prog.rate_bytes_per_sec
-            # The leader's log growth is the produce rate: what KIP-73 says the throttle must beat.
-            for name, size in prog.leader_sizes.items():
-                if name in previous.leader_sizes:
-                    prog.produce_rates[name] = max(0.0, (size - previous.leader_sizes[name]) / (now - previous.time))
+
+        # The leader's log growth is the produce rate, what KIP-73 says the throttle must beat;
+        # averaged since the batch's first poll so one late sample does not skew it.
+        if previous is not None:
+            prog.first_time = previous.first_time if previous.first_time is not None else previous.time
+            prog.first_leader_sizes = previous.first_leader_sizes or dict(previous.leader_sizes)
+            span = now - prog.first_time
+            if span > 0:
+                for name, size in prog.leader_sizes.items():
+                    if name in prog.first_leader_sizes:
+                        prog.produce_rates[name] = max(0.0, (size - prog.first_leader_sizes[name]) / span)
         if prog.bytes_left == 0:
             prog.eta_seconds = 0.0 if prog.done else prog.eta_seconds
         return prog

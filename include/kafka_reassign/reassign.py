@@ -608,8 +608,8 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
     say = on_event or (lambda m: log.info("%s", m))
     prepared = prepare(admin, plan, params, run_id=run_id)
     result = RunResult(run_id=run_id, prepared=prepared, dry_run=prepared.params.dry_run)
+    say(prepared.report())
     if prepared.params.dry_run:
-        say(prepared.report())
         say("dry run: nothing written")
         return result
     p = prepared.params

@@ -260,10 +260,17 @@ def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
     chains = [c for c in (steps_for_move(m, state) for m in moves) if c]
     pending = {i: 0 for i in range(len(chains))}  # chain index -> next step index
+
+    def key_of(i: int) -> tuple[int, int, int]:
+        return (-(len(chains[i]) - pending[i]), -chains[i][pending[i]].bytes_to_copy, i)
+
+    # Keys change only for the chains that got a step in, so keep them and re-sort the
+    # (almost sorted) order each round: cheap even for tens of thousands of partitions.
+    keys = {i: key_of(i) for i in pending}
+    order = sorted(pending, key=keys.__getitem__)
     batches: list[Batch] = []
     while pending:
-        candidates = sorted(pending, key=lambda i: (-(len(chains[i]) - pending[i]),
-                                                    -chains[i][pending[i]].bytes_to_copy, i))
+        candidates = order
         batch = Batch(index=len(batches))
         load: dict[int, int] = {}
         leaders = 0
@@ -288,6 +295,10 @@ def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
             pending[i] += 1
             if pending[i] >= len(chains[i]):
                 del pending[i]
+                del keys[i]
+            else:
+                keys[i] = key_of(i)
+        order = sorted((i for i in order if i in pending), key=keys.__getitem__)
         batches.append(batch)
     return batches
 

@@ -586,8 +586,8 @@ class ClusterModel:
         # ISR members that stopped being caught up leave after replica.lag.time.max.ms
         lagging: list[tuple[Partition, Replica, float]] = []
         for p in self._active:
-            if p.leader < 0:
-                continue
+            if p.leader < 0 or len(p.isr) < 2:
+                continue  # the ISR never shrinks below the leader itself
             for b in p.isr:
                 r = p._reps.get(b)
                 if r is not None and b != p.leader and not r.tracking and self.brokers[b].alive:
@@ -720,16 +720,22 @@ class ClusterModel:
 
     # ------------------------------------------------------------ replicas
     def _dir_usage(self, broker: int) -> dict[str, float]:
+        """Bytes held per log dir of a broker (current and future replicas)."""
         usage = {d.path: 0.0 for d in self.brokers[broker].log_dirs}
+        t = self._t
         for p in self._by_broker[broker]:
             r = p._reps[broker]
-            usage[r.log_dir] = usage.get(r.log_dir, 0.0) + r.exact_bytes()
+            # inlined log_bytes(): this loops over every replica of the broker
+            size = p._base_bytes + p._rate * (t - p._base_t) if r.tracking else r._bytes
+            usage[r.log_dir] = usage.get(r.log_dir, 0.0) + size
             if r.future_log_dir is not None:
                 usage[r.future_log_dir] = usage.get(r.future_log_dir, 0.0) + r.future_bytes
         return usage
 
     def _pick_dir(self, broker: int, expected: float, cache: dict[int, dict[str, float]]) -> str:
         """Log dir for a new replica: the one with the most free bytes (counting what is coming)."""
+        if len(self.brokers[broker].log_dirs) == 1:
+            return self.brokers[broker].log_dirs[0].path
         if broker not in cache:
             cache[broker] = self._dir_usage(broker)
         usage = cache[broker]
@@ -906,6 +912,8 @@ class ClusterModel:
         :param keys: config names to describe, None for all
         :param include_synonyms: fill the synonyms of each entry
         """
+        if not keys:
+            keys = None  # null and empty both mean every config (Kafka's ConfigHelper)
         if resource_type == RESOURCE_TOPIC:
             topic = self.topics.get(name)
             if topic is None:
@@ -1059,9 +1067,9 @@ class ClusterModel:
                         self.configs.topic_fallback(None, TOPIC_CONFIGS["max.message.bytes"]) or 1048588)
         if any(end - start > max_bytes for start, end, _n in spans):
             return E.MESSAGE_TOO_LARGE, -1, -1
+        # The cached physics plan stays valid: rates do not depend on how far behind a
+        # follower is, and a longer gap only makes the planned event early (then re-planned).
         self._rebase(p)
-        if p in self._active:
-            self._plan = None  # catching-up followers now have further to go
         base = p.leo
         if p._rec_base is _NO_RECORDS:
             p._rec_base, p._rec_end, p._rec_pos, p._rec_data, p._rec_maxts = [], [], [], [], []

@@ -127,3 +127,30 @@ def test_console_script_and_unreachable_cluster(tmp_path):
     assert "kafka-reassign: error: connect failed" in proc.stderr
     proc = subprocess.run([str(exe), "execute", "--plan", "x.json"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--bootstrap-server" in proc.stderr
+
+
+def test_sigterm_mid_run_cancels_and_restores(sim_cluster, snapshot_factory, tmp_path):
+    import signal
+    import time
+    cluster = sim_cluster(snapshot_factory(brokers=5, racks=2, topics={
+        "orders": {"partitions": 2, "rf": 3, "size_bytes": 200_000_000, "configs": {"min.insync.replicas": "2"}}}),
+        time_scale=1.0)
+    exe = Path(sys.executable).parent / "kafka-reassign"
+    proc = subprocess.Popen([str(exe), "execute", "--bootstrap-server", cluster.bootstrap_servers,
+                             "--plan", write_plan(tmp_path, GOOD[:1]), "--throttle", "1000000",
+                             "--record-dir", str(tmp_path / "rec"), "--run-id", "term", *FAST],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert cluster.wait_for(lambda: bool(cluster.partition_state("orders", 0)["adding"]), timeout=60)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "throttle restored" in out
+    assert cluster.partition_state("orders", 0)["adding"] == []
+    assert cluster.partition_state("orders", 0)["replicas"] == [1, 2, 3]
+    assert all(not cluster.broker_configs(b) for b in range(1, 6))
+    assert FileRecordStore(tmp_path / "rec").get("term").restored

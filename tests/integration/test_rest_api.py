@@ -38,8 +38,6 @@ def _throttles(cluster: Any) -> dict[int, dict[str, str]]:
 
 @pytest.fixture
 def stack(tmp_path: Path, sim_cluster: Callable[..., Any], snapshot_factory: Callable[..., dict]):
-    if not (DAGS / "kafka_reassign.py").exists():
-        pytest.fail("dags/kafka_reassign.py is missing: the REST test triggers that DAG")
     snapshot = snapshot_factory(brokers=4, racks=2, topics={
         "orders": {"partitions": 3, "rf": 3, "size_bytes": 20_000_000, "configs": {"min.insync.replicas": "2"}},
         "clicks": {"partitions": 2, "rf": 2, "size_bytes": 5_000_000},

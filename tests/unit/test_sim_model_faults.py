@@ -166,3 +166,17 @@ def test_isr_member_lagging_past_replica_lag_time_is_removed():
     # out of the ISR the 1000 B/s throttle now applies and it cannot catch up
     m.advance_by(60)
     assert m.partition_state("t", 0)["isr"] == [1, 2]
+
+
+def test_produce_during_move_delays_completion_by_the_added_bytes():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
+    m.alter_reassignments([("t", 0, [4, 2, 3])])
+    m.advance_by(4)  # half way at 125 MB/s
+    payload = batch([b"z" * 100_000] * 5)
+    for _ in range(50):
+        assert m.append(1, "t", 0, payload, 5, 1)[0] == E.NONE
+    total = 50 * len(payload)
+    took = run_until(m, done(m, "t", 0), step=0.01)
+    assert abs(took - (GB + total) / 125e6) < 0.02
+    st = m.partition_state("t", 0)
+    assert st["log_end_offsets"][4] == 250 and st["sizes"][4] == st["size_bytes"]

@@ -256,3 +256,18 @@ def test_restarted_broker_catches_up_throttled_only_if_listed():
                                          ("follower.replication.throttled.replicas", DELETE, None)])
     took = run_until(m, lambda: 3 in m.partition_state("t", 0)["isr"], step=0.05)
     assert took > 100
+
+
+def test_scaled_real_time_with_injected_clock():
+    from kafka_sim.model import ClusterModel
+
+    wall = [100.0]
+    m = ClusterModel(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]), time_scale=100.0,
+                     clock=lambda: wall[0])
+    m.alter_reassignments([("t", 0, [4, 2, 3])])
+    wall[0] += 0.04  # 4 simulated seconds
+    m.advance()
+    assert abs(m.now() - 4.0) < 1e-9 and m.partition_state("t", 0)["sizes"][4] == 500 * MB
+    wall[0] += 0.05
+    m.advance()
+    assert done(m, "t", 0)() and m.partition_state("t", 0)["leader"] == 4

@@ -188,23 +188,49 @@ class BuiltinGoal(ReplicaAssignor):
         """
         a = self.a
         sizes = [s for s, _ in items]
-        used: set[int] = set()
         parts = self.cl.partitions
+        n = len(items)
+        # skip pointers over removed (moved or unplaceable) candidates, with path compression:
+        # down[j] -> largest live index <= j, up[j] -> smallest live index >= j
+        down = list(range(n + 1))  # index shifted by one: down[j + 1] for item j, 0 = none
+        up = list(range(n + 1))    # up[n] = none
+
+        def live_down(j: int) -> int:
+            root = j + 1
+            while down[root] != root:
+                root = down[root]
+            x = j + 1
+            while down[x] != root:
+                down[x], x = root, down[x]
+            return root - 1
+
+        def live_up(j: int) -> int:
+            root = j
+            while up[root] != root:
+                root = up[root]
+            x = j
+            while up[x] != root:
+                up[x], x = root, up[x]
+            return root
+
+        def drop(j: int) -> None:
+            down[j + 1] = j
+            up[j] = j + 1
 
         def try_move(j: int) -> bool:
             size, pi = items[j]
             if size <= 0 or pi not in self.movable or src not in a.replicas[pi]:
-                used.add(j)
+                drop(j)
                 return False
             cap = caps.get(parts[pi].topic) if caps is not None else None
             dest = self.pick_dest(pi, src, dests, ceiling, cap)
+            # moved or nowhere to go right now: either way not a candidate any more
+            drop(j)
             if dest is None:
                 return False
             a.move(pi, src, dest[0], dest[1])
-            used.add(j)
             return True
 
-        failed: set[int] = set()
         prefer = prefer or set()
         while True:
             excess = a.broker_bytes[src] - target
@@ -216,34 +242,33 @@ class BuiltinGoal(ReplicaAssignor):
             want = excess / surplus if surplus > 1 else excess
             k = bisect_right(sizes, want)
             below: list[int] = []
-            for j in range(k - 1, -1, -1):
-                if j not in used and j not in failed:
-                    below.append(j)
-                    if len(below) >= 400:
-                        break
-            # near the wanted size, replicas of over-concentrated topics go first (fixes spread
-            # for free); then the rest below, then the smallest above the wanted size
-            window = below[:40]
-            order = ([j for j in window if items[j][1] in prefer]
-                     + [j for j in window if items[j][1] not in prefer] + below[40:400])
+            j = live_down(k - 1)
+            while j >= 0 and len(below) < 40:
+                below.append(j)
+                j = live_down(j - 1)
+            # near the wanted size, replicas of over-concentrated topics go first (fixes the
+            # topic spread for free), then the next smaller ones, then the smallest larger one
+            order = ([j for j in below if items[j][1] in prefer]
+                     + [j for j in below if items[j][1] not in prefer])
             moved = False
             for j in order:
                 if try_move(j):
                     moved = True
                     break
-                failed.add(j)
-            if not moved:
-                tries = 0
-                for j in range(k, len(items)):
-                    if j in used or j in failed:
-                        continue
-                    if try_move(j):
-                        moved = True
-                        break
-                    failed.add(j)
-                    tries += 1
-                    if tries > 400:
-                        break
+            tries = 0
+            while not moved and tries < 400:
+                j = live_down(k - 1)
+                if j < 0:
+                    break
+                moved = try_move(j)
+                tries += 1
+            tries = 0
+            while not moved and tries < 400:
+                j = live_up(k)
+                if j >= n:
+                    break
+                moved = try_move(j)
+                tries += 1
             if not moved:
                 if self.context is not None:
                     self.context.warnings.append(
