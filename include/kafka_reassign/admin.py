@@ -13,6 +13,7 @@ raised, so a caller can report every partition.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from tenacity import (RetryError, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay,
@@ -27,6 +28,10 @@ T = TypeVar("T")
 
 #: Keys of ours, not kafka-python's.
 _OWN_KWARGS = ("retry_attempts", "retry_max_seconds")
+#: Per-partition errors worth retrying (kafka-python marks UNKNOWN_TOPIC_OR_PARTITION retriable,
+#: but for a reassignment of a partition that does not exist it is final).
+TRANSIENT_PARTITION_ERRORS = frozenset({"REQUEST_TIMED_OUT", "NOT_CONTROLLER", "NETWORK_EXCEPTION",
+                                        "THROTTLING_QUOTA_EXCEEDED", "LEADER_NOT_AVAILABLE"})
 #: Secret-bearing kwargs never logged.
 SECRET_KWARGS = frozenset({"sasl_plain_password", "ssl_password", "sasl_oauth_token_provider", "ssl_context"})
 
@@ -360,11 +365,25 @@ class KafkaAdmin:
         if not targets:
             return {}
         from kafka.structs import TopicPartition as KTP
-        arg = {KTP(t, p): (list(r) if r is not None else None) for (t, p), r in targets.items()}
-        raw = self._call("AlterPartitionReassignments", self._client.alter_partition_reassignments, arg)
         out: dict[TopicPartition, str | None] = {}
-        for tp, err in raw.items():
-            out[(tp.topic, tp.partition)] = None if err is None else error_name(err)
+        todo = dict(targets)
+        # Per-partition transient errors (REQUEST_TIMED_OUT, NOT_CONTROLLER...) are retried for
+        # those partitions only; submitting the same target again is idempotent.
+        for attempt in range(self.retry_attempts):
+            arg = {KTP(t, p): (list(r) if r is not None else None) for (t, p), r in todo.items()}
+            raw = self._call("AlterPartitionReassignments", self._client.alter_partition_reassignments, arg)
+            retry: dict[TopicPartition, Any] = {}
+            for tp, err in raw.items():
+                key = (tp.topic, tp.partition)
+                out[key] = None if err is None else error_name(err)
+                if err is not None and out[key] in TRANSIENT_PARTITION_ERRORS and attempt + 1 < self.retry_attempts:
+                    retry[key] = todo[key]
+            if not retry:
+                break
+            log.warning("AlterPartitionReassignments: transient errors for %s, retrying",
+                        ", ".join(f"{t}-{p}: {out[(t, p)]}" for t, p in retry))
+            time.sleep(min(5.0, 0.2 * 2 ** attempt))
+            todo = retry
         for key in targets:
             out.setdefault(key, "NO_RESPONSE")
         return out

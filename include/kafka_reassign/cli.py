@@ -92,9 +92,20 @@ def _admin(args: argparse.Namespace):
         kwargs.update(properties_to_admin_kwargs(_read_properties(args.command_config)))
     if args.bootstrap_server:
         kwargs["bootstrap_servers"] = args.bootstrap_server
+    kwargs["bootstrap_timeout_ms"] = int(args.connect_timeout * 1000)
     if not kwargs.get("bootstrap_servers"):
         raise BadInput("--bootstrap-server is required")
     return KafkaAdmin(**kwargs)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return v
 
 
 def _add_conn(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -102,6 +113,8 @@ def _add_conn(p: argparse.ArgumentParser, required: bool = True) -> None:
                    help="Kafka brokers to connect to")
     p.add_argument("--command-config", metavar="FILE",
                    help="client properties (security.protocol, sasl.*, ssl.*) as for kafka-*.sh")
+    p.add_argument("--connect-timeout", type=_positive_float, default=10.0, metavar="SECONDS",
+                   help="give up reaching the cluster after this long (default 10)")
 
 
 def _load_plan(path: str):
@@ -214,8 +227,13 @@ def _execute(args: argparse.Namespace, raw: Any, params: Any, run_id: str, store
     from kafka_reassign.reassign import run_reassignment
     with _admin(args) as admin:
         print(f"run id: {run_id} (throttle record in {store.directory})", flush=True)
+        rates = None
+        if args.snapshot:
+            from kafka_reassign.snapshot import load_snapshot
+            from kafka_reassign.state import rates_from_snapshot
+            rates = rates_from_snapshot(load_snapshot(args.snapshot))
         result = run_reassignment(admin, raw, params, store, run_id=run_id, on_progress=on_progress,
-                                  on_event=on_event)
+                                  on_event=on_event, produce_rates=rates)
         if not result.dry_run:
             print(f"run {run_id} finished: {result.batches_done} batch(es) done, throttles restored", flush=True)
         if args.json:
@@ -364,6 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave in-flight moves running when the run fails (default: cancel ours)")
     p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"throttle records (default {DEFAULT_RECORD_DIR})")
     p.add_argument("--run-id", help="run id (default: generated); re-use one to resume a run")
+    p.add_argument("--snapshot", help="snapshot with bytes_in_per_sec (snapshot --sample-seconds) for time "
+                                      "estimates and throttle-below-produce-rate warnings")
     p.add_argument("--json", action="store_true", help="JSON lines instead of tables")
     p.set_defaults(func=cmd_execute)
 

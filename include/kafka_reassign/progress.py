@@ -52,7 +52,7 @@ class ReplicaProgress:
     @property
     def status_text(self) -> str:
         if self.status == BEHIND:
-            return f"Behind {self.bytes_behind} bytes"
+            return f"Behind {self.bytes_behind} bytes ({fmt_bytes(self.bytes_behind)})"
         if self.status == CATCHING_UP and self.offset_lag is not None:
             return f"Catching up (log dir, offset lag {self.offset_lag})"
         return self.status

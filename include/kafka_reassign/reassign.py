@@ -27,7 +27,7 @@ from kafka_reassign.errors import (BatchExecutionError, BatchTimeoutError, Kafka
 from kafka_reassign.plan import ReassignmentPlan
 from kafka_reassign.progress import BatchProgress, StallDetector
 from kafka_reassign.record import RecordStore, ThrottleRecord
-from kafka_reassign.state import ClusterState, TopicPartition
+from kafka_reassign.state import ClusterState, TopicPartition, with_produce_rates
 from kafka_reassign.steps import Batch, StepMove, build_batches
 from kafka_reassign.throttle import (BROKER_KEYS, TOPIC_KEYS, ConfigChange, ThrottleSpec, estimate_batch_seconds,
                                      fmt_bytes, produce_rate_warnings, restore_changes, throttle_changes)
@@ -172,7 +172,8 @@ def _read_throttle_configs(admin: Any, spec_or_resources: ThrottleSpec | tuple[l
 def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
             params: ReassignParams | Mapping[str, Any] | None = None, *, run_id: str | None = None,
             own_targets: Mapping[TopicPartition, Any] | None = None,
-            state: ClusterState | None = None) -> PreparedRun:
+            state: ClusterState | None = None,
+            produce_rates: Mapping[TopicPartition, float] | None = None) -> PreparedRun:
     """Validate the plan against the live cluster and compute batches and throttle changes.
 
     Writes nothing: a dry run is ``print(prepare(...).report())``.
@@ -183,10 +184,13 @@ def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
     :param run_id: the run (named in messages)
     :param own_targets: targets this run already submitted (resume)
     :param state: a cluster state already read (default: read it now)
+    :param produce_rates: (topic, partition) -> bytes/s, e.g. ``rates_from_snapshot(snapshot)``;
+        used for the estimates and the throttle-below-produce-rate warnings
     :raises ParamError, PlanValidationError: listing every problem
     """
     params = validate_params(params)
     state = state if state is not None else admin.cluster_state()
+    state = with_produce_rates(state, dict(produce_rates) if produce_rates else None)
     warnings = validate_plan(plan, state, allow_rf_change=params.allow_rf_change, own_run_id=run_id,
                              allow_internal_topics=params.allow_internal_topics, own_targets=own_targets)
     if not isinstance(plan, ReassignmentPlan):
@@ -396,6 +400,20 @@ def execute_batch(admin: Any, batch: Batch, *, run_id: str | None = None) -> dic
                                         "batch was planned; prepare the run again")
         else:
             submit[s.key] = list(s.target)
+    # New replicas with a wanted log dir: tell their brokers first (Kafka remembers the dir and
+    # answers REPLICA_NOT_AVAILABLE until the replica exists), as kafka-reassign-partitions does.
+    preferred = {(s.topic, s.partition, b): d for s in batch.steps
+                 if s.key in submit and s.log_dirs for b, d in s.wanted_dirs().items() if b in s.adding}
+    if preferred:
+        try:
+            answers = admin.alter_replica_log_dirs(preferred)
+        except KafkaAdminError as exc:  # best effort: the log-dir step that follows moves them anyway
+            log.warning("could not pre-set log dirs of new replicas (%s); a log-dir step follows", exc)
+            answers = {}
+        for k, err in answers.items():
+            if err not in (None, "REPLICA_NOT_AVAILABLE"):
+                log.warning("could not pre-set log dir %s for %s-%s on broker %s: %s (a log-dir step follows)",
+                            preferred[k], k[0], k[1], k[2], err)
     if submit:
         log.info("run %s batch %d: AlterPartitionReassignments for %d partition(s)", run_id, batch.index,
                  len(submit))
@@ -534,6 +552,20 @@ def cancel_in_flight(admin: Any, what: Batch | PreparedRun | ReassignmentPlan,
                 out["reordered"].append(f"{key[0]}-{key[1]}")
             else:
                 log.warning("could not restore the replica order of %s-%s: %s", key[0], key[1], err)
+    dir_steps = [s for s in steps if s.is_log_dir_only]
+    if dir_steps:
+        # An intra-broker move is cancelled by asking for the dir the replica is in now.
+        wanted = {(s.topic, s.partition, b): d for s in dir_steps for b, d in s.wanted_dirs().items()}
+        rows = admin.describe_log_dirs(sorted({k[2] for k in wanted}), sorted({k[:2] for k in wanted}))
+        home = {(r.topic, r.partition, r.broker): r.path for r in rows if not r.is_future}
+        back = {k: home[k] for r in rows if r.is_future
+                for k in [(r.topic, r.partition, r.broker)] if wanted.get(k) == r.path and k in home}
+        for (t, p, b), err in admin.alter_replica_log_dirs(back).items():
+            name = f"{t}-{p}@{b}"
+            if err is None:
+                out["cancelled"].append(name)
+            else:
+                out["errors"][name] = err
     if left:
         log.warning("not cancelling reassignments that are not ours: %s", ", ".join(left))
     return out
@@ -585,6 +617,7 @@ class RunResult:
     cancelled: dict[str, Any] | None = None
     error: str | None = None
     progress: list[dict[str, Any]] = field(default_factory=list)
+    executions: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "dry_run": self.dry_run, "batches": len(self.prepared.batches),
@@ -596,7 +629,8 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
                      params: ReassignParams | Mapping[str, Any] | None, store: RecordStore, *,
                      run_id: str | None = None, on_progress: Callable[[BatchProgress], None] | None = None,
                      on_event: Callable[[str], None] | None = None, sleep: Callable[[float], None] = time.sleep,
-                     clock: Callable[[], float] = time.monotonic) -> RunResult:
+                     clock: Callable[[], float] = time.monotonic,
+                     produce_rates: Mapping[TopicPartition, float] | None = None) -> RunResult:
     """Run a whole reassignment (what ``kafka-reassign execute`` does).
 
     The throttle is restored in a ``finally`` whatever happens; on failure with
@@ -606,7 +640,7 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
     """
     run_id = run_id or new_run_id()
     say = on_event or (lambda m: log.info("%s", m))
-    prepared = prepare(admin, plan, params, run_id=run_id)
+    prepared = prepare(admin, plan, params, run_id=run_id, produce_rates=produce_rates)
     result = RunResult(run_id=run_id, prepared=prepared, dry_run=prepared.params.dry_run)
     say(prepared.report())
     if prepared.params.dry_run:
@@ -619,6 +653,7 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
         say(f"run {run_id}: throttle set ({len(prepared.throttle_changes)} config change(s))")
         for batch in prepared.batches:
             res = execute_batch(admin, batch, run_id=run_id)
+            result.executions.append(res)
             say(f"batch {batch.index}/{len(prepared.batches) - 1}: submitted {len(res['submitted'])}, "
                 f"adopted {len(res['adopted'])}, skipped {len(res['skipped'])}, "
                 f"log dirs {len(res['log_dirs_submitted'])}")

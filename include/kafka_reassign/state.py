@@ -212,3 +212,33 @@ class ClusterState:
                    cluster_id=snapshot.get("cluster_id"),
                    controller_id=snapshot.get("controller_id"),
                    default_min_isr=int(snapshot.get("default_min_isr", 1)))
+
+
+def with_produce_rates(state: ClusterState, rates: "dict[TopicPartition, float] | None") -> ClusterState:
+    """A copy of ``state`` whose partitions carry ``bytes_in_per_sec`` from ``rates``.
+
+    The admin API does not expose produce rates; a snapshot taken with sampling (or metrics
+    from elsewhere) provides them for the KIP-73 throttle-vs-produce-rate warnings.
+
+    :param rates: (topic, partition) -> bytes/s
+    """
+    if not rates:
+        return state
+    from dataclasses import replace
+    topics = {}
+    for name, t in state.topics.items():
+        parts = {i: (replace(p, bytes_in_per_sec=float(rates[(name, i)])) if (name, i) in rates else p)
+                 for i, p in t.partitions.items()}
+        topics[name] = replace(t, partitions=parts)
+    return replace(state, topics=topics)
+
+
+def rates_from_snapshot(snapshot: dict[str, Any]) -> dict[TopicPartition, float]:
+    """(topic, partition) -> bytes_in_per_sec of a snapshot (only the non-zero ones)."""
+    out: dict[TopicPartition, float] = {}
+    for t in snapshot.get("topics", []):
+        for p in t.get("partitions", []):
+            r = float(p.get("bytes_in_per_sec", 0) or 0)
+            if r > 0:
+                out[(t["name"], int(p["partition"]))] = r
+    return out

@@ -220,13 +220,21 @@ def steps_for_move(move: PartitionMove, state: ClusterState) -> list[StepMove]:
         # Resume: plan from where the partition was before the interrupted step, so that the
         # first step we compute is exactly the one already in flight (and gets adopted).
         current = list(inflight.original)
-    lists = plan_steps(current, move.replicas, state.min_isr(move.topic), offline=p.offline)
+    if inflight is not None and tuple(inflight.target) == tuple(move.replicas):
+        # Already moving straight to the final target (e.g. started by a previous tool run):
+        # adopt that move as one step rather than fighting it.
+        lists = [list(move.replicas)]
+    else:
+        lists = plan_steps(current, move.replicas, state.min_isr(move.topic), offline=p.offline)
     wanted = move.wanted_dirs()
     need_dir_step = any(p.replica_dirs.get(b) != d for b, d in wanted.items())
     chain: list[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...] | None]] = []
     prev = tuple(current)
     for lst in lists:
-        chain.append((prev, tuple(lst), None))
+        # The step reaching the final target carries the wanted dirs, so execution can tell
+        # the brokers where to create the new replicas (no second copy between dirs).
+        final = tuple(lst) == tuple(move.replicas) and bool(wanted)
+        chain.append((prev, tuple(lst), tuple(move.log_dirs) if final and move.log_dirs else None))
         prev = tuple(lst)
     if need_dir_step:
         chain.append((tuple(move.replicas), tuple(move.replicas), tuple(move.log_dirs or ())))

@@ -181,6 +181,12 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
             problems.append(Problem(name, f"{move.name} is already being reassigned to {_fmt(inflight.target)} "
                                           f"by someone else (not {who}); wait for it or cancel it",
                                     "in_flight_foreign"))
+        racks = [state.brokers[b].rack for b in target if b in state.brokers]
+        all_racks = {b.rack for b in state.brokers.values() if b.alive and b.rack is not None}
+        if len(racks) == len(target) and None not in racks and len(set(racks)) < min(len(target), len(all_racks)):
+            warnings.append(f"{name}: target {_fmt(target)} puts its {len(target)} replicas in "
+                            f"{len(set(racks))} rack(s) ({', '.join(sorted(set(racks)))}) although "
+                            f"{len(all_racks)} racks are available: losing one rack loses more than one copy")
         at_target = tuple(target) == part.replicas and inflight is None
         dirs_ok = all(part.replica_dirs.get(b) == d for b, d in move.wanted_dirs().items())
         if at_target and dirs_ok:

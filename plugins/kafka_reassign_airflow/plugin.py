@@ -392,11 +392,17 @@ def create_app() -> FastAPI:
         if bool(dag_id) != bool(run_id):
             raise HTTPException(status_code=400, detail="give both dag_id and run_id, or neither")
         await _authorize(request, dag_id)
-        if conn_id is None and dag_id and run_id:
+        if dag_id and run_id:
             info = await asyncio.to_thread(_run_info, dag_id, run_id)
+            if info is None and " " in run_id:
+                # A run id substituted unencoded into a URL ({RUN_ID} in the UI's link) turns its
+                # '+' (from the timezone, e.g. manual__...+00:00) into a space.
+                run_id = run_id.replace(" ", "+")
+                info = await asyncio.to_thread(_run_info, dag_id, run_id)
             if info is None:
                 raise HTTPException(status_code=404, detail=f"no run {run_id!r} of DAG {dag_id!r}")
-            conn_id = str(info["conf"].get("kafka_conn_id") or DEFAULT_CONN_ID)
+        if conn_id is None and dag_id and run_id:
+            conn_id = str(info["conf"].get("kafka_conn_id") or DEFAULT_CONN_ID)  # type: ignore[index]
         try:
             view = await asyncio.to_thread(collect_progress, conn_id or DEFAULT_CONN_ID, dag_id, run_id)
         except LookupError as exc:

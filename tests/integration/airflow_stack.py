@@ -80,7 +80,9 @@ class AirflowStack:
             AIRFLOW__CORE__EXECUTOR="LocalExecutor",
             AIRFLOW__CORE__PARALLELISM="4",
             AIRFLOW__CORE__LOAD_EXAMPLES="false",
-            AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="false",
+            # Paused: scheduled DAGs (kafka_rebalance, the reconciler) must not start on their own
+            # next to the run under test; wait_for_dag() unpauses the DAG a test triggers.
+            AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="true",
             AIRFLOW__CORE__AUTH_MANAGER="airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
             AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=f"{self.username}:admin",
             AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(self.home / "passwords.json"),

@@ -121,10 +121,10 @@ def test_status_and_restore(cluster, tmp_path, capsys):
 
 def test_console_script_and_unreachable_cluster(tmp_path):
     exe = Path(sys.executable).parent / "kafka-reassign"
-    proc = subprocess.run([str(exe), "validate", "--bootstrap-server", "127.0.0.1:1", "--plan",
-                           write_plan(tmp_path, GOOD)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([str(exe), "validate", "--bootstrap-server", "127.0.0.1:1", "--connect-timeout", "1",
+                           "--plan", write_plan(tmp_path, GOOD)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
-    assert "kafka-reassign: error: connect failed" in proc.stderr
+    assert "kafka-reassign: error: connect failed" in proc.stderr and "cannot reach Kafka at 127.0.0.1:1" in proc.stderr
     proc = subprocess.run([str(exe), "execute", "--plan", "x.json"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--bootstrap-server" in proc.stderr
 
@@ -154,3 +154,16 @@ def test_sigterm_mid_run_cancels_and_restores(sim_cluster, snapshot_factory, tmp
     assert cluster.partition_state("orders", 0)["replicas"] == [1, 2, 3]
     assert all(not cluster.broker_configs(b) for b in range(1, 6))
     assert FileRecordStore(tmp_path / "rec").get("term").restored
+
+
+def test_plan_subcommand_is_delegated(capsys):
+    try:
+        import kafka_reassign.planner.cli  # noqa: F401
+    except ImportError:
+        assert main(["plan", "--snapshot", "s.json", "--goal", "rebalance", "--out", "p.json"]) == 1
+        assert "the planner is not installed" in capsys.readouterr().err
+        return
+    with pytest.raises(SystemExit) as info:
+        main(["plan", "--help"])
+    assert info.value.code == 0
+    assert "--goal" in capsys.readouterr().out

@@ -215,6 +215,9 @@ def test_log_dir_moves(env):
     st0, st1 = cluster.partition_state("orders", 0), cluster.partition_state("orders", 1)
     assert st0["log_dirs"][1] == "/data/d1" and st0["log_dirs"][3] == "/data/d1" and st0["replicas"] == [1, 2, 3]
     assert st1["replicas"] == [2, 3, 5] and st1["log_dirs"][5] == "/data/d1"
+    # The new replica on broker 5 was created in /data/d1 directly: its log-dir step had nothing to do.
+    dir_batches = [e for e in result.executions if "orders-1" in e["skipped"]]
+    assert dir_batches and not any("orders-1@5" in e["log_dirs_submitted"] for e in result.executions)
     assert cluster.writes["AlterReplicaLogDirs"] >= 1
     assert any("replica.alter.log.dirs.io.max.bytes.per.second" == c.key for c in result.prepared.throttle_changes)
     assert configs(cluster) == before
@@ -295,3 +298,38 @@ def test_restore_retries_transient_failures(env):
     assert configs(cluster) != before
     res = restore_throttle(FlakyAdmin(admin, failures=2), store, "flaky", wait_max_seconds=0.2)
     assert configs(cluster) == before and res.changes and store.get("flaky").restored
+
+
+def test_sampled_snapshot_rates_feed_the_produce_rate_warning(env):
+    from kafka_reassign.snapshot import read_cluster_snapshot
+    from kafka_reassign.state import rates_from_snapshot
+    cluster, admin, store = env(time_scale=1.0, orders={
+        "partitions": 2, "rf": 3, "size_bytes": 5_000_000, "bytes_in_per_sec": 3_000_000,
+        "configs": {"min.insync.replicas": "2"}})
+    snap = read_cluster_snapshot(admin, sample_seconds=0.5)
+    rates = rates_from_snapshot(snap)
+    assert 2_000_000 < rates[("orders", 0)] < 4_000_000
+    prepared = prepare(admin, plan_for({0: [4, 2, 3]}), {"throttle_bytes_per_sec": 1_000_000}, produce_rates=rates)
+    assert any("is at or below the produce rate" in w and "broker 4" in w for w in prepared.warnings)
+    assert prepared.estimated_seconds == float("inf")
+    assert "unbounded" in prepared.report()
+    assert cluster.write_count == 0
+
+
+def test_cancel_stops_our_log_dir_move(env):
+    cluster, admin, store = env(time_scale=1.0)
+    plan = {"version": 1, "partitions": [
+        {"topic": "orders", "partition": 2, "replicas": [3, 4, 5], "log_dirs": ["/data/d1", "any", "any"]}]}
+    prepared = prepare(admin, plan, {"throttle_bytes_per_sec": 1_000_000})
+    apply_throttle(admin, prepared, store, "dircancel")
+    res = execute_batch(admin, prepared.batches[0])
+    assert res["log_dirs_submitted"] == ["orders-2@3"]
+    assert cluster.wait_for(lambda: cluster.partition_state("orders", 2)["future_log_dirs"].get(3) == "/data/d1",
+                            timeout=5)
+    prog = poll_batch(admin, prepared.batches[0])
+    assert not prog.done and any(r.status == "Catching up" and r.broker == 3 for r in prog.rows)
+    out = cancel_in_flight(admin, prepared)
+    assert out["cancelled"] == ["orders-2@3"]
+    st = cluster.partition_state("orders", 2)
+    assert st["future_log_dirs"] == {} and st["log_dirs"][3] == "/data/d0"
+    restore_throttle(admin, store, "dircancel")

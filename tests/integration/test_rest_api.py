@@ -50,8 +50,9 @@ def stack(tmp_path: Path, sim_cluster: Callable[..., Any], snapshot_factory: Cal
         yield s
 
 
-def test_token_required(stack: AirflowStack) -> None:
-    """Without a token the API refuses; with a wrong password no token is issued."""
+def test_trigger_reassignment_over_rest(stack: AirflowStack) -> None:
+    cluster = stack.cluster  # type: ignore[attr-defined]
+    # Without a token the API refuses; with a wrong password no token is issued.
     with pytest.raises(Exception) as err:
         stack.request("GET", "/api/v2/dags", auth=False)
     assert getattr(err.value, "status", None) == 401
@@ -60,9 +61,6 @@ def test_token_required(stack: AirflowStack) -> None:
                       auth=False, expect=(200, 201))
     assert getattr(err.value, "status", None) in (401, 403)
 
-
-def test_trigger_reassignment_over_rest(stack: AirflowStack) -> None:
-    cluster = stack.cluster  # type: ignore[attr-defined]
     before = {p: cluster.partition_state("orders", p)["replicas"] for p in range(3)}
     throttles_before = _throttles(cluster)
     # Move partition 0 and 1 of orders to the broker each lacks; both stay on two racks.

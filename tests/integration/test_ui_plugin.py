@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any, Callable
 
 import pytest
@@ -123,3 +124,52 @@ def test_cluster_wide_page_shows_live_move(tmp_path: Path, cluster: Any) -> None
         keep = ROOT / "out"
         keep.mkdir(exist_ok=True)
         shutil.copyfile(shot, keep / "ui-progress-cluster.png")
+
+
+def test_run_page_shows_batches_of_a_running_dag(tmp_path: Path, cluster: Any) -> None:
+    """A kafka_reassign run triggered over REST, watched per batch on its run page."""
+    conn = {"conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap_servers}}
+    with AirflowStack(home=tmp_path / "airflow", dags_folder=DAGS, connections={"kafka_default": conn}) as stack:
+        stack.wait_for_dag("kafka_reassign")
+        plan = {"version": 1, "partitions": [
+            {"topic": "orders", "partition": 0, "replicas": [4, 2, 3]},
+            {"topic": "orders", "partition": 1, "replicas": [1, 3, 4]}]}
+        # 400 MB partitions at 40 MB/s: each batch runs ~10 s, enough to watch it.
+        run = stack.trigger("kafka_reassign", {"plan": plan, "throttle_bytes_per_sec": 40_000_000,
+                                               "max_partition_movements": 1, "poll_interval_seconds": 1,
+                                               "batch_timeout_minutes": 10})
+        run_id = run["dag_run_id"]
+        path = f"/kafka-reassign/api/progress?dag_id=kafka_reassign&run_id={quote(run_id, safe='')}"
+
+        def running_batch() -> dict[str, Any] | None:
+            view = stack.request("GET", path)
+            busy = [b for b in view["batches"] if b["state"] == "running" and b["bytes_left"] > 0]
+            return view if busy and view["summary"]["rate_bytes_per_sec"] else None
+
+        view = stack.wait_for(running_batch, 240, "a batch of the run to be moving data", interval=0.5)
+        assert view["run"]["run_id"] == run_id and view["run"]["dag_id"] == "kafka_reassign"
+        assert [b["index"] for b in view["batches"]] == [0, 1]
+        assert {(p["topic"], p["partition"], p["batch"]) for p in view["partitions"]} == {
+            ("orders", 0, 0), ("orders", 1, 1)} or {(p["topic"], p["partition"]) for p in view["partitions"]} == {
+            ("orders", 0), ("orders", 1)}
+        assert view["summary"]["batches_total"] == 2
+        assert any(t["set_by"].startswith("this run") for t in view["throttles"]), view["throttles"]
+
+        # Unencoded, as the Airflow UI substitutes {RUN_ID} into the external view's href.
+        url = f"{stack.base_url}/kafka-reassign/?dag_id=kafka_reassign&run_id={run_id}#token={stack.token()}"
+        shot = tmp_path / "run-progress.png"
+        out = chromium(["--virtual-time-budget=5000", f"--screenshot={shot}", "--window-size=1400,1000", url],
+                       tmp_path)
+        assert out.returncode == 0 and shot.exists(), out.stderr[-2000:]
+        stats = screenshot_stats(shot)
+        print(f"run page screenshot: {stats}")
+        assert stats["ink"] > 0.03 and stats["colours"] > 20, stats
+        keep = ROOT / "out"
+        keep.mkdir(exist_ok=True)
+        shutil.copyfile(shot, keep / "ui-progress-run.png")
+
+        final = stack.wait_for_run("kafka_reassign", run_id, timeout=300)
+        assert final["state"] == "success", stack.diagnostics()
+        done = stack.request("GET", path)
+        assert all(b["state"] == "done" for b in done["batches"]), done["batches"]
+        assert done["summary"]["bytes_left"] == 0 and done["throttles"] == []

@@ -30,7 +30,7 @@ def dirs(new_size):
 def test_rows_statuses_and_summary():
     prog = BatchProgress.build(BATCH, MOVING, state(isr=(1, 2, 3)), dirs(250), now=10.0)
     by = {r.broker: r for r in prog.rows}
-    assert by[4].status_text == "Behind 750 bytes" and by[4].role == "adding"
+    assert by[4].status_text == "Behind 750 bytes (750 B)" and by[4].role == "adding"
     assert by[1].status_text == "In sync" and by[3].role == "removing" and by[3].status_text == "Leaving"
     assert prog.bytes_total == 1000 and prog.bytes_left == 750 and prog.bytes_moved == 250
     assert not prog.done and prog.pending_partitions == ["orders-3"]

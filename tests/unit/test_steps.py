@@ -137,3 +137,17 @@ def test_json_round_trip():
     text = json.dumps(batches_to_json([b]))
     assert batches_from_json(text) == [b]
     assert Batch.from_json(b.to_json()).steps[1].is_log_dir_only
+
+
+def test_in_flight_moves_are_resumed_from_where_they_started():
+    snap = snapshot(partitions={"t": [([4, 1, 2, 3], 1000), ([4, 5, 6, 1, 2, 3], 1000)]})
+    snap["in_flight"] = [{"topic": "t", "partition": 0, "replicas": [4, 1, 2, 3], "adding": [4], "removing": [3]},
+                         {"topic": "t", "partition": 1, "replicas": [4, 5, 6, 1, 2, 3], "adding": [4, 5, 6],
+                          "removing": [1, 2, 3]}]
+    state = ClusterState.from_snapshot(snap)
+    b = build_batches([PartitionMove("t", 0, (4, 5, 6)), PartitionMove("t", 1, (4, 5, 6))], state)
+    first = {s.partition: s for s in b[0].steps}
+    # Partition 0: our own interrupted KIP-435 step is recomputed identically (so it is adopted).
+    assert first[0].current == (1, 2, 3) and first[0].target == (4, 1, 2)
+    # Partition 1: a one-shot move to the final target is adopted as a single step.
+    assert first[1].current == (1, 2, 3) and first[1].target == (4, 5, 6) and first[1].step_count == 1

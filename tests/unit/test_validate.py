@@ -137,3 +137,9 @@ def test_params_defaults_and_each_rejection():
 def test_params_round_trip():
     p = validate_params({"throttle_bytes_per_sec": 2_000_000, "dry_run": True})
     assert ReassignParams.from_json(p.to_json()) == p
+
+
+def test_rack_concentration_is_a_warning():
+    # Brokers 1 and 4 are both in rack "b" (i % 3): two of three replicas in one rack.
+    warnings = validate_plan(plan(e(partition=0, replicas=[1, 4, 2])), cluster(), refuse_foreign_in_flight=False)
+    assert any("puts its 3 replicas in 2 rack(s)" in w for w in warnings)

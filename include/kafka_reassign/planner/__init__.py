@@ -8,8 +8,8 @@ Where things run:
   ``$KAFKA_REASSIGN_SPARK_MASTER`` / spark-submit): the snapshot becomes a DataFrame of
   partitions exploded to one row per replica; per-broker, per-log-dir, per-rack and
   per-(topic, broker) load are Spark aggregates; the rebalance goal's candidate replicas (those
-  on over-loaded brokers, ranked by size per broker with a window) and each topic's spread
-  (a ``groupBy(topic, broker)`` count joined with the topic's allowance) are computed on Spark; the "after" load in the summary
+  on over-loaded brokers, ranked by size per broker with a window) are selected on Spark, and
+  each topic's spread is read from the Spark (topic, broker) aggregate; the "after" load in the summary
   is the same aggregation over the final assignment, which cross-checks the driver's counters.
 * **Driver**: the move search itself (:mod:`.goals`). Each accepted move changes the loads the
   next decision depends on, so it is a sequential greedy over in-memory counters (O(RF) per
@@ -400,7 +400,7 @@ def plan(snapshot: Any, goal: str, spark: Any = None, **options: Any) -> PlanRes
     summary = build_summary(snapshot, cluster, opts, final, reassignment, before, after, lb,
                             warnings, name)
     summary["engine"] = opts.engine
-    summary["timings"] = timings
+    summary["timings"] = {**timings, **summary.get("timings", {})}
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
     return PlanResult(reassignment, summary, final)
 
@@ -438,6 +438,7 @@ def build_summary(snapshot: Any, cluster: Cluster, opts: PlanOptions, final, rea
     live = [b for b in caps if b not in drained]
 
     batching = "kafka_reassign.steps.build_batches"
+    t_batch = time.monotonic()
     try:
         from kafka_reassign.state import ClusterState
         from kafka_reassign.steps import build_batches
@@ -452,6 +453,7 @@ def build_summary(snapshot: Any, cluster: Cluster, opts: PlanOptions, final, rea
         batching = "planner local fallback (kafka_reassign.steps unavailable)"
         batches = _summary.local_batches(cluster, final, changed, opts)
         n_batches = len(batches)
+    batching_s = round(time.monotonic() - t_batch, 3)
     seconds, est_warnings, _ = _summary.estimate_seconds(cluster, batches, opts, before["bytes_in"],
                                                          dir_bytes)
     return {
@@ -484,4 +486,5 @@ def build_summary(snapshot: Any, cluster: Cluster, opts: PlanOptions, final, rea
         "estimated_seconds": None if seconds is None else round(seconds, 1),
         "warnings": warnings + est_warnings,
         "brokers": _summary.broker_rows(cluster, before, after),
+        "timings": {"batching_s": batching_s},
     }

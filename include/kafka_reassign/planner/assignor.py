@@ -180,6 +180,9 @@ def load_assignor(path: str) -> ReplicaAssignor:
             raise AssignorError(path, "the class neither subclasses "
                                       "kafka_reassign.planner.assignor.ReplicaAssignor nor has an "
                                       "assign(cluster, partitions) method")
+    missing = sorted(getattr(obj, "__abstractmethods__", ()) or ())
+    if missing:
+        raise AssignorError(path, f"the class does not implement {', '.join(missing)}(cluster, partitions)")
     try:
         instance = obj()
     except Exception as exc:

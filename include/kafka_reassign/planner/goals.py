@@ -354,9 +354,6 @@ class Rebalance(BuiltinGoal):
             excess = {b: a.broker_bytes[b] - ceiling[b] for b in sources}
             cands = spark_stats.rebalance_candidates(ctx.spark, ctx.replicas_df, excess,
                                                      self.movable, caps)
-            if caps is not None:
-                ctx.info["spread_excess"] = spark_stats.topic_spread_excess(
-                    ctx.spark, ctx.replicas_df, caps, brokers)
         else:
             cands = self.broker_replicas(sources)
         prefer: set[int] = set()
@@ -379,10 +376,11 @@ class Rebalance(BuiltinGoal):
                 caps: Mapping[str, int]) -> None:
         """Move the smallest replicas of over-concentrated topics to brokers with room."""
         a = self.a
-        over = self.context.info.get("spread_excess") if self.context else None
-        if over is None:
-            over = [(t, b) for (t, b), c in a.topic_broker.items()
-                    if c > caps.get(t, c) and b in set(brokers)]
+        # (topic, broker) counts come from the Spark aggregate (kept current by the moves)
+        allowed = set(brokers)
+        over = sorted(((t, b) for (t, b), c in a.topic_broker.items()
+                       if c > caps.get(t, c) and b in allowed),
+                      key=lambda tb: (caps[tb[0]] - a.topic_broker[tb], tb))
         if not over:
             return
         by_tb: dict[tuple[str, int], list[tuple[float, int]]] = defaultdict(list)
@@ -454,7 +452,12 @@ class Rebalance(BuiltinGoal):
 
 
 class AddBrokers(BuiltinGoal):
-    """Fill the given (new) brokers up to the mean; only moves replicas onto them."""
+    """Fill the given (new) brokers up to the mean; only moves replicas onto them.
+
+    Replicas are taken from the fullest old brokers first, so the old brokers come down
+    towards the mean too; but an old broker that was far above the mean before stays above it
+    (evening out old brokers among themselves is the rebalance goal, not this one).
+    """
 
     name = "add-brokers"
 
@@ -475,9 +478,9 @@ class AddBrokers(BuiltinGoal):
         cap = {b: self.cl.brokers[b].capacity_bytes for b in brokers}
         ceil_util = min(opt.capacity_ceiling, mean * (1 + tol))
         ceiling = {b: cap[b] * ceil_util for b in brokers}
-        need = sum(max(0.0, cap[n] * mean * (1 - tol) - a.broker_bytes[n]) for n in new)
-        shed = sum(max(0.0, a.broker_bytes[b] - ceiling[b]) for b in old)
-        self._lb = max(need, shed)
+        # the goal is met when every new broker is within the tolerance of the mean: the bytes
+        # still missing there are what any plan must copy (old brokers only give, see docstring)
+        self._lb = sum(max(0.0, cap[n] * mean * (1 - tol) - a.broker_bytes[n]) for n in new)
         # aim between the tolerance floor and the mean: moving to exactly the mean would move
         # more than needed, stopping at the floor would leave the old brokers fuller
         fill = {n: cap[n] * min(ceil_util, mean * (1 - tol / 2)) for n in new}
@@ -730,8 +733,10 @@ class Disks(BuiltinGoal):
         for b in jbod:
             dirs = self.cl.brokers[b].log_dirs
             util = a.broker_bytes[b] / self.cl.brokers[b].capacity_bytes
-            limit = min(opt.capacity_ceiling, util * (1 + opt.balance_tolerance))
-            ceil = {d.path: d.capacity_bytes * limit for d in dirs}
+            # a dir may end at most `tolerance` above its broker's utilisation (the target every
+            # plan must reach: the lower bound); a receiving dir also stays under the ceiling
+            ceil = {d.path: d.capacity_bytes * util * (1 + opt.balance_tolerance) for d in dirs}
+            room = {d.path: min(ceil[d.path], d.capacity_bytes * opt.capacity_ceiling) for d in dirs}
             self._lb += sum(max(0.0, a.dir_bytes[(b, d.path)] - ceil[d.path]) for d in dirs)
             items: dict[str, list[tuple[float, int]]] = defaultdict(list)
             for pi in self.movable:
@@ -752,8 +757,8 @@ class Disks(BuiltinGoal):
                             continue
                         size, pi = lst[j]
                         dest = max((o for o in dirs if o.path != d.path
-                                    and a.dir_bytes[(b, o.path)] + size <= ceil[o.path] + EPS),
-                                   key=lambda o: ceil[o.path] - a.dir_bytes[(b, o.path)], default=None)
+                                    and a.dir_bytes[(b, o.path)] + size <= room[o.path] + EPS),
+                                   key=lambda o: room[o.path] - a.dir_bytes[(b, o.path)], default=None)
                         if dest is None:
                             continue
                         a.set_dir(pi, b, dest.path)

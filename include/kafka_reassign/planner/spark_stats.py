@@ -12,8 +12,12 @@ What runs on Spark (data-parallel work over every replica of the cluster):
 * rebalance candidates: the replicas on brokers above their byte ceiling, joined with each
   topic's concentration on that broker and ordered by size per broker (a window), so the
   driver only walks the short lists it needs;
-* topic spread: a ``groupBy(topic, broker)`` count joined with each topic's allowance finds
-  the brokers holding more than their even share plus slack.
+* topic spread: the (topic, broker) replica counts come from the same aggregate; the pairs
+  above a topic's even share plus slack are read off it.
+
+Python UDFs (``applyInPandas``, ``pandas_udf``) are deliberately not used: on this PySpark
+4.3.0 build the Python side calls a JVM ``UserDefinedPythonFunction`` constructor that does not
+exist (every Python UDF fails with a Py4JError), and SQL aggregates need no Python workers.
 
 What stays in the driver and why: choosing moves is sequential (each accepted move changes the
 loads the next choice depends on), and on 100k+ replicas a greedy pass over counters in memory
@@ -22,13 +26,35 @@ aggregates, the driver the incremental search (see :mod:`kafka_reassign.planner.
 """
 from __future__ import annotations
 
+import functools
 import os
+import warnings
 from dataclasses import dataclass
-from typing import Any, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 from kafka_reassign.planner.cluster import Cluster
 
 DEFAULT_MASTER = "local[2]"
+
+
+@contextmanager
+def _quiet_pandas() -> Iterator[None]:
+    """PySpark 4.3 warns on every Arrow conversion that pandas 3 is not fully supported (and
+    pandas 3 about a deprecated ``copy`` keyword PySpark passes); the conversions used here
+    (numbers, strings, lists of them) are covered by the tests."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+        warnings.filterwarnings("ignore", message="The copy keyword is deprecated")
+        yield
+
+
+def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with _quiet_pandas():
+            return fn(*args, **kwargs)
+    return wrapper
 MASTER_ENV = "KAFKA_REASSIGN_SPARK_MASTER"
 
 
@@ -56,9 +82,14 @@ def get_spark(master: str | None = None, app_name: str = "kafka-reassign-planner
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
-    builder = (SparkSession.builder
-               .master(master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER)
-               .appName(app_name)
+    builder = SparkSession.builder.appName(app_name)
+    url = master or os.environ.get(MASTER_ENV)
+    if url:
+        builder = builder.master(url)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:
+        # not under spark-submit (which sets the master itself): a small local session
+        builder = builder.master(DEFAULT_MASTER)
+    builder = (builder
                # small and quick: no UI, few shuffle partitions, modest driver memory
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -68,11 +99,13 @@ def get_spark(master: str | None = None, app_name: str = "kafka-reassign-planner
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "true")
                .config("spark.sql.adaptive.enabled", "true"))
-    spark = builder.getOrCreate()
+    with _quiet_pandas():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
+@_quiet
 def replicas_frame(spark: Any, cluster: Cluster,
                    placement: Sequence[tuple[Sequence[int], Sequence[str]]] | None = None) -> Any:
     """One row per replica: pi, topic, partition, pos, broker, log_dir, rack, size_bytes,
@@ -117,31 +150,37 @@ def replicas_frame(spark: Any, cluster: Cluster,
     return exploded.join(F.broadcast(brokers), "broker", "left")
 
 
+@_quiet
 def aggregates(rdf: Any) -> Aggregates:
-    """Load per broker / log dir / rack / (topic, broker) from the replicas frame."""
+    """Load per broker / log dir / rack / (topic, broker) from the replicas frame.
+
+    One Spark job: the finest grouping (topic, broker, log dir, rack) with every sum at once; the
+    coarser roll-ups are then done on that small result in the driver (at most topics x brokers
+    x dirs rows), which saves three more jobs' start-up latency.
+    """
     from pyspark.sql import functions as F
 
-    per_broker = (rdf.groupBy("broker")
-                  .agg(F.sum("size_bytes").alias("bytes"), F.count("*").alias("replicas"),
-                       F.sum("is_leader").alias("leaders"),
-                       F.sum(F.col("bytes_in_per_sec") * F.col("is_leader")).alias("bytes_in"))
-                  .toPandas())
-    per_dir = rdf.groupBy("broker", "log_dir").agg(F.sum("size_bytes").alias("bytes")).toPandas()
-    per_rack = rdf.groupBy("rack").agg(F.sum("size_bytes").alias("bytes")).toPandas()
-    per_tb = rdf.groupBy("topic", "broker").agg(F.count("*").alias("n")).toPandas()
+    pdf = (rdf.groupBy("topic", "broker", "log_dir", "rack")
+           .agg(F.sum("size_bytes").alias("bytes"), F.count("*").alias("replicas"),
+                F.sum("is_leader").alias("leaders"),
+                F.sum(F.col("bytes_in_per_sec") * F.col("is_leader")).alias("bytes_in"))
+           .toPandas())
+    per_broker = pdf.groupby("broker")[["bytes", "replicas", "leaders", "bytes_in"]].sum()
+    per_dir = pdf.groupby(["broker", "log_dir"])["bytes"].sum()
+    per_rack = pdf.groupby("rack")["bytes"].sum()
+    per_tb = pdf.groupby(["topic", "broker"])["replicas"].sum()
     return Aggregates(
-        broker_bytes={int(b): float(v) for b, v in zip(per_broker["broker"], per_broker["bytes"])},
-        broker_count={int(b): int(v) for b, v in zip(per_broker["broker"], per_broker["replicas"])},
-        broker_leaders={int(b): int(v) for b, v in zip(per_broker["broker"], per_broker["leaders"])},
-        broker_bytes_in={int(b): float(v) for b, v in zip(per_broker["broker"], per_broker["bytes_in"])},
-        dir_bytes={(int(b), str(d)): float(v)
-                   for b, d, v in zip(per_dir["broker"], per_dir["log_dir"], per_dir["bytes"])},
-        rack_bytes={str(r): float(v) for r, v in zip(per_rack["rack"], per_rack["bytes"])},
-        topic_broker={(str(t), int(b)): int(n)
-                      for t, b, n in zip(per_tb["topic"], per_tb["broker"], per_tb["n"])},
+        broker_bytes={int(b): float(v) for b, v in per_broker["bytes"].items()},
+        broker_count={int(b): int(v) for b, v in per_broker["replicas"].items()},
+        broker_leaders={int(b): int(v) for b, v in per_broker["leaders"].items()},
+        broker_bytes_in={int(b): float(v) for b, v in per_broker["bytes_in"].items()},
+        dir_bytes={(int(b), str(d)): float(v) for (b, d), v in per_dir.items()},
+        rack_bytes={str(r): float(v) for r, v in per_rack.items()},
+        topic_broker={(str(t), int(b)): int(v) for (t, b), v in per_tb.items()},
     )
 
 
+@_quiet
 def rebalance_candidates(spark: Any, rdf: Any, excess: dict[int, float], movable: set[int],
                          topic_caps: dict[str, int] | None) -> dict[int, list[tuple[float, int]]]:
     """Replicas on brokers above their ceiling, per broker, smallest first.
@@ -174,33 +213,3 @@ def rebalance_candidates(spark: Any, rdf: Any, excess: dict[int, float], movable
     for v in out.values():
         v.sort()
     return out
-
-
-def topic_spread_excess(spark: Any, rdf: Any, caps: dict[str, int],
-                        brokers: Sequence[int]) -> list[tuple[str, int]]:
-    """(topic, broker) pairs holding more replicas of the topic than allowed, worst first.
-
-    A ``groupBy(topic, broker)`` count joined with each topic's allowance. (Plain DataFrame
-    operations on purpose: Python UDFs / ``applyInPandas`` fail on this PySpark 4.3.0 build, whose
-    Python side calls a JVM ``UserDefinedPythonFunction`` constructor that does not exist; SQL
-    aggregates also avoid starting Python workers.)
-
-    :param caps: allowed replicas per broker for each movable topic (even share + slack)
-    :param brokers: brokers that may give replicas away
-    """
-    import pandas as pd
-    from pyspark.sql import functions as F
-
-    if not caps:
-        return []
-    caps_df = spark.createDataFrame(pd.DataFrame({"topic": list(caps), "cap": list(caps.values())}),
-                                    "topic string, cap int")
-    res = (rdf.groupBy("topic", "broker").agg(F.count("*").alias("n"))
-           .join(F.broadcast(caps_df), "topic")
-           .where(F.col("n") > F.col("cap"))
-           .select("topic", "broker", (F.col("n") - F.col("cap")).alias("excess"))
-           .toPandas())
-    allowed_brokers = {int(b) for b in brokers}
-    return [(str(t), int(b)) for t, b, _ in
-            sorted(zip(res["topic"], res["broker"], res["excess"]), key=lambda x: (-x[2], x[0], x[1]))
-            if int(b) in allowed_brokers]

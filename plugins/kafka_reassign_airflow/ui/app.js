@@ -101,7 +101,7 @@ function render(d) {
     ["Rate", fmtRate(s.rate_bytes_per_sec), ""],
     ["ETA", s.bytes_left === 0 && s.partitions_total ? "done" : fmtDuration(s.eta_seconds), s.bytes_left === 0 && s.partitions_total ? "ok" : ""],
     ["Partitions moving", `${s.partitions_in_flight ?? 0} / ${s.partitions_total ?? 0}`, ""],
-    ["Batch", s.batches_total ? `${s.current_batch ?? "–"} / ${s.batches_total}` : "–", ""],
+    ["Batch", s.batches_total ? `#${s.current_batch ?? "–"} of ${s.batches_total}` : "–", ""],
     ["Under min ISR", String(umi), umi ? "bad" : "ok"],
   ];
   $("cards").replaceChildren(...cards.map(([label, value, cls]) =>
@@ -143,7 +143,8 @@ async function loadRuns() {
     const sel = $("run-select");
     for (const r of runs.runs || []) {
       const o = el("option", { value: `${r.dag_id}|${r.run_id}` }, `${r.dag_id} · ${r.run_id} (${r.state})`);
-      if (r.dag_id === params.get("dag_id") && r.run_id === params.get("run_id")) o.selected = true;
+      // An unencoded '+' in a run id (from the UI's {RUN_ID} link) arrives here as a space.
+      if (r.dag_id === params.get("dag_id") && r.run_id === (params.get("run_id") || "").replace(/ /g, "+")) o.selected = true;
       sel.append(o);
     }
     sel.addEventListener("change", () => {

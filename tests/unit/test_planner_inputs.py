@@ -1,0 +1,280 @@
+"""Planner input validation, the pluggable assignor, the KIP-73 estimate and the CLI (local engine)."""
+from __future__ import annotations
+
+import copy
+import json
+import textwrap
+
+import pytest
+
+from kafka_reassign.errors import SnapshotError
+from kafka_reassign.plan import ReassignmentPlan
+from kafka_reassign.planner import plan
+from kafka_reassign.planner import cli as planner_cli
+from kafka_reassign.planner.errors import AssignorError, GoalError
+from kafka_sim.generate import GenerateOptions, generate_snapshot
+
+GB = 1_000_000_000
+
+
+def tiny(rate: float = 0.0) -> dict:
+    """3 racks x 2 brokers; topic t: partition 0 on 1,2,3 (1 GB), partition 1 on 4,5,6 (2 GB)."""
+    brokers = [{"id": i, "rack": "abc"[(i - 1) % 3], "log_dirs": [{"path": "/d", "capacity_bytes": 100 * GB}]}
+               for i in range(1, 7)]
+    return {"version": 1, "brokers": brokers, "topics": [{
+        "name": "t", "configs": {"min.insync.replicas": "2"},
+        "partitions": [
+            {"partition": 0, "replicas": [1, 2, 3], "leader": 1, "size_bytes": GB,
+             "bytes_in_per_sec": rate, "log_dirs": ["/d"] * 3},
+            {"partition": 1, "replicas": [4, 5, 6], "leader": 4, "size_bytes": 2 * GB,
+             "bytes_in_per_sec": 0, "log_dirs": ["/d"] * 3}]}]}
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mutate, needle", [
+    (lambda s: s.pop("brokers"), "brokers: missing or empty"),
+    (lambda s: s.__setitem__("version", 2), "version: must be 1"),
+    (lambda s: s["topics"][0]["partitions"][0].__setitem__("replicas", [1, 2, 42]),
+     "topics[0].partitions[0] (t-0).replicas[2]: broker 42 is not in brokers"),
+    (lambda s: s["topics"][0]["partitions"][0].__setitem__("replicas", [1, 1, 2]), "lists a broker twice"),
+    (lambda s: s["topics"][0]["partitions"][1].__setitem__("size_bytes", -5), "size_bytes: must be a number >= 0"),
+    (lambda s: s["brokers"].append({"id": 1, "rack": "a", "log_dirs": [{"path": "/d", "capacity_bytes": 1}]}),
+     "appears twice"),
+    (lambda s: s["brokers"][0]["log_dirs"][0].__setitem__("capacity_bytes", 0), "capacity_bytes: must be a positive"),
+    (lambda s: s["topics"][0]["partitions"][0].__setitem__("log_dirs", ["/d", "/nope", "/d"]),
+     "'/nope' is not a log dir of broker 2"),
+    (lambda s: s["brokers"][0].__setitem__("rack", None), "either all brokers have broker.rack or none"),
+])
+def test_malformed_snapshot_errors_name_the_problem(mutate, needle):
+    snap = tiny()
+    mutate(snap)
+    with pytest.raises(SnapshotError) as exc:
+        plan(snap, "rebalance", engine="local")
+    assert needle in str(exc.value)
+
+
+def test_not_a_snapshot_at_all():
+    with pytest.raises(SnapshotError, match="must be a JSON object"):
+        plan([1, 2], "rebalance", engine="local")
+
+
+@pytest.mark.parametrize("goal, options, needle", [
+    ("shuffle", {}, "unknown goal 'shuffle'"),
+    ("remove-brokers", {}, "remove-brokers needs --brokers"),
+    ("add-brokers", {"brokers": [9]}, "unknown broker ids [9]"),
+    ("rebalance", {"exclude_topics": ["nope"]}, "unknown topics ['nope']"),
+    ("replication-factor", {"replication_factor": 7}, "replication factor 7 is above the 6 brokers"),
+    ("rebalance", {"capacity_ceiling": 1.5}, "capacity_ceiling: must be in (0, 1]"),
+    ("rebalance", {"colour": "blue"}, "colour: unknown planner option"),
+    ("remove-brokers", {"brokers": [1], "exclude_brokers": [1]}, "both targeted and excluded"),
+    ("remove-brokers", {"brokers": [1, 2, 3, 4]}, "leaves 2 brokers for partitions with replication factor 3"),
+    ("remove-brokers", {"brokers": [1], "exclude_topics": ["t"]}, "excluded topics ['t'] have replicas"),
+])
+def test_impossible_goals_and_bad_options(goal, options, needle):
+    with pytest.raises(GoalError) as exc:
+        plan(tiny(), goal, engine="local", **options)
+    assert needle in str(exc.value)
+
+
+# -- pluggable assignor --------------------------------------------------------------------
+
+ASSIGNORS = textwrap.dedent('''
+    from kafka_reassign.planner.assignor import ReplicaAssignor, Proposal
+
+    class MoveToSix(ReplicaAssignor):
+        """Move t-0's replica on broker 3 to broker 6 (same rack c), leader unchanged."""
+        def assign(self, cluster, partitions):
+            assert self.context is not None and self.context.options.goal == "custom"
+            return {("t", 0): [1, 2, 6]}
+
+    class WithDirs(ReplicaAssignor):
+        def assign(self, cluster, partitions):
+            return {("t", 0): Proposal((1, 2, 6), ("any", "any", "/d"))}
+
+    class DuckTyped:
+        def assign(self, cluster, partitions):
+            return {("t", 1): [5, 4, 6]}
+
+    class Raises(ReplicaAssignor):
+        def assign(self, cluster, partitions):
+            raise RuntimeError("no capacity model for this cluster")
+
+    class UnknownBroker(ReplicaAssignor):
+        def assign(self, cluster, partitions):
+            return {("t", 0): [1, 2, 99]}
+
+    class SameRack(ReplicaAssignor):
+        def assign(self, cluster, partitions):
+            return {("t", 0): [1, 4, 3]}   # 1 and 4 are both in rack a
+
+    class Excluded(ReplicaAssignor):
+        def assign(self, cluster, partitions):
+            return {("t", 1): [4, 5, 3]}
+
+    class NotAMapping(ReplicaAssignor):
+        def assign(self, cluster, partitions):
+            return [[1, 2, 3]]
+
+    class BadInit(ReplicaAssignor):
+        def __init__(self):
+            raise ValueError("needs a config file")
+
+        def assign(self, cluster, partitions):
+            return {}
+
+    class Abstract(ReplicaAssignor):
+        pass
+
+    class NoAssign:
+        pass
+
+    not_a_class = 3
+''')
+
+
+@pytest.fixture
+def assignors(tmp_path, monkeypatch):
+    (tmp_path / "my_assignors.py").write_text(ASSIGNORS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "my_assignors"
+
+
+def test_user_assignor_good_class(assignors):
+    res = plan(tiny(), "custom", engine="local", assignor=f"{assignors}.MoveToSix")
+    assert res.plan.to_json()["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1, 2, 6]}]
+    s = res.summary
+    assert s["assignor"] == f"{assignors}.MoveToSix"
+    assert s["replica_movements"] == 1 and s["data_to_move_bytes"] == GB
+    assert s["lower_bound_bytes"] is None  # unknown for a user's goal
+    res = plan(tiny(), "custom", engine="local", assignor=f"{assignors}:WithDirs")
+    assert res.plan.moves[0].log_dirs == ("any", "any", "/d")
+    res = plan(tiny(), "custom", engine="local", assignor=f"{assignors}.DuckTyped")
+    assert res.summary["leader_movements"] == 1 and res.summary["data_to_move_bytes"] == 0
+
+
+@pytest.mark.parametrize("cls, options, needle", [
+    ("Raises", {}, "RuntimeError: no capacity model for this cluster"),
+    ("UnknownBroker", {}, "unknown brokers [99]"),
+    ("SameRack", {}, "span 2 racks where 3 are possible"),
+    ("Excluded", {"exclude_brokers": [6]}, "excluded brokers [6] gain or lose a replica"),
+    ("Excluded", {"exclude_topics": ["t"]}, "was not offered to the assignor"),
+    ("NotAMapping", {}, "must return a mapping"),
+    ("BadInit", {}, "constructor failed: ValueError: needs a config file"),
+    ("NoAssign", {}, "nor has an assign(cluster, partitions) method"),
+    ("Abstract", {}, "does not implement assign"),
+    ("not_a_class", {}, "is a int, not a class"),
+    ("Missing", {}, "has no attribute 'Missing'"),
+])
+def test_user_assignor_failures_are_assignor_errors(assignors, cls, options, needle):
+    with pytest.raises(AssignorError) as exc:
+        plan(tiny(), "custom", engine="local", assignor=f"{assignors}.{cls}", **options)
+    msg = str(exc.value)
+    assert f"{assignors}.{cls}" in msg and needle in msg
+
+
+def test_assignor_module_that_does_not_import():
+    with pytest.raises(AssignorError, match="cannot import module 'no_such_pkg.mod'"):
+        plan(tiny(), "custom", engine="local", assignor="no_such_pkg.mod.Cls")
+
+
+def test_builtin_goals_implement_the_interface():
+    from kafka_reassign.planner import GOALS, ReplicaAssignor
+
+    assert all(issubclass(g, ReplicaAssignor) for g in GOALS.values())
+    # a built-in goal can be loaded by dotted path like a user's class
+    res = plan(tiny(), "custom", engine="local", assignor="kafka_reassign.planner.goals.RackRepair")
+    assert res.plan.moves == []
+
+
+# -- KIP-73 estimate ------------------------------------------------------------------------
+
+def test_estimate_follows_kip73_and_warns_when_throttle_below_bytes_in(assignors):
+    # 1 GB copied from leader 1 to broker 6 at 10 MB/s: 100 s
+    res = plan(tiny(), "custom", engine="local", assignor=f"{assignors}.MoveToSix",
+               throttle_bytes_per_sec=10_000_000)
+    assert res.summary["estimated_seconds"] == pytest.approx(100.0, rel=1e-3)
+    assert res.summary["warnings"] == []
+    # leader 1 takes 5 MB/s of produce: 5 MB/s left for catching up -> 200 s
+    res = plan(tiny(rate=5_000_000), "custom", engine="local", assignor=f"{assignors}.MoveToSix",
+               throttle_bytes_per_sec=10_000_000)
+    assert res.summary["estimated_seconds"] == pytest.approx(200.0, rel=1e-3)
+    # throttle at the produce rate: never finishes
+    res = plan(tiny(rate=5_000_000), "custom", engine="local", assignor=f"{assignors}.MoveToSix",
+               throttle_bytes_per_sec=5_000_000)
+    assert res.summary["estimated_seconds"] is None
+    assert any("never finish" in w and "broker 1" in w for w in res.summary["warnings"])
+
+
+def test_batches_use_kip435_steps():
+    snap = generate_snapshot(GenerateOptions(brokers=6, racks=3, topics=4, partitions=10, skew=1.0, seed=2))
+    res = plan(snap, "rebalance", engine="local", max_movements_per_broker=2)
+    s = res.summary
+    assert s["batching"] == "kafka_reassign.steps.build_batches"
+    # with 2 movements per broker per batch, 6 brokers fit at most 6 replica movements per batch
+    assert s["batches"] >= s["replica_movements"] / 6
+
+
+# -- CLI ------------------------------------------------------------------------------------
+
+def test_cli_writes_plan_summary_chart_and_prints_one_line(tmp_path, capsys):
+    snap = generate_snapshot(GenerateOptions(brokers=6, racks=3, topics=4, partitions=10, skew=1.0, seed=4))
+    sp = tmp_path / "snap.json"
+    sp.write_text(json.dumps(snap))
+    out = tmp_path / "PLAN.json"
+    rc = planner_cli.main(["--snapshot", str(sp), "--goal", "rebalance", "--out", str(out),
+                           "--engine", "local", "--throttle", "50000000"])
+    assert rc == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1
+    summary = json.loads(lines[0])
+    for key in ("replica_movements", "data_to_move_bytes", "leader_movements", "batches",
+                "balance_before", "balance_after", "estimated_seconds"):
+        assert key in summary
+    plan_obj = ReassignmentPlan.load(out)
+    assert len(plan_obj.moves) == summary["partitions_moved"] > 0
+    assert json.loads((tmp_path / "PLAN.summary.json").read_text())["data_to_move_bytes"] == \
+        summary["data_to_move_bytes"]
+    png = (tmp_path / "PLAN.chart.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_cli_bad_input_writes_nothing(tmp_path, capsys):
+    sp = tmp_path / "snap.json"
+    bad = tiny()
+    bad["topics"][0]["partitions"][0]["replicas"] = [1, 2, 77]
+    sp.write_text(json.dumps(bad))
+    out = tmp_path / "PLAN.json"
+    rc = planner_cli.main(["--snapshot", str(sp), "--goal", "rebalance", "--out", str(out),
+                           "--engine", "local"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "broker 77 is not in brokers" in err
+    assert not out.exists() and not (tmp_path / "PLAN.summary.json").exists()
+    sp.write_text("{not json")
+    assert planner_cli.main(["--snapshot", str(sp), "--goal", "rebalance", "--out", str(out),
+                             "--engine", "local"]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+    sp.write_text(json.dumps(tiny()))
+    assert planner_cli.main(["--snapshot", str(sp), "--goal", "replication-factor",
+                             "--replication-factor", "9", "--out", str(out), "--engine", "local"]) == 2
+    assert "above the 6 brokers" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_kafka_reassign_plan_subcommand_is_wired(tmp_path, capsys):
+    from kafka_reassign.cli import main
+
+    sp = tmp_path / "snap.json"
+    snap = tiny()
+    snap["topics"][0]["partitions"][0]["replicas"] = [1, 4, 3]  # rack a twice
+    sp.write_text(json.dumps(snap))
+    out = tmp_path / "p.json"
+    rc = main(["plan", "--snapshot", str(sp), "--goal", "rack-repair", "--out", str(out),
+               "--engine", "local", "--no-chart"])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["replica_movements"] == 1
+    entry = ReassignmentPlan.load(out).moves[0]
+    assert entry.replicas[0] == 1 and entry.replicas[2] == 3 and entry.replicas[1] in (2, 5)
+    assert copy.deepcopy(summary)["lower_bound_bytes"] == GB
