@@ -416,16 +416,18 @@ class Rebalance(BuiltinGoal):
             heapq.heapify(h)
         parts = self.cl.partitions
         blocked: set[int] = set()
-        for _ in range(sum(abs(a.broker_count[b] - mean) for b in brokers).__ceil__() + 10):
+        budget = math.ceil(sum(abs(a.broker_count[b] - mean) for b in brokers)) + 10
+        for _ in range(budget):
             live = [b for b in brokers if b not in blocked]
             if not live:
                 break
             src = max(live, key=lambda b: a.broker_count[b])
             dst_min = min(a.broker_count[b] for b in brokers)
-            if a.broker_count[src] <= hi and dst_min >= lo:
+            if (a.broker_count[src] <= hi and dst_min >= lo) or a.broker_count[src] - dst_min <= 1:
                 break
-            if a.broker_count[src] - 1 <= dst_min + 1 - 1:
-                break
+            # the 20 emptiest brokers that stay below src and the upper bound after receiving
+            targets = sorted((b for b in brokers if a.broker_count[b] + 1 < a.broker_count[src]
+                              and a.broker_count[b] < hi), key=lambda b: a.broker_count[b])[:20]
             h = heaps[src]
             moved = False
             skipped: list[tuple[float, int]] = []
@@ -433,11 +435,8 @@ class Rebalance(BuiltinGoal):
                 size, pi = heapq.heappop(h)
                 if src not in a.replicas[pi]:
                     continue
-                targets = [b for b in brokers if a.broker_count[b] + 1 < a.broker_count[src]
-                           and a.broker_count[b] < hi]
                 cap = caps.get(parts[pi].topic) if caps is not None else None
-                dest = self.pick_dest(pi, src, sorted(targets, key=lambda b: a.broker_count[b])[:20],
-                                      ceiling, cap)
+                dest = self.pick_dest(pi, src, targets, ceiling, cap)
                 if dest is None:
                     skipped.append((size, pi))
                     continue
