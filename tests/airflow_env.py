@@ -207,6 +207,11 @@ class Watcher:
             self.error = exc
 
     def __enter__(self) -> "Watcher":
+        # Import Airflow's models and configure the ORM mappers here, in the main thread: a
+        # first query from the watcher thread while dag.test imports modules deadlocks on
+        # the import lock.
+        load_dag()
+        ti_state("__warm_up__", "__warm_up__")
         self.thread.start()
         return self
 

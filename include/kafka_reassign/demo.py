@@ -72,35 +72,46 @@ def broker_bytes(snapshot: dict[str, Any]) -> dict[int, int]:
 
 
 def demo_plan(snapshot: dict[str, Any], moves: int = 6) -> dict[str, Any]:
-    """A small rack-aware plan moving big replicas from the fullest broker to the emptiest ones.
+    """A small rack-aware plan moving replicas from the fullest brokers to the emptiest ones.
 
-    Used when the Spark planner is not installed; it is a demonstration, not the planner.
+    Used when the Spark planner is not installed; a greedy demonstration, not the planner:
+    each move takes a replica off the currently fullest broker to the emptiest broker of a
+    rack the partition does not use yet, and only when that narrows the gap between the two.
 
     :param snapshot: cluster snapshot
-    :param moves: partitions to move
+    :param moves: at most this many partitions to move
     """
     rack = {b["id"]: b.get("rack") for b in snapshot["brokers"]}
     load = broker_bytes(snapshot)
-    hot = max(load, key=lambda b: load[b])
-    parts = sorted(((t["name"], p) for t in snapshot["topics"] for p in t["partitions"] if hot in p["replicas"]),
-                   key=lambda x: -int(x[1].get("size_bytes", 0)))
-    entries = []
-    for topic, p in parts:
-        if len(entries) >= moves:
+    current = {(t["name"], p["partition"]): (list(p["replicas"]), int(p.get("size_bytes", 0)))
+               for t in snapshot["topics"] for p in t["partitions"]}
+    chosen: dict[tuple[str, int], list[int]] = {}
+    while len(chosen) < moves:
+        best = None
+        for src in sorted(load, key=lambda b: -load[b]):
+            for key, (replicas, size) in sorted(current.items(), key=lambda kv: -kv[1][1]):
+                if key in chosen or src not in replicas or size == 0:
+                    continue
+                used_racks = {rack[r] for r in replicas if r != src}
+                for dst in sorted((b for b in load if b not in replicas and rack[b] not in used_racks),
+                                  key=lambda b: load[b]):
+                    # Only moves that narrow the gap (no overshoot past each other).
+                    if load[dst] + size < load[src]:
+                        best = (key, src, dst, size)
+                    break
+                if best:
+                    break
+            if best:
+                break
+        if best is None:
             break
-        others = [r for r in p["replicas"] if r != hot]
-        used_racks = {rack[r] for r in others}
-        candidates = sorted((b for b in load if b not in p["replicas"] and rack[b] not in used_racks),
-                            key=lambda b: load[b])
-        if not candidates:
-            continue
-        dest = candidates[0]
-        size = int(p.get("size_bytes", 0))
-        load[hot] -= size
-        load[dest] += size
-        entries.append({"topic": topic, "partition": p["partition"],
-                        "replicas": [dest if r == hot else r for r in p["replicas"]],
-                        "log_dirs": ["any"] * len(p["replicas"])})
+        key, src, dst, size = best
+        replicas = [dst if r == src else r for r in current[key][0]]
+        chosen[key] = replicas
+        load[src] -= size
+        load[dst] += size
+    entries = [{"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
+               for (t, p), r in sorted(chosen.items())]
     return {"version": 1, "partitions": entries}
 
 

@@ -347,3 +347,16 @@ def test_summary_fields_and_leader_swaps_move_no_data():
     counts = Counter(tuple(sorted(e["replicas"])) == tuple(sorted(partitions(snap)[(e["topic"], e["partition"])]["replicas"]))
                      for e in res.plan.to_json()["partitions"])
     assert counts[True] > 0  # pure leadership swaps present
+
+
+def test_dead_brokers_never_receive_replicas():
+    snap = gen(brokers=9, topics=8, partitions=12)
+    ld = loads(snap)
+    cold = min(ld, key=lambda b: ld[b]["bytes"])
+    next(b for b in snap["brokers"] if b["id"] == cold)["alive"] = False
+    res = plan(snap, "rebalance", engine="local")
+    after = check_common(snap, res, goal="rebalance")
+    assert loads(after)[cold]["replicas"] <= ld[cold]["replicas"]
+    # draining it is what remove-brokers is for
+    res = plan(snap, "remove-brokers", engine="local", brokers=[cold])
+    assert all(cold not in p["replicas"] for p in partitions(apply_plan(snap, res.plan.to_json())).values())

@@ -10,8 +10,8 @@ Contract of :meth:`ReplicaAssignor.assign`:
 
 * ``cluster`` is the validated snapshot (:class:`~kafka_reassign.planner.cluster.Cluster`:
   brokers with racks and log dirs, partitions with replicas, sizes and produce rates);
-* ``partitions`` are the partitions the assignor may place (excluded topics, and partitions
-  with a replica on an excluded broker, are left out);
+* ``partitions`` are the partitions the assignor may place (excluded topics are left out;
+  a replica on an excluded broker must stay where it is);
 * it returns ``{(topic, partition): [broker, ...]}`` or ``{(topic, partition): Proposal}``
   (replicas plus log dirs) for the partitions it wants to change; partitions it leaves out
   stay where they are;

@@ -42,6 +42,7 @@ class Broker:
     rack: str | None
     log_dirs: tuple[LogDir, ...]
     network_bytes_per_sec: float = 125_000_000.0
+    alive: bool = True
 
     @property
     def capacity_bytes(self) -> float:
@@ -178,8 +179,9 @@ class Cluster:
             if not _is_num(net) or net <= 0:
                 bad(f"{where}.network_bytes_per_sec", f"must be a positive number, got {net!r}")
                 net = 125_000_000
+            alive = b.get("alive", True) is not False
             if dirs:
-                brokers[bid] = Broker(bid, rack, tuple(dirs), float(net))
+                brokers[bid] = Broker(bid, rack, tuple(dirs), float(net), alive)
             elif bid not in brokers:
                 # keep the id known so partitions on it are not also reported as unknown
                 brokers[bid] = Broker(bid, rack, (LogDir("/unknown", 1.0),), float(net))
