@@ -22,7 +22,7 @@ os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_RETRY_ATTEMPTS", "2")
 os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_RETRY_MAX_SECONDS", "3")
 os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_BOOTSTRAP_TIMEOUT_MS", "2000")
 
-from conftest import make_snapshot  # noqa: E402
+make_snapshot = airflow_env.root_conftest().make_snapshot
 
 pytestmark = [pytest.mark.airflow]
 
@@ -150,3 +150,30 @@ def test_bad_plan_fails_before_any_write(airflow_db, sim_cluster, kafka_conn, ca
     # Every problem is named with its entry.
     assert "plan rejected, nothing was written" in out
     assert "orders-0" in out and "nope" in out and "99" in out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_null_plan_with_goal_plans_on_spark(airflow_db, sim_cluster, kafka_conn, capfd):
+    """plan null + goal: the DAG snapshots the cluster, plans on Spark (local) and executes it."""
+    pytest.importorskip("pyspark")
+    from kafka_reassign import planner
+
+    if not hasattr(planner, "plan"):
+        pytest.skip("the Spark planner is not installed")
+    # Everything on brokers 1-3; brokers 4-6 empty: a rebalance has to move replicas there.
+    snap = make_snapshot(brokers=6, racks=3, topics={
+        "orders": {"partitions": 6, "rf": 3, "size_bytes": 5_000_000,
+                   "replicas": [[1, 2, 3], [2, 3, 1], [3, 1, 2]] * 2, "configs": {"min.insync.replicas": "2"}}})
+    cluster = sim_cluster(snap, time_scale=20.0)
+    kafka_conn(cluster)
+    before = airflow_env.throttle_configs(cluster)
+    dr = airflow_env.run_dag({"plan": None, "goal": "add-brokers", "brokers": [4, 5, 6],
+                              "throttle_bytes_per_sec": 20_000_000, **FAST})
+    states = airflow_env.task_states(dr)
+    assert dr.state == "success", states
+    after = cluster.snapshot()
+    on_new = sum(1 for t in after["topics"] for p in t["partitions"] for r in p["replicas"] if r in (4, 5, 6))
+    assert on_new > 0
+    assert in_flight(cluster) == []
+    assert airflow_env.throttle_configs(cluster) == before

@@ -100,6 +100,13 @@ class BuiltinGoal(ReplicaAssignor):
         tb = a.topic_broker
         cap, counts, mu, mc = self.cap, a.broker_count, self._mu, self._mc
         best: tuple[float, int] | None = None
+        # the rack rule (rack_ok) depends on the candidate only through its rack: decide it once
+        rack = self.rack
+        others = [rack[r] for r in reps if r != replacing]
+        taken = set(others)
+        current = len({rack[r] for r in reps})
+        dup_ok = len(taken) >= min(self.n_racks, len(others) + 1,
+                                   current + (0 if replacing is not None else 1))
         ordered = candidates is self.placeable
         if ordered:
             # scan brokers by (recent) base score and stop once no later broker can win: the
@@ -112,7 +119,7 @@ class BuiltinGoal(ReplicaAssignor):
                     break
             else:
                 b = item  # type: ignore[assignment]
-            if b in reps:
+            if b in reps or (not dup_ok and rack[b] in taken):
                 continue
             load = a.broker_bytes[b] + size
             if load > ceiling[b] + EPS:
@@ -122,8 +129,6 @@ class BuiltinGoal(ReplicaAssignor):
                 continue
             score = counts[b] / mc + 0.5 * load / cap[b] / mu + 0.05 * tcount
             if best is not None and score >= best[0]:
-                continue
-            if not self.rack_ok(pi, b, replacing):
                 continue
             if self.dest_dir(b, size) is None:
                 continue

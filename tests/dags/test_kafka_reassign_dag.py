@@ -1,0 +1,130 @@
+"""DagBag integrity of dags/: imports cleanly, params as DESIGN.md names them, safe wiring."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import airflow_env
+
+pytestmark = [pytest.mark.airflow]
+
+DESIGN_PARAMS = {"kafka_conn_id", "plan", "goal", "brokers", "replication_factor", "throttle_bytes_per_sec",
+                 "max_partition_movements", "max_movements_per_broker", "dry_run", "cancel_on_failure",
+                 "batch_timeout_minutes"}
+
+
+@pytest.fixture(scope="module")
+def bag(airflow_db):
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(str(airflow_env.DAGS_FOLDER))
+
+
+@pytest.fixture(scope="module")
+def dag(bag):
+    d = bag.get_dag("kafka_reassign")
+    assert d is not None, bag.import_errors
+    return d
+
+
+def test_no_import_errors(bag):
+    assert bag.import_errors == {}
+    assert "kafka_reassign" in bag.dag_ids
+
+
+def test_params_match_design_and_render_in_the_form(dag):
+    params = dag.params
+    assert DESIGN_PARAMS <= set(params.keys())
+    for name in params.keys():
+        p = params.get_param(name)
+        assert p.description and len(p.description) > 20, name
+        assert "type" in p.schema, name
+    assert params["kafka_conn_id"] == "kafka_default"
+    assert params["plan"] is None and params["goal"] is None
+    assert params["dry_run"] is False and params["cancel_on_failure"] is True
+    assert params.get_param("plan").schema["type"] == ["object", "null"]
+    assert params.get_param("throttle_bytes_per_sec").schema["type"] == "integer"
+    assert "rebalance" in params.get_param("goal").schema["enum"]
+
+
+def test_param_schema_rejects_wrong_types(dag):
+    from airflow.sdk.definitions.param import ParamsDict
+    from airflow.sdk.exceptions import ParamValidationError
+
+    for bad in ({"throttle_bytes_per_sec": "fast"}, {"max_partition_movements": 0},
+                {"goal": "shuffle"}, {"plan": [1, 2]}, {"batch_timeout_minutes": -1},
+                {"brokers": [1, 1]}, {"dry_run": "maybe"}):
+        d = ParamsDict({k: dag.params.get_param(k) for k in dag.params.keys()})
+        with pytest.raises(ParamValidationError):
+            d.update(bad)
+            d.validate()
+
+
+def test_wiring_teardown_and_sequencing(dag):
+    t = dag.task_dict
+    remove = t["throttle_remove"]
+    assert remove.is_teardown and remove.on_failure_fail_dagrun
+    assert {"prepare", "throttle_set"} <= remove.upstream_task_ids
+    assert t["prepare"].is_setup and t["throttle_set"].is_setup
+    assert "cancel_on_failure" in remove.upstream_task_ids  # cancel before the throttle goes
+    assert str(t["cancel_on_failure"].trigger_rule) in ("one_failed", "TriggerRule.ONE_FAILED")
+    # The report (not the teardown) decides the run state, and needs the batches to succeed.
+    assert {"batches.wait", "throttle_remove"} <= t["report"].upstream_task_ids
+    assert [x.task_id for x in dag.tasks if not x.downstream_list] == ["report"]
+    for tid in ("batches.execute", "batches.wait"):
+        assert t[tid].max_active_tis_per_dagrun == 1
+    assert dag.max_active_runs == 1
+    assert dag.render_template_as_native_obj
+    assert "curl" in dag.doc_md and "/api/v2/dags/kafka_reassign/dagRuns" in dag.doc_md
+
+
+def test_trigger_serializes_to_plain_json_and_imports_from_the_package():
+    from kafka_reassign_airflow.triggers.reassignment import ReassignmentBatchTrigger
+
+    batch = {"index": 0, "steps": []}
+    trig = ReassignmentBatchTrigger(kafka_conn_id="kafka_default", batch=batch, deadline=123.0,
+                                    poll_interval=1.5, stall_window=60.0, run_id="r", throttle_rate=1000)
+    path, kwargs = trig.serialize()
+    assert path == "kafka_reassign_airflow.triggers.reassignment.ReassignmentBatchTrigger"
+    assert json.loads(json.dumps(kwargs)) == kwargs
+    assert not any("password" in k or "sasl" in k for k in kwargs)
+    import importlib
+
+    mod, cls = path.rsplit(".", 1)
+    again = getattr(importlib.import_module(mod), cls)(**kwargs)
+    assert again.serialize() == (path, kwargs)
+
+
+def test_dag_file_parses_without_kafka_or_spark_imports():
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('d', {str(airflow_env.DAGS_FOLDER / 'kafka_reassign_dag.py')!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "heavy = [k for k in ('kafka', 'confluent_kafka', 'pyspark', 'kafka_reassign.admin', 'kafka_sim') if k in sys.modules]\n"
+        "print(heavy)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_hook_maps_librdkafka_security_settings_without_leaking_secrets():
+    from kafka_reassign_airflow.hooks.kafka_admin import librdkafka_to_kafka_python, redacted
+
+    kw = librdkafka_to_kafka_python({
+        "bootstrap.servers": "b1:9093, b2:9093", "security.protocol": "sasl_ssl",
+        "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "ops", "sasl.password": "s3cret",
+        "ssl.ca.location": "/etc/ca.pem", "ssl.certificate.location": "/etc/c.pem",
+        "ssl.key.location": "/etc/k.pem", "ssl.key.password": "k3y",
+        "ssl.endpoint.identification.algorithm": "none", "group.id": "ignored"})
+    assert kw == {"bootstrap_servers": ["b1:9093", "b2:9093"], "security_protocol": "SASL_SSL",
+                  "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "ops",
+                  "sasl_plain_password": "s3cret", "ssl_cafile": "/etc/ca.pem", "ssl_certfile": "/etc/c.pem",
+                  "ssl_keyfile": "/etc/k.pem", "ssl_password": "k3y", "ssl_check_hostname": False}
+    shown = json.dumps(redacted(kw))
+    assert "s3cret" not in shown and "k3y" not in shown
+    with pytest.raises(ValueError, match="bootstrap.servers"):
+        librdkafka_to_kafka_python({"security.protocol": "SSL"})
+    with pytest.raises(ValueError, match="security.protocol"):
+        librdkafka_to_kafka_python({"bootstrap.servers": "b:1", "security.protocol": "TLS"})
