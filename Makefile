@@ -12,6 +12,9 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements.txt -r requirements-dev.txt
+	# The Spark provider pulls in pyspark-client, whose Python files overwrite pyspark's own;
+	# put back the ones that match pyspark's JVM jars (else Python UDFs fail to construct).
+	$(BIN)/pip install -q --no-deps --force-reinstall "$$(grep -E '^pyspark==' requirements.txt)"
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 

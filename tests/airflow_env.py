@@ -52,21 +52,6 @@ def configure_env() -> Path:
     return home
 
 
-def root_conftest() -> Any:
-    """tests/conftest.py as a module (its snapshot helpers), without relying on the name
-    ``conftest`` in sys.modules (several conftest.py files share it)."""
-    import importlib.util
-
-    name = "_kafka_reassign_root_conftest"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "conftest.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _template_db() -> Path:
     """A migrated SQLite DB for this Airflow version, built once per machine and reused."""
     from importlib.metadata import version

@@ -22,7 +22,7 @@ os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_RETRY_ATTEMPTS", "2")
 os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_RETRY_MAX_SECONDS", "3")
 os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_BOOTSTRAP_TIMEOUT_MS", "2000")
 
-make_snapshot = airflow_env.root_conftest().make_snapshot
+from sim_snapshots import make_snapshot  # noqa: E402
 
 pytestmark = [pytest.mark.airflow]
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import warnings
 from dataclasses import dataclass
 from contextlib import contextmanager
@@ -77,6 +78,8 @@ def get_spark(master: str | None = None, app_name: str = "kafka-reassign-planner
     :param master: Spark master URL; default ``$KAFKA_REASSIGN_SPARK_MASTER`` or ``local[2]``
     """
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    # Python workers must be this interpreter (the venv with our packages), not the PATH's python3.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
