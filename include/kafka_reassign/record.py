@@ -77,6 +77,30 @@ class RecordStore(Protocol):
         """Mark the record of ``run_id`` restored (no-op when already)."""
 
 
+class RecordStoreBase:
+    """What every store derives from ``put``, ``get`` and ``list_all`` (oldest first)."""
+
+    def put(self, record: ThrottleRecord) -> None:
+        raise NotImplementedError
+
+    def get(self, run_id: str) -> ThrottleRecord | None:
+        raise NotImplementedError
+
+    def list_all(self) -> list[ThrottleRecord]:
+        raise NotImplementedError
+
+    def list_unrestored(self) -> list[ThrottleRecord]:
+        return [r for r in self.list_all() if not r.restored]
+
+    def mark_restored(self, run_id: str) -> None:
+        rec = self.get(run_id)
+        if rec is None:
+            raise ThrottleRecordError(f"no throttle record for run {run_id!r} in {self}")
+        if not rec.restored:
+            rec.restored, rec.restored_at = True, time.time()
+            self.put(rec)
+
+
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -86,7 +110,7 @@ def _file_name(run_id: str) -> str:
     return f"throttle-{safe}.json"
 
 
-class FileRecordStore:
+class FileRecordStore(RecordStoreBase):
     """One JSON file per run in a directory; writes are atomic (temp file + fsync + rename).
 
     :param directory: created if missing
@@ -144,21 +168,11 @@ class FileRecordStore:
         records = [self._read(p) for p in sorted(self.directory.glob("throttle-*.json"))]
         return sorted(records, key=lambda r: r.created_at)
 
-    def list_unrestored(self) -> list[ThrottleRecord]:
-        return [r for r in self.list_all() if not r.restored]
-
-    def mark_restored(self, run_id: str) -> None:
-        rec = self.get(run_id)
-        if rec is None:
-            raise ThrottleRecordError(f"no throttle record for run {run_id!r} in {self.directory}")
-        if rec.restored:
-            return
-        rec.restored = True
-        rec.restored_at = time.time()
-        self.put(rec)
+    def __repr__(self) -> str:
+        return f"FileRecordStore({str(self.directory)!r})"
 
 
-class MemoryRecordStore:
+class MemoryRecordStore(RecordStoreBase):
     """In-process store (tests, dry runs). Not durable: do not use for real runs."""
 
     def __init__(self) -> None:
@@ -171,14 +185,6 @@ class MemoryRecordStore:
         d = self._records.get(run_id)
         return ThrottleRecord.from_json(d) if d is not None else None
 
-    def list_unrestored(self) -> list[ThrottleRecord]:
+    def list_all(self) -> list[ThrottleRecord]:
         recs = [ThrottleRecord.from_json(d) for d in self._records.values()]
-        return sorted((r for r in recs if not r.restored), key=lambda r: r.created_at)
-
-    def mark_restored(self, run_id: str) -> None:
-        rec = self.get(run_id)
-        if rec is None:
-            raise ThrottleRecordError(f"no throttle record for run {run_id!r}")
-        if not rec.restored:
-            rec.restored, rec.restored_at = True, time.time()
-            self.put(rec)
+        return sorted(recs, key=lambda r: r.created_at)

@@ -21,6 +21,7 @@ removals touching any broker, ``max_leader_movements`` preferred-leader changes.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -255,6 +256,13 @@ def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
     a batch of small ones. The per-broker cap spreads each batch's copy traffic over brokers
     (a candidate whose brokers are full is left for the next batch).
 
+    Each batch is the greedy pass over the pending steps in that order, taking every step
+    that still fits. Done naively that is a sort and a scan of every pending step per batch
+    (minutes at 100k+ partitions); instead every step gets its rank in that order once, the
+    pending steps are kept sorted by rank and bucketed by the brokers they touch, and once
+    few brokers still have room the pass only visits the buckets of those brokers. The
+    result is the same as the naive pass.
+
     :param moves: partition moves (already validated)
     :param state: cluster state for current replicas, min ISR and sizes
     :param max_partition_movements: steps per batch (>= 1)
@@ -267,48 +275,159 @@ def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
     chains = [c for c in (steps_for_move(m, state) for m in moves) if c]
-    pending = {i: 0 for i in range(len(chains))}  # chain index -> next step index
 
-    def key_of(i: int) -> tuple[int, int, int]:
-        return (-(len(chains[i]) - pending[i]), -chains[i][pending[i]].bytes_to_copy, i)
+    # Rank every step of every chain once, in the order a batch is filled: more steps still
+    # to go first, then more bytes, then input order. At most one step of a chain is pending
+    # at a time, so comparing ranks is comparing those keys.
+    flat: list[tuple[int, int, int, int]] = []
+    for i, chain in enumerate(chains):
+        n = len(chain)
+        for j, s in enumerate(chain):
+            flat.append((j - n, -s.bytes_to_copy, i, j))
+    flat.sort()
+    total = len(flat)
+    step_at: list[StepMove] = [chains[i][j] for _, _, i, j in flat]
+    rank_of = [[0] * len(c) for c in chains]
+    for r, (_, _, i, j) in enumerate(flat):
+        rank_of[i][j] = r
+    next_rank = [-1] * total
+    for r, (_, _, i, j) in enumerate(flat):
+        if j + 1 < len(chains[i]):
+            next_rank[r] = rank_of[i][j + 1]
+    del flat, rank_of
 
-    # Keys change only for the chains that got a step in, so keep them and re-sort the
-    # (almost sorted) order each round: cheap even for tens of thousands of partitions.
-    keys = {i: key_of(i) for i in pending}
-    order = sorted(pending, key=keys.__getitem__)
+    # Brokers as dense indices; per step the brokers it touches and whether it moves a leader.
+    dense: dict[int, int] = {}
+    touched: list[tuple[int, ...]] = []
+    for s in step_at:
+        touched.append(tuple(sorted(dense.setdefault(b, len(dense)) for b in s.brokers_touched)))
+    leader = [s.moves_leader for s in step_at]
+    n_brokers = len(dense)
+
+    # Pending steps bucketed by the brokers they touch (ranks sorted in each bucket), so that
+    # the steps that can still fit once few brokers have room are found without a full scan.
+    buckets: dict[tuple[int, ...], list[int]] = {}
+    order = sorted(rank_of_first for rank_of_first in _first_ranks(next_rank, total))
+    for r in order:
+        buckets.setdefault(touched[r], []).append(r)
+    wide = {k for k in buckets if len(k) > 2}  # rare (replication-factor increases): scanned
+
+    cap_b, cap_l, cap_p = max_movements_per_broker, max_leader_movements, max_partition_movements
     batches: list[Batch] = []
-    while pending:
-        candidates = order
-        batch = Batch(index=len(batches))
-        load: dict[int, int] = {}
+    while order:
+        load = [0] * n_brokers
+        room = n_brokers          # brokers below the cap
         leaders = 0
         chosen: list[int] = []
-        for i in candidates:
-            if len(batch.steps) >= max_partition_movements:
+
+        def take(r: int) -> bool:
+            """Add step ``r`` to the batch when it fits; True when it did."""
+            nonlocal room, leaders
+            t = touched[r]
+            for b in t:
+                if load[b] >= cap_b:
+                    return False
+            if leader[r]:
+                if leaders >= cap_l:
+                    return False
+                leaders += 1
+            for b in t:
+                load[b] += 1
+                if load[b] == cap_b:
+                    room -= 1
+            chosen.append(r)
+            return True
+
+        # One greedy pass in rank order over ``seq``. Whenever the brokers with room have
+        # become few compared with what is left to scan, only steps touching nothing but
+        # those brokers can still fit: ``seq`` is narrowed to them, gathered from their
+        # buckets (ranks after the last one scanned), and the pass goes on there.
+        seq, pos, n_seq = order, 0, len(order)
+        room_at_gather = room
+        while True:
+            narrow = False
+            while pos < n_seq:
+                r = seq[pos]
+                pos += 1
+                t = touched[r]
+                if len(t) == 2:   # the common case (one replica in, one out), inlined
+                    a, b = t
+                    if load[a] >= cap_b or load[b] >= cap_b:
+                        continue
+                    if leader[r]:
+                        if leaders >= cap_l:
+                            continue
+                        leaders += 1
+                    load[a] += 1
+                    load[b] += 1
+                    chosen.append(r)
+                    if len(chosen) >= cap_p:
+                        break
+                    if load[a] == cap_b or load[b] == cap_b:
+                        room -= (load[a] == cap_b) + (load[b] == cap_b)
+                        if 4 * room * room <= n_seq - pos and 5 * room <= 4 * room_at_gather:
+                            narrow = True
+                            break
+                elif take(r) and len(chosen) >= cap_p:
+                    break
+            if not narrow:
                 break
-            step = chains[i][pending[i]]
-            touched = step.brokers_touched
-            if any(load.get(b, 0) + 1 > max_movements_per_broker for b in touched):
-                continue
-            if step.moves_leader and leaders + 1 > max_leader_movements:
-                continue
-            batch.steps.append(step)
-            chosen.append(i)
-            for b in touched:
-                load[b] = load.get(b, 0) + 1
-            leaders += step.moves_leader
+            last = seq[pos - 1]
+            room_at_gather = room
+            free = [b for b in range(n_brokers) if load[b] < cap_b]
+            free_set = set(free)
+            keys: list[tuple[int, ...]] = [()]
+            keys += [(a,) for a in free]
+            keys += [(a, b) for x, a in enumerate(free) for b in free[x + 1:]]
+            keys += [k for k in wide if free_set.issuperset(k)]
+            seq = []
+            for k in keys:
+                lst = buckets.get(k)
+                if lst and lst[-1] > last:
+                    seq += lst[bisect_right(lst, last):]
+            seq.sort()
+            pos, n_seq = 0, len(seq)
         if not chosen:  # impossible with limits >= 1 (a step touches a broker at most once)
             raise RuntimeError("batch building made no progress")
-        for i in chosen:
-            pending[i] += 1
-            if pending[i] >= len(chains[i]):
-                del pending[i]
-                del keys[i]
-            else:
-                keys[i] = key_of(i)
-        order = sorted((i for i in order if i in pending), key=keys.__getitem__)
-        batches.append(batch)
+        batches.append(Batch(index=len(batches), steps=[step_at[r] for r in chosen]))
+
+        # Next pending set: drop the chosen steps, add their successors (order stays sorted).
+        chosen.sort()
+        kept: list[int] = []
+        successors: list[int] = []
+        start = 0
+        for r in chosen:
+            at = bisect_left(order, r, start)
+            kept += order[start:at]
+            start = at + 1
+            lst = buckets[touched[r]]
+            del lst[bisect_left(lst, r)]
+            nr = next_rank[r]
+            if nr >= 0:
+                successors.append(nr)
+                k = touched[nr]
+                lst = buckets.get(k)
+                if lst is None:
+                    buckets[k] = [nr]
+                    if len(k) > 2:
+                        wide.add(k)
+                else:
+                    insort(lst, nr)
+        kept += order[start:]
+        successors.sort()
+        kept += successors
+        kept.sort()  # two sorted runs: a linear merge
+        order = kept
     return batches
+
+
+def _first_ranks(next_rank: list[int], total: int) -> list[int]:
+    """Ranks of the first step of every chain (the steps no other step leads to)."""
+    is_next = bytearray(total)
+    for nr in next_rank:
+        if nr >= 0:
+            is_next[nr] = 1
+    return [r for r in range(total) if not is_next[r]]
 
 
 def batches_to_json(batches: list[Batch]) -> list[dict[str, Any]]:

@@ -34,6 +34,16 @@ ELECTION_NOT_NEEDED = 84
 NO_REASSIGNMENT_IN_PROGRESS = 85
 UNKNOWN_TOPIC_ID = 100
 
+# Codes only the wire server answers with (coordinators, producers, epochs, versions).
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+INVALID_REQUIRED_ACKS = 21
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+INVALID_PRODUCER_EPOCH = 47
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+UNSUPPORTED_ENDPOINT_TYPE = 115
+
 #: code -> Kafka's error name, for messages and logs.
 NAMES: dict[int, str] = {
     value: name

@@ -22,7 +22,7 @@ import time
 from typing import Any, Callable
 
 from kafka_reassign.errors import ThrottleRecordError
-from kafka_reassign.record import ThrottleRecord
+from kafka_reassign.record import RecordStoreBase, ThrottleRecord
 
 PREFIX = "kafka_reassign."
 THROTTLE_PREFIX = PREFIX + "throttle."
@@ -99,7 +99,7 @@ class _Vars:
             return sorted(session.scalars(select(VariableModel.key).where(VariableModel.key.startswith(prefix))))
 
 
-class VariableRecordStore:
+class VariableRecordStore(RecordStoreBase):
     """:class:`kafka_reassign.record.RecordStore` on Airflow Variables (the metadata DB).
 
     A put is one committed write through the API server, so once ``put`` returns the record
@@ -140,17 +140,8 @@ class VariableRecordStore:
                 records.append(ThrottleRecord.from_json(data))
         return sorted(records, key=lambda r: r.created_at)
 
-    def list_unrestored(self) -> list[ThrottleRecord]:
-        return [r for r in self.list_all() if not r.restored]
-
-    def mark_restored(self, run_id: str) -> None:
-        rec = self.get(run_id)
-        if rec is None:
-            raise ThrottleRecordError(f"no throttle record for run {run_id!r}")
-        if rec.restored:
-            return
-        rec.restored, rec.restored_at = True, time.time()
-        self.put(rec)
+    def __repr__(self) -> str:
+        return "Airflow Variables " + THROTTLE_PREFIX + "*"
 
 
 class ClusterLockError(Exception):
