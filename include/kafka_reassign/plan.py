@@ -21,17 +21,27 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kafka_reassign.errors import PlanError, Problem
+from kafka_reassign.snapshot import ANY_LOG_DIR
+from kafka_reassign.snapshot import is_int as _is_int
 
-ANY_LOG_DIR = "any"
 
+class TopicPartitionName:
+    """Mixin for records with ``topic`` and ``partition``: their ``orders-7`` name and key."""
 
-def _is_int(v: Any) -> bool:
-    # bool is an int subclass in Python; True is not a broker id.
-    return isinstance(v, int) and not isinstance(v, bool)
+    topic: str
+    partition: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
 
 
 @dataclass(frozen=True)
-class PartitionMove:
+class PartitionMove(TopicPartitionName):
     """Target placement of one partition.
 
     :param topic: topic name
@@ -44,14 +54,6 @@ class PartitionMove:
     partition: int
     replicas: tuple[int, ...]
     log_dirs: tuple[str, ...] | None = None
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return (self.topic, self.partition)
 
     def wanted_dirs(self) -> dict[int, str]:
         """Broker -> requested log dir, only for replicas that ask for a specific dir."""

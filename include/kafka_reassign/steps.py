@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left, bisect_right, insort
+from heapq import heapify, heappop, heapreplace
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -307,12 +308,13 @@ def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
     # Pending steps bucketed by the brokers they touch (ranks sorted in each bucket), so that
     # the steps that can still fit once few brokers have room are found without a full scan.
     buckets: dict[tuple[int, ...], list[int]] = {}
-    order = sorted(rank_of_first for rank_of_first in _first_ranks(next_rank, total))
+    order = _first_ranks(next_rank, total)
     for r in order:
         buckets.setdefault(touched[r], []).append(r)
     wide = {k for k in buckets if len(k) > 2}  # rare (replication-factor increases): scanned
 
     cap_b, cap_l, cap_p = max_movements_per_broker, max_leader_movements, max_partition_movements
+
     batches: list[Batch] = []
     while order:
         load = [0] * n_brokers
@@ -338,55 +340,69 @@ def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
             chosen.append(r)
             return True
 
-        # One greedy pass in rank order over ``seq``. Whenever the brokers with room have
-        # become few compared with what is left to scan, only steps touching nothing but
-        # those brokers can still fit: ``seq`` is narrowed to them, gathered from their
-        # buckets (ranks after the last one scanned), and the pass goes on there.
-        seq, pos, n_seq = order, 0, len(order)
-        room_at_gather = room
-        while True:
-            narrow = False
-            while pos < n_seq:
-                r = seq[pos]
-                pos += 1
-                t = touched[r]
-                if len(t) == 2:   # the common case (one replica in, one out), inlined
-                    a, b = t
-                    if load[a] >= cap_b or load[b] >= cap_b:
+        # The greedy pass in rank order. It scans ``order`` while many brokers have room;
+        # once the brokers with room are few compared with what is left to scan, only steps
+        # touching nothing but those brokers can still fit, so the pass goes on over their
+        # buckets instead: a heap of bucket heads (ranks after the last one scanned) yields
+        # the steps in rank order, and a bucket is dropped as soon as one of its brokers is
+        # full. Setting up the heap looks up ~room^2/2 buckets, hence the threshold.
+        pos, n_order, switch = 0, len(order), False
+        while pos < n_order:
+            r = order[pos]
+            pos += 1
+            t = touched[r]
+            if len(t) == 2:   # the common case (one replica in, one out), inlined
+                a, b = t
+                if load[a] >= cap_b or load[b] >= cap_b:
+                    continue
+                if leader[r]:
+                    if leaders >= cap_l:
                         continue
-                    if leader[r]:
-                        if leaders >= cap_l:
-                            continue
-                        leaders += 1
-                    load[a] += 1
-                    load[b] += 1
-                    chosen.append(r)
-                    if len(chosen) >= cap_p:
-                        break
-                    if load[a] == cap_b or load[b] == cap_b:
-                        room -= (load[a] == cap_b) + (load[b] == cap_b)
-                        if 4 * room * room <= n_seq - pos and 5 * room <= 4 * room_at_gather:
-                            narrow = True
-                            break
-                elif take(r) and len(chosen) >= cap_p:
+                    leaders += 1
+                load[a] += 1
+                load[b] += 1
+                chosen.append(r)
+                if len(chosen) >= cap_p:
                     break
-            if not narrow:
-                break
-            last = seq[pos - 1]
-            room_at_gather = room
+                if load[a] == cap_b or load[b] == cap_b:
+                    room -= (load[a] == cap_b) + (load[b] == cap_b)
+                    if 2 * room * room <= n_order - pos:
+                        switch = True
+                        break
+            elif take(r):
+                if len(chosen) >= cap_p:
+                    break
+                if 2 * room * room <= n_order - pos:
+                    switch = True
+                    break
+        if switch:
+            last = order[pos - 1]
             free = [b for b in range(n_brokers) if load[b] < cap_b]
             free_set = set(free)
             keys: list[tuple[int, ...]] = [()]
             keys += [(a,) for a in free]
             keys += [(a, b) for x, a in enumerate(free) for b in free[x + 1:]]
             keys += [k for k in wide if free_set.issuperset(k)]
-            seq = []
+            heap: list[tuple[int, int, tuple[int, ...]]] = []
             for k in keys:
                 lst = buckets.get(k)
                 if lst and lst[-1] > last:
-                    seq += lst[bisect_right(lst, last):]
-            seq.sort()
-            pos, n_seq = 0, len(seq)
+                    at = bisect_right(lst, last)
+                    heap.append((lst[at], at, k))
+            heapify(heap)
+            while heap:
+                r, at, k = heap[0]
+                if any(load[b] >= cap_b for b in k):
+                    heappop(heap)            # a broker of this bucket is full: all of it waits
+                    continue
+                take(r)                      # fits unless it moves a leader past the cap
+                if len(chosen) >= cap_p:
+                    break
+                lst = buckets[k]
+                if at + 1 < len(lst):
+                    heapreplace(heap, (lst[at + 1], at + 1, k))
+                else:
+                    heappop(heap)
         if not chosen:  # impossible with limits >= 1 (a step touches a broker at most once)
             raise RuntimeError("batch building made no progress")
         batches.append(Batch(index=len(batches), steps=[step_at[r] for r in chosen]))

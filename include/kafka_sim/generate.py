@@ -55,24 +55,22 @@ class GenerateOptions:
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad option."""
-        if self.brokers < 1:
-            raise ValueError("brokers must be >= 1")
-        if not 1 <= self.racks <= self.brokers:
-            raise ValueError("racks must be between 1 and the number of brokers")
-        if self.topics < 0:
-            raise ValueError("topics must be >= 0")
-        if self.partitions < 1:
-            raise ValueError("partitions must be >= 1")
-        if not 1 <= self.replication_factor <= self.brokers:
-            raise ValueError("replication-factor must be between 1 and the number of brokers")
-        if self.skew < 0:
-            raise ValueError("skew must be >= 0")
-        if self.log_dirs < 1:
-            raise ValueError("log-dirs must be >= 1")
-        if self.median_partition_bytes <= 0 or self.size_sigma < 0:
-            raise ValueError("partition size parameters must be positive")
-        if not 0 < self.disk_fill <= 1:
-            raise ValueError("disk-fill must be in (0, 1]")
+        rules = [
+            (self.brokers >= 1, "brokers must be >= 1"),
+            (1 <= self.racks <= self.brokers, "racks must be between 1 and the number of brokers"),
+            (self.topics >= 0, "topics must be >= 0"),
+            (self.partitions >= 1, "partitions must be >= 1"),
+            (1 <= self.replication_factor <= self.brokers,
+             "replication-factor must be between 1 and the number of brokers"),
+            (self.skew >= 0, "skew must be >= 0"),
+            (self.log_dirs >= 1, "log-dirs must be >= 1"),
+            (self.median_partition_bytes > 0 and self.size_sigma >= 0,
+             "partition size parameters must be positive"),
+            (0 < self.disk_fill <= 1, "disk-fill must be in (0, 1]"),
+        ]
+        for ok, message in rules:
+            if not ok:
+                raise ValueError(message)
 
 
 def _rack_name(i: int) -> str:

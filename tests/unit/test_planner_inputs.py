@@ -45,6 +45,10 @@ def tiny(rate: float = 0.0) -> dict:
     (lambda s: s["topics"][0]["partitions"][0].__setitem__("log_dirs", ["/d", "/nope", "/d"]),
      "'/nope' is not a log dir of broker 2"),
     (lambda s: s["brokers"][0].__setitem__("rack", None), "either all brokers have broker.rack or none"),
+    (lambda s: s["topics"][0]["partitions"][0].__setitem__("leader", 4),
+     "topics[0].partitions[0] (t-0).leader: must be one of the replicas [1, 2, 3]"),
+    (lambda s: s["brokers"][1].__setitem__("network_bytes_per_sec", 0),
+     "brokers[1] (broker 2).network_bytes_per_sec: must be a positive number"),
 ])
 def test_malformed_snapshot_errors_name_the_problem(mutate, needle):
     snap = tiny()

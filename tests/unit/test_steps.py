@@ -151,3 +151,100 @@ def test_in_flight_moves_are_resumed_from_where_they_started():
     assert first[0].current == (1, 2, 3) and first[0].target == (4, 1, 2)
     # Partition 1: a one-shot move to the final target is adopted as a single step.
     assert first[1].current == (1, 2, 3) and first[1].target == (4, 5, 6) and first[1].step_count == 1
+
+
+def _naive_batches(moves, state, max_partition_movements, max_movements_per_broker, max_leader_movements):
+    """Reference: the straightforward greedy (re-sort and scan every pending step per batch)."""
+    from kafka_reassign.steps import steps_for_move
+    chains = [c for c in (steps_for_move(m, state) for m in moves) if c]
+    pending = {i: 0 for i in range(len(chains))}
+    out = []
+    while pending:
+        order = sorted(pending, key=lambda i: (-(len(chains[i]) - pending[i]),
+                                               -chains[i][pending[i]].bytes_to_copy, i))
+        load, leaders, chosen = {}, 0, []
+        for i in order:
+            if len(chosen) >= max_partition_movements:
+                break
+            s = chains[i][pending[i]]
+            if any(load.get(b, 0) >= max_movements_per_broker for b in s.brokers_touched):
+                continue
+            if s.moves_leader and leaders >= max_leader_movements:
+                continue
+            chosen.append(i)
+            for b in s.brokers_touched:
+                load[b] = load.get(b, 0) + 1
+            leaders += s.moves_leader
+        out.append([chains[i][pending[i]] for i in chosen])
+        for i in chosen:
+            pending[i] += 1
+            if pending[i] == len(chains[i]):
+                del pending[i]
+    return out
+
+
+def _random_case(seed, n_parts, n_brokers):
+    """Mixed moves: replica swaps, leader-only reorders, RF changes, log-dir moves."""
+    rng = random.Random(seed)
+    brokers = list(range(1, n_brokers + 1))
+    parts, moves = [], []
+    for i in range(n_parts):
+        cur = rng.sample(brokers, rng.choice([1, 2, 3, 3, 3]))
+        parts.append((cur, rng.choice([0, 10, 10**6, 10**9]) + rng.randrange(1000)))
+        kind = rng.random()
+        if kind < 0.1:
+            tgt = cur[1:] + cur[:1] if len(cur) > 1 else cur
+        elif kind < 0.2:
+            moves.append(PartitionMove("t", i, tuple(cur), tuple(rng.choice(["/d1", "/d2", "any"]) for _ in cur)))
+            continue
+        else:
+            tgt = list(cur)
+            for _ in range(rng.randint(1, len(cur))):
+                free = [b for b in brokers if b not in tgt]
+                if free:
+                    tgt[rng.randrange(len(tgt))] = rng.choice(free)
+            free = [b for b in brokers if b not in tgt]
+            if rng.random() < 0.15 and free:
+                tgt = tgt + rng.sample(free, min(len(free), rng.randint(1, 2)))
+            elif rng.random() < 0.1 and len(tgt) > 1:
+                tgt = tgt[:-1]
+        moves.append(PartitionMove("t", i, tuple(tgt)))
+    state = ClusterState.from_snapshot(snapshot(n_brokers=n_brokers, partitions={"t": parts}))
+    return state, moves
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_batches_match_the_straightforward_greedy(seed):
+    rng = random.Random(1000 + seed)
+    state, moves = _random_case(seed, rng.choice([5, 50, 300, 900]), rng.choice([3, 6, 12, 40]))
+    limits = (rng.choice([1, 3, 20, 500, 10**9]), rng.choice([1, 2, 5, 10**9]), rng.choice([1, 4, 1000]))
+    got = build_batches(moves, state, *limits)
+    assert [b.steps for b in got] == _naive_batches(moves, state, *limits)
+    assert [b.index for b in got] == list(range(len(got)))
+
+
+def test_large_input_respects_every_limit():
+    # Big enough that the pass narrows to the buckets of the brokers with room many times.
+    state, moves = _random_case(7, 6000, 60)
+    batches = build_batches(moves, state, max_partition_movements=120, max_movements_per_broker=4,
+                            max_leader_movements=30)
+    seen_batch: dict[tuple[str, int], int] = {}
+    last: dict[tuple[str, int], tuple[int, ...]] = {}
+    for b in batches:
+        assert 0 < len(b.steps) <= 120
+        assert all(v <= 4 for v in b.broker_movements().values())
+        assert b.leader_movements <= 30
+        keys = [s.key for s in b.steps]
+        assert len(keys) == len(set(keys))
+        for s in b.steps:
+            if s.key in seen_batch:
+                assert seen_batch[s.key] < b.index, "a later step goes in a later batch"
+                assert last[s.key] == s.current
+            else:
+                assert s.step_index == 0
+            seen_batch[s.key] = b.index
+            last[s.key] = s.target
+    for m in moves:
+        p = state.partition(m.topic, m.partition)
+        if tuple(p.replicas) != m.replicas:
+            assert last[m.key] == m.replicas

@@ -8,22 +8,13 @@ to date incrementally, so checking a candidate move costs O(replication factor),
 """
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from kafka_reassign.errors import Problem, SnapshotError
-
-ANY = "any"
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+from kafka_reassign.plan import ANY_LOG_DIR as ANY
+from kafka_reassign.plan import TopicPartitionName
+from kafka_reassign.snapshot import validate_snapshot
 
 
 @dataclass(frozen=True)
@@ -55,7 +46,7 @@ class Broker:
 
 
 @dataclass(frozen=True)
-class Partition:
+class Partition(TopicPartitionName):
     """One partition of the snapshot.
 
     :param replicas: current replicas, preferred leader first
@@ -73,14 +64,6 @@ class Partition:
     log_dirs: tuple[str, ...]
     dirs_known: bool
     min_isr: int
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return (self.topic, self.partition)
 
 
 @dataclass
@@ -118,184 +101,44 @@ class Cluster:
     def from_snapshot(cls, snapshot: Any) -> "Cluster":
         """Validate a snapshot and build the cluster view.
 
+        Validation is :func:`kafka_reassign.snapshot.validate_snapshot` with ``planning=True``
+        (the snapshot format plus what planning needs: log dir capacities, racks on all
+        brokers or none, leaders among replicas, known log dirs); what follows only builds.
+
         :param snapshot: the decoded snapshot JSON
         :raises SnapshotError: listing every problem, each naming its location
         """
-        problems: list[Problem] = []
-
-        def bad(entry: str, reason: str, kind: str = "invalid") -> None:
-            problems.append(Problem(entry, reason, kind))
-
-        if not isinstance(snapshot, dict):
-            raise SnapshotError(Problem("snapshot", f"must be a JSON object, got {type(snapshot).__name__}",
-                                        "not_object"))
-        if snapshot.get("version") != 1 or not _is_int(snapshot.get("version")):
-            bad("version", f"must be 1, got {snapshot.get('version')!r}", "bad_version")
-        raw_brokers = snapshot.get("brokers")
+        validate_snapshot(snapshot, planning=True)
         brokers: dict[int, Broker] = {}
-        if not isinstance(raw_brokers, list) or not raw_brokers:
-            bad("brokers", "missing or empty: a snapshot needs at least one broker", "no_brokers")
-            raw_brokers = []
-        for i, b in enumerate(raw_brokers):
-            where = f"brokers[{i}]"
-            if not isinstance(b, dict):
-                bad(where, f"must be an object, got {type(b).__name__}")
-                continue
-            bid = b.get("id")
-            if not _is_int(bid) or bid < 0:
-                bad(f"{where}.id", f"must be a non-negative integer, got {bid!r}", "bad_broker_id")
-                continue
-            where = f"brokers[{i}] (broker {bid})"
-            if bid in brokers:
-                bad(where, f"broker id {bid} appears twice", "duplicate_broker")
-                continue
-            rack = b.get("rack")
-            if rack is not None and (not isinstance(rack, str) or not rack):
-                bad(f"{where}.rack", f"must be a non-empty string or null, got {rack!r}", "bad_rack")
-                rack = None
-            dirs: list[LogDir] = []
-            raw_dirs = b.get("log_dirs")
-            if not isinstance(raw_dirs, list) or not raw_dirs:
-                bad(f"{where}.log_dirs", "missing or empty: each broker needs at least one log dir "
-                                         "with capacity_bytes", "no_log_dirs")
-                raw_dirs = []
-            seen_paths: set[str] = set()
-            for j, d in enumerate(raw_dirs):
-                dwhere = f"{where}.log_dirs[{j}]"
-                if not isinstance(d, dict) or not isinstance(d.get("path"), str) or not d.get("path"):
-                    bad(dwhere, "must be an object with a non-empty 'path'", "bad_log_dir")
-                    continue
-                cap = d.get("capacity_bytes")
-                if not _is_num(cap) or cap <= 0:
-                    bad(f"{dwhere}.capacity_bytes", f"must be a positive number, got {cap!r}",
-                        "bad_capacity")
-                    continue
-                if d["path"] in seen_paths:
-                    bad(dwhere, f"log dir {d['path']} appears twice", "duplicate_log_dir")
-                    continue
-                seen_paths.add(d["path"])
-                dirs.append(LogDir(d["path"], float(cap)))
-            net = b.get("network_bytes_per_sec", 125_000_000)
-            if not _is_num(net) or net <= 0:
-                bad(f"{where}.network_bytes_per_sec", f"must be a positive number, got {net!r}")
-                net = 125_000_000
-            alive = b.get("alive", True) is not False
-            if dirs:
-                brokers[bid] = Broker(bid, rack, tuple(dirs), float(net), alive)
-            elif bid not in brokers:
-                # keep the id known so partitions on it are not also reported as unknown
-                brokers[bid] = Broker(bid, rack, (LogDir("/unknown", 1.0),), float(net))
-        racked = sum(1 for b in brokers.values() if b.rack is not None)
-        if 0 < racked < len(brokers):
-            bad("brokers", f"{racked} of {len(brokers)} brokers have a rack: either all brokers "
-                           "have broker.rack or none (as Kafka requires for rack-aware placement)",
-                "mixed_racks")
-
-        raw_topics = snapshot.get("topics")
-        if not isinstance(raw_topics, list):
-            bad("topics", "missing or not a list", "bad_topics")
-            raw_topics = []
+        for b in snapshot["brokers"]:
+            dirs = tuple(LogDir(d["path"], float(d["capacity_bytes"])) for d in b["log_dirs"])
+            brokers[b["id"]] = Broker(b["id"], b.get("rack"), dirs,
+                                      float(b.get("network_bytes_per_sec", 125_000_000)),
+                                      b.get("alive", True) is not False)
         partitions: list[Partition] = []
         configs: dict[str, dict[str, str]] = {}
-        for ti, t in enumerate(raw_topics):
-            twhere = f"topics[{ti}]"
-            if not isinstance(t, dict) or not isinstance(t.get("name"), str) or not t.get("name"):
-                bad(twhere, "must be an object with a non-empty 'name'", "bad_topic")
-                continue
+        for t in snapshot["topics"]:
             name = t["name"]
-            twhere = f"topics[{ti}] ({name})"
-            if name in configs:
-                bad(twhere, f"topic {name} appears twice", "duplicate_topic")
-                continue
-            raw_cfg = t.get("configs") or {}
-            if not isinstance(raw_cfg, dict):
-                bad(f"{twhere}.configs", "must be an object of strings")
-                raw_cfg = {}
-            cfg = {str(k): str(v) for k, v in raw_cfg.items()}
-            configs[name] = cfg
-            try:
-                min_isr = max(1, int(cfg.get("min.insync.replicas", "1")))
-            except ValueError:
-                bad(f"{twhere}.configs.min.insync.replicas", f"must be an integer, got "
-                                                              f"{cfg['min.insync.replicas']!r}")
-                min_isr = 1
-            raw_parts = t.get("partitions")
-            if not isinstance(raw_parts, list):
-                bad(f"{twhere}.partitions", "missing or not a list", "bad_partitions")
-                continue
-            seen: set[int] = set()
-            for pi, p in enumerate(raw_parts):
-                pwhere = f"{twhere}.partitions[{pi}]"
-                if not isinstance(p, dict):
-                    bad(pwhere, "must be an object")
-                    continue
-                pid = p.get("partition")
-                if not _is_int(pid) or pid < 0:
-                    bad(f"{pwhere}.partition", f"must be a non-negative integer, got {pid!r}",
-                        "bad_partition_id")
-                    continue
-                pwhere = f"topics[{ti}].partitions[{pi}] ({name}-{pid})"
-                if pid in seen:
-                    bad(pwhere, f"partition {pid} appears twice", "duplicate_partition")
-                    continue
-                seen.add(pid)
-                reps = p.get("replicas")
-                if not isinstance(reps, list) or not reps or not all(_is_int(r) for r in reps):
-                    bad(f"{pwhere}.replicas", f"must be a non-empty list of broker ids, got {reps!r}",
-                        "bad_replicas")
-                    continue
-                ok = True
-                for ri, r in enumerate(reps):
-                    if r not in brokers:
-                        bad(f"{pwhere}.replicas[{ri}]", f"broker {r} is not in brokers", "unknown_broker")
-                        ok = False
-                if len(set(reps)) != len(reps):
-                    bad(f"{pwhere}.replicas", f"lists a broker twice: {reps}", "duplicate_replica")
-                    ok = False
-                size = p.get("size_bytes", 0)
-                if not _is_num(size) or size < 0:
-                    bad(f"{pwhere}.size_bytes", f"must be a number >= 0, got {size!r}", "bad_size")
-                    ok = False
-                rate = p.get("bytes_in_per_sec", 0) or 0
-                if not _is_num(rate) or rate < 0:
-                    bad(f"{pwhere}.bytes_in_per_sec", f"must be a number >= 0, got {rate!r}", "bad_rate")
-                    ok = False
+            cfg = configs[name] = {str(k): str(v) for k, v in (t.get("configs") or {}).items()}
+            min_isr = max(1, int(cfg.get("min.insync.replicas", "1")))
+            for p in t["partitions"]:
+                reps = p["replicas"]
                 leader = p.get("leader", reps[0])
-                if leader is None:
-                    leader = -1
-                if not _is_int(leader) or (leader != -1 and leader not in reps):
-                    bad(f"{pwhere}.leader", f"must be one of the replicas {reps} or -1, got {leader!r}",
-                        "bad_leader")
-                    ok = False
                 raw_ld = p.get("log_dirs")
                 dirs_known = raw_ld is not None
-                if raw_ld is not None and (not isinstance(raw_ld, list) or len(raw_ld) != len(reps)):
-                    bad(f"{pwhere}.log_dirs", f"must list one log dir per replica ({len(reps)}), got "
-                                              f"{raw_ld!r}", "bad_log_dirs")
-                    ok = False
-                if not ok:
-                    continue
                 resolved: list[str] = []
                 for ri, r in enumerate(reps):
                     paths = [d.path for d in brokers[r].log_dirs]
                     d = raw_ld[ri] if raw_ld is not None else ANY
                     if d == ANY or d is None:
                         dirs_known = dirs_known and len(paths) == 1
-                        resolved.append(paths[0])
-                    elif d in paths:
-                        resolved.append(d)
-                    else:
-                        bad(f"{pwhere}.log_dirs[{ri}]", f"{d!r} is not a log dir of broker {r} "
-                                                        f"({', '.join(paths)})", "unknown_log_dir")
-                        ok = False
-                if not ok:
-                    continue
+                        d = paths[0]
+                    resolved.append(d)
                 partitions.append(Partition(
-                    index=len(partitions), topic=name, partition=pid, replicas=tuple(reps),
-                    leader=leader, size_bytes=float(size), bytes_in_per_sec=float(rate),
+                    index=len(partitions), topic=name, partition=p["partition"], replicas=tuple(reps),
+                    leader=-1 if leader is None else leader, size_bytes=float(p.get("size_bytes", 0)),
+                    bytes_in_per_sec=float(p.get("bytes_in_per_sec", 0) or 0),
                     log_dirs=tuple(resolved), dirs_known=dirs_known, min_isr=min_isr))
-        if problems:
-            raise SnapshotError(problems)
         return cls(brokers=brokers, partitions=partitions, topic_configs=configs)
 
 

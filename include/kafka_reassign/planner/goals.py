@@ -38,6 +38,10 @@ class BuiltinGoal(ReplicaAssignor):
     """Shared placement rules and helpers of the built-in goals."""
 
     name = "builtin"
+    _lb: float = 0.0  # set by each goal's assign(): the bytes any plan reaching the goal must move
+
+    def lower_bound_bytes(self, cluster: Cluster) -> float:
+        return self._lb
 
     def configure(self, context: PlanContext) -> None:
         super().configure(context)
@@ -370,9 +374,6 @@ class Rebalance(BuiltinGoal):
 
     name = "rebalance"
 
-    def lower_bound_bytes(self, cluster: Cluster) -> float:
-        return self._lb
-
     def assign(self, cluster: Cluster, partitions: Sequence[Partition]) -> dict:
         self._scope(partitions)
         a, ctx = self.a, self.context
@@ -495,9 +496,6 @@ class AddBrokers(BuiltinGoal):
 
     name = "add-brokers"
 
-    def lower_bound_bytes(self, cluster: Cluster) -> float:
-        return self._lb
-
     def assign(self, cluster: Cluster, partitions: Sequence[Partition]) -> dict:
         self._scope(partitions)
         a, opt = self.a, self.opt
@@ -617,9 +615,6 @@ class RemoveBrokers(BuiltinGoal):
         super().configure(context)
         self.draining = set(self.opt.brokers)
 
-    def lower_bound_bytes(self, cluster: Cluster) -> float:
-        return self._lb
-
     def assign(self, cluster: Cluster, partitions: Sequence[Partition]) -> dict:
         self._scope(partitions)
         a = self.a
@@ -654,9 +649,6 @@ class ReplicationFactor(BuiltinGoal):
 
     name = "replication-factor"
     changes_replication_factor = True
-
-    def lower_bound_bytes(self, cluster: Cluster) -> float:
-        return self._lb
 
     def assign(self, cluster: Cluster, partitions: Sequence[Partition]) -> dict:
         self._scope(partitions)
@@ -702,9 +694,6 @@ class RackRepair(BuiltinGoal):
 
     name = "rack-repair"
 
-    def lower_bound_bytes(self, cluster: Cluster) -> float:
-        return self._lb
-
     def assign(self, cluster: Cluster, partitions: Sequence[Partition]) -> dict:
         self._scope(partitions)
         a = self.a
@@ -748,9 +737,6 @@ class Disks(BuiltinGoal):
     """KIP-113: balance log dirs inside each broker; replicas stay on their brokers."""
 
     name = "disks"
-
-    def lower_bound_bytes(self, cluster: Cluster) -> float:
-        return self._lb
 
     def assign(self, cluster: Cluster, partitions: Sequence[Partition]) -> dict:
         self._scope(partitions)
