@@ -261,8 +261,8 @@ def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
     that still fits. Done naively that is a sort and a scan of every pending step per batch
     (minutes at 100k+ partitions); instead every step gets its rank in that order once, the
     pending steps are kept sorted by rank and bucketed by the brokers they touch, and once
-    few brokers still have room the pass only visits the buckets of those brokers. The
-    result is the same as the naive pass.
+    few brokers still have room the pass only visits the buckets of those brokers (merged
+    by rank in a heap). The batches are the same as the naive pass's.
 
     :param moves: partition moves (already validated)
     :param state: cluster state for current replicas, min ISR and sizes
@@ -345,7 +345,8 @@ def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
         # touching nothing but those brokers can still fit, so the pass goes on over their
         # buckets instead: a heap of bucket heads (ranks after the last one scanned) yields
         # the steps in rank order, and a bucket is dropped as soon as one of its brokers is
-        # full. Setting up the heap looks up ~room^2/2 buckets, hence the threshold.
+        # full. Setting up the heap costs ~room^2/2 bucket look-ups (each ~10-20 times the
+        # scan of one step), hence the threshold.
         pos, n_order, switch = 0, len(order), False
         while pos < n_order:
             r = order[pos]
@@ -366,13 +367,13 @@ def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
                     break
                 if load[a] == cap_b or load[b] == cap_b:
                     room -= (load[a] == cap_b) + (load[b] == cap_b)
-                    if 2 * room * room <= n_order - pos:
+                    if 8 * room * room <= n_order - pos:
                         switch = True
                         break
             elif take(r):
                 if len(chosen) >= cap_p:
                     break
-                if 2 * room * room <= n_order - pos:
+                if 8 * room * room <= n_order - pos:
                     switch = True
                     break
         if switch:
@@ -387,12 +388,16 @@ def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
             for k in keys:
                 lst = buckets.get(k)
                 if lst and lst[-1] > last:
-                    at = bisect_right(lst, last)
+                    at = 0 if lst[0] > last else bisect_right(lst, last)
                     heap.append((lst[at], at, k))
             heapify(heap)
             while heap:
                 r, at, k = heap[0]
-                if any(load[b] >= cap_b for b in k):
+                if len(k) == 2:
+                    dead = load[k[0]] >= cap_b or load[k[1]] >= cap_b
+                else:
+                    dead = any(load[b] >= cap_b for b in k)
+                if dead:
                     heappop(heap)            # a broker of this bucket is full: all of it waits
                     continue
                 take(r)                      # fits unless it moves a leader past the cap

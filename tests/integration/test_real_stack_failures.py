@@ -8,9 +8,10 @@ and trigger processes look it up in the metadata DB, as in production).
 1. A ``kafka_reassign`` run marked failed by hand (``PATCH .../dagRuns/{id} {"state": "failed"}``)
    while its batch is in flight in the triggerer: the ``throttle_remove`` teardown still runs,
    cancels the in-flight move (``cancel_on_failure``, on by default) and puts every throttle
-   config back exactly - including the ones an operator had set before the run.
+   config back exactly - including the ones an operator had set before the run. The run
+   stays failed: `report`, a teardown too, still runs and fails on the reverted placement.
 2. The batch sensor: deferred into the triggerer by default (the wait task is seen in state
-   ``deferred``, the trigger's progress lines land in its log); with
+   ``deferred``, the triggerer writes the trigger's progress to its log); with
    ``reassignment_tasks(deferrable=False)`` it pokes in the worker and the run still succeeds.
 3. ``kafka_rebalance`` with ``require_approval``: the ApprovalOperator waits for a person; the
    answer goes through the HITL REST endpoint
@@ -272,11 +273,6 @@ def test_marked_failed_by_hand_still_restores_throttle_and_reverts(stack: Airflo
         cluster.stop()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (operators/workflow.py, reassignment_tasks): `report` is the only effective leaf, downstream of "
-    "the throttle_remove teardown. Marking the run failed skips `report` (Airflow's "
-    "_set_dag_run_terminal_state leaves the run running for the pending teardown), so once the teardown "
-    "succeeds DagRun.update_state sees only skipped leaves and marks the run SUCCESS."))
 def test_run_marked_failed_by_hand_stays_failed(stack: AirflowStack) -> None:
     """The operator said failed: the teardown's success must not turn the run green."""
     if "final_state" not in MARKED_FAILED:

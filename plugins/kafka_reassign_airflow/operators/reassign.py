@@ -219,6 +219,9 @@ class ThrottleSetOperator(_RunStepOperator):
         return {"record_key": store.key_for(run_id), "changes": len(written)}
 
 
+MIN_RESCHEDULE_SECONDS = 15.0
+
+
 class BatchExecuteOperator(_RunStepOperator):
     """Submit one batch (AlterPartitionReassignments / AlterReplicaLogDirs), in order.
 
@@ -258,10 +261,12 @@ class BatchExecuteOperator(_RunStepOperator):
             if prev in ("failed", "upstream_failed", "skipped", "removed"):
                 raise AirflowSkipException(f"batch {position - 1} ended {prev}: batch {position} is not started")
             if prev != "success":
+                # A reschedule due sooner than the scheduler handles this try's executor event
+                # gets the task failed by the scheduler (apache/airflow#10790): keep a floor.
+                delay = max(float(self.recheck_seconds), MIN_RESCHEDULE_SECONDS)
                 self.log.info("Batch %d is not finished yet (%s); checking again in %ss",
-                              position - 1, prev or "not started", self.recheck_seconds)
-                raise AirflowRescheduleException(
-                    datetime.now(timezone.utc) + timedelta(seconds=float(self.recheck_seconds)))
+                              position - 1, prev or "not started", delay)
+                raise AirflowRescheduleException(datetime.now(timezone.utc) + timedelta(seconds=delay))
         self.prepared(context)  # a skipped/failed prepare means nothing to do
         from kafka_reassign.errors import BatchExecutionError
 

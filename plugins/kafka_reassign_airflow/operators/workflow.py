@@ -8,9 +8,10 @@ tasks; this builds them once::
        │             │                 └──> cancel_on_failure (one failed; only if the param is on)
        └─────────────┴──(setups)──> throttle_remove (teardown, fails the run if it fails) ──> report
 
-``report`` is the only leaf that decides the run's state: it needs the batches *and* the
+``report`` is the leaf that decides the run's state: it needs the batches *and* the
 teardown to succeed, so a failed batch fails the run even though the throttle removal after
-it succeeded.
+it succeeded. It is a teardown as well, so it also runs (and fails the run) after a run is
+marked failed by hand.
 """
 from __future__ import annotations
 
@@ -109,4 +110,8 @@ def reassignment_tasks(*, plan: Any = p("plan"), kafka_conn_id: Any = p("kafka_c
     prepare >> throttle_set >> batch_group >> cancel >> throttle_remove
     throttle_remove.as_teardown(setups=[prepare, throttle_set], on_failure_fail_dagrun=True)
     [batch_group, throttle_remove] >> report
+    # report is a teardown too: a run marked failed by hand skips every work task but still runs
+    # teardowns, and the run's state then comes from them; report fails on the reverted
+    # placement, so such a run stays failed instead of turning green after a clean teardown.
+    report.as_teardown(setups=[prepare, throttle_set], on_failure_fail_dagrun=True)
     return ReassignmentTasks(prepare, throttle_set, batch_group, cancel, throttle_remove, report)
