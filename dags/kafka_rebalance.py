@@ -30,7 +30,7 @@ DOC_MD = """
    under `balance_threshold`, or when the plan moves nothing.
 3. With `require_approval` on, **approve_plan** waits for a person to press *Approve* or
    *Reject* in the Airflow UI (Required actions); the body shows the plan summary. Reject
-   skips the reassignment; no answer within `approval_timeout_hours` counts as Reject.
+   skips the reassignment; no answer within 12 hours counts as Reject.
 4. Then the same tasks as `kafka_reassign`: throttle, batches, sensor, teardown — one
    implementation for both DAGs. Every throttle/batch param of `kafka_reassign` applies.
 

@@ -17,6 +17,7 @@ the connection id (never the config: no secret is serialised) and numbers.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import time
 from typing import Any, AsyncIterator
 
@@ -65,9 +66,9 @@ class ReassignmentBatchTrigger(BaseTrigger):
         return KafkaAdminHook(kafka_config_id=self.kafka_conn_id).get_admin()
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from kafka_reassign_airflow.sensors.watch import BatchWatch
-
-        watch = BatchWatch(self.batch, stall_window=self.stall_window, deadline=self.deadline,
+        # The first import pulls in kafka-python and the domain package: do it off the loop.
+        watch_module = await asyncio.to_thread(importlib.import_module, "kafka_reassign_airflow.sensors.watch")
+        watch = watch_module.BatchWatch(self.batch, stall_window=self.stall_window, deadline=self.deadline,
                            throttle_rate=self.throttle_rate, log=self.log)
         admin = None
         errors = 0
