@@ -12,7 +12,7 @@ from datetime import datetime
 
 from airflow.sdk import DAG
 
-from kafka_reassign_airflow.operators.workflow import reassignment_tasks
+from kafka_reassign_airflow.operators.workflow import planning_tasks, reassignment_tasks
 from kafka_reassign_airflow.params import reassign_params
 
 DOC_MD = """
@@ -22,7 +22,9 @@ Moves partition replicas in small KIP-435 batches under a KIP-73 replication thr
 on lag and ISR after each batch, and always puts the throttle configs back to the values
 they had before the run — whatever fails.
 
-**Tasks**: `prepare` (read the cluster, validate plan and params, build batches; a dry run
+**Tasks**: `snapshot` → `plan` (only when `plan` is null: the cluster snapshot, then the
+Spark planning job submitted with the Spark provider's SparkSubmitOperator to the
+`spark_conn_id` connection; skipped when a plan is given) → `prepare` (read the cluster, validate plan and params, build batches; a dry run
 stops here and prints the plan, the batches and the exact config changes) → `throttle_set`
 (prior values recorded in the metadata DB first, Variables `kafka_reassign.throttle.<run id>`)
 → `batches` (one mapped instance per batch, strictly one after the other: `execute` submits,
@@ -61,7 +63,13 @@ Then follow it with `GET /api/v2/dags/kafka_reassign/dagRuns/{dag_run_id}` and t
 of `batches.wait` (progress table: topic, partition, broker, *In sync* / *Behind N bytes*).
 
 With `"plan": null` and a `goal` (`rebalance`, `add-brokers`, `remove-brokers` + `brokers`,
-`replication-factor` + `replication_factor`, `rack-repair`) the plan is computed on Spark.
+`replication-factor` + `replication_factor`, `rack-repair`) the plan is computed on Spark:
+`snapshot` writes the cluster snapshot to the run's directory (`[kafka_reassign] work_dir`,
+default `$AIRFLOW_HOME/kafka_reassign/<dag_id>/<run_id>/`), `plan` runs `spark-submit
+kafka_reassign/planner/spark_job.py` on the `spark_conn_id` connection's master (`local[2]`
+when the connection does not exist), which writes `PLAN.json`, `PLAN.summary.json` and
+`PLAN.chart.png` there and logs the summary line; `prepare` reads `PLAN.json`. A plan given in
+the conf always wins (then `snapshot` and `plan` are skipped).
 
 ## When something fails
 The run fails with a message saying what to change (stall: raise the throttle above the
@@ -84,4 +92,4 @@ with DAG(
     tags=["kafka", "reassignment"],
     default_args={"owner": "kafka-ops", "retries": 0},
 ) as dag:
-    reassignment_tasks()
+    reassignment_tasks(planning=planning_tasks())

@@ -22,13 +22,15 @@ from typing import Any
 import pendulum
 from airflow.sdk import Param, dag, task
 
+from kafka_reassign_airflow.params import dag_schedule
+
 #: DAGs whose runs set throttles; a run of one of them still queued/running owns its throttle.
 THROTTLING_DAG_IDS = ["kafka_reassign", "kafka_rebalance"]
 
 
 @dag(
     dag_id="kafka_throttle_reconciler",
-    schedule="*/15 * * * *",
+    schedule=dag_schedule("reconciler_schedule", "*/15 * * * *"),
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,

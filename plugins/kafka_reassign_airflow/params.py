@@ -51,6 +51,12 @@ def reassign_params() -> dict[str, Param]:
             None, type=["null", "integer"], minimum=1, title="Replication factor",
             description="Target replication factor for the goal replication-factor.",
             section=_WHAT),
+        "spark_conn_id": Param(
+            "spark_default", type="string", minLength=1, title="Spark connection",
+            description="Spark connection the planning job is submitted to when plan is null (conn_type "
+                        "spark; host = master: local[2], spark://spark-master with port 7077, yarn...). "
+                        "When the connection does not exist the planner runs local[2] on the worker.",
+            section=_WHAT),
         "allow_replication_factor_change": Param(
             False, type="boolean", title="Allow replication factor changes",
             description="A plan that changes a partition's number of replicas is refused unless this "
@@ -113,8 +119,8 @@ def reassign_params() -> dict[str, Param]:
 
 #: DAG param name -> domain (``kafka_reassign.validate.validate_params``) name, where they differ.
 _RENAMED = {"allow_replication_factor_change": "allow_rf_change"}
-#: Params the domain layer does not take (the connection and planning inputs).
-_NOT_DOMAIN = frozenset({"kafka_conn_id", "plan", "goal", "brokers", "replication_factor"})
+#: Params the domain layer does not take (the connections and planning inputs).
+_NOT_DOMAIN = frozenset({"kafka_conn_id", "spark_conn_id", "plan", "goal", "brokers", "replication_factor"})
 
 
 def run_options(params: dict[str, Any]) -> dict[str, Any]:
@@ -137,3 +143,18 @@ def run_options(params: dict[str, Any]) -> dict[str, Any]:
     if params.get("goal") == "replication-factor":
         out["allow_rf_change"] = True
     return out
+
+
+def dag_schedule(setting: str, default: str) -> str | None:
+    """A DAG's schedule from ``[kafka_reassign] <setting>`` (cheap at parse time: config only).
+
+    ``none`` (any case) or an empty value turns the schedule off: the DAG then runs only when
+    triggered (from the UI, the REST API or a test).
+
+    :param setting: the option name, e.g. ``rebalance_schedule``
+    :param default: cron expression or preset used when the option is not set
+    """
+    from airflow.configuration import conf
+
+    value = conf.get("kafka_reassign", setting, fallback=default).strip()
+    return None if value.lower() in ("", "none") else value

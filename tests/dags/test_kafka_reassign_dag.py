@@ -76,9 +76,61 @@ def test_wiring_teardown_and_sequencing(dag):
     assert [x.task_id for x in dag.tasks if not x.downstream_list] == ["report"]
     for tid in ("batches.execute", "batches.wait"):
         assert t[tid].max_active_tis_per_dagrun == 1
+    assert "spark-submit" in dag.doc_md.lower() or "SparkSubmitOperator" in dag.doc_md
     assert dag.max_active_runs == 1
     assert dag.render_template_as_native_obj
     assert "curl" in dag.doc_md and "/api/v2/dags/kafka_reassign/dagRuns" in dag.doc_md
+
+
+def test_planning_is_one_path_through_spark_submit(bag, dag):
+    """snapshot >> plan (SparkSubmitOperator of planner/spark_job.py) >> prepare, in both DAGs."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from kafka_reassign_airflow.operators.reassign import ClusterSnapshotOperator, PlannerSubmitOperator
+
+    rebalance = bag.get_dag("kafka_rebalance")
+    assert rebalance is not None, bag.import_errors
+    for d in (dag, rebalance):
+        t = d.task_dict
+        snap, plan, prepare = t["snapshot"], t["plan"], t["prepare"]
+        assert type(snap) is ClusterSnapshotOperator and type(plan) is PlannerSubmitOperator
+        assert isinstance(plan, SparkSubmitOperator)
+        assert "spark_conn_id" in plan.template_fields and "application_args" in plan.template_fields
+        assert plan.upstream_task_ids == {"snapshot"}
+        assert "plan" in prepare.upstream_task_ids and prepare.plan_task_id == "plan"
+        # prepare runs when the planning tasks were skipped (a plan was given), not after a failure
+        assert str(prepare.trigger_rule).split(".")[-1].lower().startswith("none_failed"), prepare.trigger_rule
+        assert d.params["spark_conn_id"] == "spark_default"
+    assert str(dag.task_dict["prepare"].trigger_rule).split(".")[-1].lower() == "none_failed"
+    t = dag.task_dict
+    assert t["snapshot"].plan == "{{ params.plan }}" and t["plan"].spark_conn_id == "{{ params.spark_conn_id }}"
+    r = rebalance.task_dict
+    assert r["snapshot"].plan is None and r["snapshot"].goal == "rebalance"
+    assert r["plan"].engine == "{{ params.planner_engine }}"
+    assert {"plan"} <= r["should_rebalance"].upstream_task_ids
+    assert not any(tid in r for tid in ("plan_rebalance",))
+    # The planning options are not run options of the domain layer.
+    from kafka_reassign_airflow.params import run_options
+
+    assert "spark_conn_id" not in run_options({"spark_conn_id": "spark_default", "dry_run": True})
+
+
+def test_planner_args_and_planning_dir(monkeypatch, tmp_path):
+    from kafka_reassign_airflow.operators.reassign import PlannerSubmitOperator, planning_dir
+
+    op = PlannerSubmitOperator(task_id="plan_x", goal="add-brokers", brokers=[4, 5], replication_factor=None,
+                               limits={"throttle_bytes_per_sec": 20_000_000, "max_partition_movements": 10,
+                                       "log_dir_throttle_bytes_per_sec": None},
+                               planner_options={"exclude_topics": ["audit"]})
+    args = op.planner_args("/w/snapshot.json", "/w/PLAN.json")
+    assert args[:6] == ["--snapshot", "/w/snapshot.json", "--goal", "add-brokers", "--out", "/w/PLAN.json"]
+    assert args[args.index("--brokers") + 1] == "4,5" and "--replication-factor" not in args
+    assert args[args.index("--throttle") + 1] == "20000000" and "--log-dir-throttle" not in args
+    assert json.loads(args[args.index("--options") + 1]) == {"exclude_topics": ["audit"]}
+    assert all(isinstance(a, str) for a in args)
+    monkeypatch.setenv("AIRFLOW__KAFKA_REASSIGN__WORK_DIR", str(tmp_path))
+    d = planning_dir("kafka_reassign", "manual__2026-01-01T00:00:00+00:00")
+    assert d.parent == tmp_path / "kafka_reassign" and "/" not in d.name and ":" not in d.name
 
 
 def test_trigger_serializes_to_plain_json_and_imports_from_the_package():

@@ -83,6 +83,10 @@ class AirflowStack:
             # Paused: scheduled DAGs (kafka_rebalance, the reconciler) must not start on their own
             # next to the run under test; wait_for_dag() unpauses the DAG a test triggers.
             AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="true",
+            # Only the runs a test triggers: a scheduled rebalance or reconciler run started by
+            # unpausing would act on whatever cluster kafka_default points at, next to the test.
+            AIRFLOW__KAFKA_REASSIGN__REBALANCE_SCHEDULE="none",
+            AIRFLOW__KAFKA_REASSIGN__RECONCILER_SCHEDULE="none",
             AIRFLOW__CORE__AUTH_MANAGER="airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
             AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=f"{self.username}:admin",
             AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(self.home / "passwords.json"),
@@ -178,7 +182,7 @@ class AirflowStack:
         parts = [f"--- {name} ---\n{self.log_tail(name, 2500)}" for name in self.procs]
         logs = self.home / "logs"
         if logs.exists():
-            for path in sorted(logs.rglob("*.log"))[-6:]:
+            for path in sorted(logs.rglob("*.log*"), key=lambda p: p.stat().st_mtime)[-8:]:
                 parts.append(f"--- {path.relative_to(logs)} ---\n{path.read_text(errors='replace')[-2500:]}")
         return "\n".join(parts)
 

@@ -53,6 +53,8 @@ class DagRunner:
             AIRFLOW__LOGGING__LOGGING_LEVEL="INFO",
             AIRFLOW_CONN_KAFKA_DEFAULT=json.dumps({"conn_type": "kafka",
                                                    "extra": {"bootstrap.servers": self.bootstrap}}),
+            # The planning job is spark-submitted to this connection's master.
+            AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[2]"}),
             PYTHONUNBUFFERED="1",
         )
         env.update(self.extra_env)

@@ -6,6 +6,7 @@ placement, every dynamic config, what is still in flight and the simulator's wri
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -154,13 +155,11 @@ def test_bad_plan_fails_before_any_write(airflow_db, sim_cluster, kafka_conn, ca
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_null_plan_with_goal_plans_on_spark(airflow_db, sim_cluster, kafka_conn, capfd):
-    """plan null + goal: the DAG snapshots the cluster, plans on Spark (local) and executes it."""
+def test_null_plan_with_goal_plans_on_spark(airflow_db, sim_cluster, kafka_conn, capfd, monkeypatch, tmp_path):
+    """plan null + goal: snapshot, spark-submit of the planner (spark_default = local[2]), execute."""
     pytest.importorskip("pyspark")
-    from kafka_reassign import planner
-
-    if not hasattr(planner, "plan"):
-        pytest.skip("the Spark planner is not installed")
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    monkeypatch.setenv("AIRFLOW__KAFKA_REASSIGN__WORK_DIR", str(tmp_path / "work"))
     # Everything on brokers 1-3; brokers 4-6 empty: a rebalance has to move replicas there.
     snap = make_snapshot(brokers=6, racks=3, topics={
         "orders": {"partitions": 6, "rf": 3, "size_bytes": 5_000_000,
@@ -170,10 +169,75 @@ def test_null_plan_with_goal_plans_on_spark(airflow_db, sim_cluster, kafka_conn,
     before = airflow_env.throttle_configs(cluster)
     dr = airflow_env.run_dag({"plan": None, "goal": "add-brokers", "brokers": [4, 5, 6],
                               "throttle_bytes_per_sec": 20_000_000, **FAST})
+    out = capfd.readouterr().out
     states = airflow_env.task_states(dr)
     assert dr.state == "success", states
+    assert states["snapshot"] == "success" and states["plan"] == "success" and states["prepare"] == "success"
+    # The plan came through spark-submit (SparkSubmitOperator) and was written to the run's directory.
+    planned = airflow_env.xcom(dr, "plan")
+    assert planned["engine"] == "spark", planned
+    plan_file = Path(planned["plan_file"])
+    assert plan_file.is_file() and plan_file.parent.parent.parent == tmp_path / "work"
+    summary = json.loads(Path(planned["summary_file"]).read_text())
+    assert summary["replica_movements"] > 0
+    assert "spark-submit" in out and "spark_job.py" in out, out[-3000:]
+    assert '"replica_movements"' in out  # the job's summary line is in the task log
+    planned_moves = {(e["topic"], e["partition"]): e["replicas"] for e in json.loads(plan_file.read_text())["partitions"]}
     after = cluster.snapshot()
+    for t in after["topics"]:
+        for p in t["partitions"]:
+            if (t["name"], p["partition"]) in planned_moves:
+                assert p["replicas"] == planned_moves[(t["name"], p["partition"])]
     on_new = sum(1 for t in after["topics"] for p in t["partitions"] for r in p["replicas"] if r in (4, 5, 6))
     assert on_new > 0
     assert in_flight(cluster) == []
     assert airflow_env.throttle_configs(cluster) == before
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_missing_spark_connection_plans_with_local_master(airflow_db, sim_cluster, kafka_conn, capfd,
+                                                          monkeypatch, tmp_path):
+    """spark_conn_id naming no connection: spark-submit still runs, with master local[2] (dry run)."""
+    pytest.importorskip("pyspark")
+    monkeypatch.setenv("AIRFLOW__KAFKA_REASSIGN__WORK_DIR", str(tmp_path / "work"))
+    monkeypatch.delenv("AIRFLOW_CONN_SPARK_NOWHERE", raising=False)
+    # brokers 4-6 empty: the rebalance has something to move
+    cluster = sim_cluster(make_snapshot(brokers=6, racks=3, topics={
+        "orders": {"partitions": 6, "rf": 3, "size_bytes": 5_000_000,
+                   "replicas": [[1, 2, 3], [2, 3, 1], [3, 1, 2]] * 2}}), time_scale=10.0)
+    kafka_conn(cluster)
+    dr = airflow_env.run_dag({"plan": None, "goal": "rebalance", "spark_conn_id": "spark_nowhere",
+                              "dry_run": True, **FAST})
+    out = capfd.readouterr().out
+    states = airflow_env.task_states(dr)
+    assert dr.state == "success", f"{states}\n{out[-6000:]}"
+    assert states["plan"] == "success" and states["prepare"] == "success", states
+    assert "'spark_nowhere' not found: planning with local[2]" in out
+    assert "--master local[2]" in out, out[-3000:]
+    assert Path(airflow_env.xcom(dr, "plan")["plan_file"]).is_file()
+    assert cluster.write_count == 0
+    os.environ.pop("AIRFLOW_CONN_SPARK_NOWHERE", None)  # set by the fallback inside dag.test
+
+
+def test_plan_given_skips_planning(airflow_db, sim_cluster, kafka_conn):
+    """A plan in the conf wins: snapshot and the Spark job are skipped, prepare still runs."""
+    cluster = sim_cluster(six_broker_snapshot(), time_scale=10.0)
+    kafka_conn(cluster)
+    dr = airflow_env.run_dag({"plan": HAPPY_PLAN, "goal": "rebalance", "dry_run": True, **FAST})
+    states = airflow_env.task_states(dr)
+    assert dr.state == "success", states
+    assert states["snapshot"] == "skipped" and states["plan"] == "skipped" and states["prepare"] == "success"
+    assert cluster.write_count == 0
+
+
+def test_null_plan_and_null_goal_fails_the_run(airflow_db, sim_cluster, kafka_conn, capfd):
+    cluster = sim_cluster(six_broker_snapshot(), time_scale=10.0)
+    kafka_conn(cluster)
+    dr = airflow_env.run_dag({"plan": None, "goal": None, **FAST})
+    out = capfd.readouterr().out
+    states = airflow_env.task_states(dr)
+    assert dr.state == "failed", states
+    assert states["snapshot"] == "failed" and states["prepare"] in ("upstream_failed", "skipped"), states
+    assert "plan is null and goal is null" in out
+    assert cluster.write_count == 0

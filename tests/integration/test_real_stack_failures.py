@@ -167,7 +167,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowStack]:
     (dags / f"{POKE_DAG_ID}.py").write_text(POKE_DAG)
     # No kafka_default connection: the scheduled kafka_rebalance run that unpausing creates fails
     # at once instead of touching a test's cluster.
-    with AirflowStack(home=base / "airflow", dags_folder=dags) as s:
+    # spark_default as the tests elsewhere set it (the rebalance runs here use planner_engine local).
+    with AirflowStack(home=base / "airflow", dags_folder=dags,
+                      connections={"spark_default": {"conn_type": "spark", "host": "local[2]"}}) as s:
         for dag_id in ("kafka_reassign", POKE_DAG_ID, "kafka_rebalance"):
             s.wait_for_dag(dag_id)
         yield s
@@ -438,6 +440,10 @@ def test_rebalance_approved_over_rest_is_carried_out(stack: AirflowStack, snapsh
         assert final["state"] == "success", f"{states}\n{stack.diagnostics()}"
         print(f"approved rebalance: {states}")
         assert states["approve_plan"] == "success" and states["approval_not_required"] == "skipped"
+        # The one planning path: snapshot, then the planner job (engine local: in the worker).
+        assert states["snapshot"] == "success" and states["plan"] == "success", states
+        plans = list((stack.home / "kafka_reassign" / "kafka_rebalance").glob("approve-*/PLAN.json"))
+        assert len(plans) == 1 and (plans[0].parent / "PLAN.summary.json").is_file(), plans
         for t in ("prepare", "throttle_set", "throttle_remove", "report"):
             assert states[t] == "success", states
         assert any(k.startswith("batches.wait") and v == "success" for k, v in states.items()), states
@@ -468,7 +474,7 @@ def test_rebalance_rejected_over_rest_writes_nothing(stack: AirflowStack, snapsh
         states = ti_states(stack, "kafka_rebalance", run_id)
         print(f"rejected rebalance ended {final['state']}: {states}")
         assert final["state"] == "success", f"{states}\n{stack.diagnostics()}"
-        assert states["plan_rebalance"] == "success" and states["approve_plan"] == "success"
+        assert states["plan"] == "success" and states["approve_plan"] == "success"
         for t in ("prepare", "throttle_set", "report"):
             assert states[t] == "skipped", states
         assert states["throttle_remove"] in ("skipped", "success"), states

@@ -27,6 +27,15 @@ def _replica_counts(cluster: Any) -> dict[int, int]:
     return counts
 
 
+def _assert_planned_through_spark_submit(runner: DagRunner, log: str) -> None:
+    """The plan task spark-submitted planner/spark_job.py, which wrote the run's plan files."""
+    plans = list((runner.home / "kafka_reassign" / "kafka_rebalance").glob("*/PLAN.json"))
+    assert len(plans) == 1, plans
+    assert (plans[0].parent / "PLAN.summary.json").is_file() and (plans[0].parent / "snapshot.json").is_file()
+    assert "Spark-Submit cmd" in log and "spark_job.py" in log, log[-4000:]
+    assert '"balance_before"' in log  # the job's summary line
+
+
 def _conf(**kw: Any) -> dict[str, Any]:
     conf = {"throttle_bytes_per_sec": 100_000_000, "poll_interval_seconds": 1, "batch_timeout_minutes": 10,
             "max_partition_movements": 4, "balance_threshold": 1.10}
@@ -46,7 +55,8 @@ def test_balanced_cluster_is_left_alone(tmp_path: Path, sim_cluster: Callable[..
     runs = runner.runs("kafka_rebalance")
     assert runs and runs[-1]["state"] == "success", f"{runs}\n{log[-4000:]}"
     tasks = runs[-1]["tasks"]
-    assert tasks["plan_rebalance"] == "success" and tasks["should_rebalance"] == "success"
+    assert tasks["snapshot"] == "success" and tasks["plan"] == "success" and tasks["should_rebalance"] == "success"
+    _assert_planned_through_spark_submit(runner, log)
     for t in ("approval_gate", "prepare", "throttle_set", "report"):
         assert tasks.get(t) in ("skipped", None), tasks
     assert cluster.write_count == 0, dict(cluster.writes)
@@ -70,6 +80,8 @@ def test_skewed_cluster_is_rebalanced(tmp_path: Path, sim_cluster: Callable[...,
     runs = runner.runs("kafka_rebalance")
     assert runs and runs[-1]["state"] == "success", f"{runs}\n{log[-6000:]}"
     tasks = runs[-1]["tasks"]
+    assert tasks["plan"] == "success" and tasks["should_rebalance"] == "success"
+    _assert_planned_through_spark_submit(runner, log)
     assert tasks["approval_gate"] == "success" and tasks["approve_plan"] == "skipped"
     assert tasks["prepare"] == "success" and tasks["throttle_remove"] == "success" and tasks["report"] == "success"
     assert any(k.startswith("batches.wait") and v == "success" for k, v in tasks.items())

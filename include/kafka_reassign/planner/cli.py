@@ -27,6 +27,16 @@ def _names(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
 def summary_path_for(plan_path: str | os.PathLike[str]) -> Path:
     """``/x/PLAN.json`` -> ``/x/PLAN.summary.json``."""
     p = Path(plan_path)
@@ -75,6 +85,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-master", default=None,
                         help="Spark master URL (default $KAFKA_REASSIGN_SPARK_MASTER or local[2])")
     parser.add_argument("--no-chart", action="store_true", help="do not write the PNG chart")
+    parser.add_argument("--options", type=_json_object, default=None, dest="options_json",
+                        help="more planner options as a JSON object of PlanOptions names, e.g. "
+                             '\'{"count_tolerance": 0.1}\' (they win over the flags above)')
 
 
 def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -83,7 +96,9 @@ def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
              "capacity_ceiling", "balance_tolerance", "throttle_bytes_per_sec",
              "log_dir_throttle_bytes_per_sec", "max_partition_movements", "max_movements_per_broker",
              "max_leader_movements", "assignor", "engine", "spark_master"]
-    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    out.update(getattr(args, "options_json", None) or {})
+    return out
 
 
 def run(args: argparse.Namespace, spark: Any = None) -> int:

@@ -1,7 +1,13 @@
 """The task wiring of a reassignment, shared by every DAG that moves replicas.
 
 ``kafka_reassign`` (manual / REST API) and ``kafka_rebalance`` (scheduled) run the same
-tasks; this builds them once::
+tasks; this builds them once. Planning (:func:`planning_tasks`, when no plan is given)::
+
+    snapshot (cluster -> <work_dir>/<dag>/<run>/snapshot.json; skipped when a plan is given)
+       └──> plan (SparkSubmitOperator: spark-submit planner/spark_job.py -> PLAN.json,
+                  PLAN.summary.json, PLAN.chart.png)  ──> prepare (reads PLAN.json when plan is null)
+
+The reassignment itself (:func:`reassignment_tasks`)::
 
     prepare ──> throttle_set ──> batches[i]: execute ──> wait   (mapped, strictly sequential)
        │             │                 │
@@ -21,10 +27,12 @@ from typing import Any
 
 from airflow.sdk import TriggerRule, task_group
 
-from kafka_reassign_airflow.operators.reassign import (PREPARE_TASK_ID,
-                                                       BatchExecuteOperator, ReassignmentCancelOperator,
-                                                       ReassignmentPrepareOperator, ReassignmentReportOperator,
-                                                       ThrottleRemoveOperator, ThrottleSetOperator)
+from kafka_reassign_airflow.operators.reassign import (PLAN_TASK_ID, PLANNER_LIMITS, PREPARE_TASK_ID,
+                                                       SNAPSHOT_TASK_ID, BatchExecuteOperator,
+                                                       ClusterSnapshotOperator, PlannerSubmitOperator,
+                                                       ReassignmentCancelOperator, ReassignmentPrepareOperator,
+                                                       ReassignmentReportOperator, ThrottleRemoveOperator,
+                                                       ThrottleSetOperator)
 from kafka_reassign_airflow.sensors.reassignment import ReassignmentBatchSensor
 
 BATCH_GROUP_ID = "batches"
@@ -35,6 +43,50 @@ WAIT_TASK_ID = f"{BATCH_GROUP_ID}.wait"
 def p(name: str) -> str:
     """A Jinja reference to a DAG param (the DAG renders templates as native objects)."""
     return "{{ params.%s }}" % name
+
+
+@dataclass
+class PlanningTasks:
+    """Handles on the planning tasks: the cluster snapshot and the Spark job."""
+
+    snapshot: ClusterSnapshotOperator
+    plan: PlannerSubmitOperator
+
+
+def planning_tasks(*, plan: Any = p("plan"), goal: Any = p("goal"), brokers: Any = p("brokers"),
+                   replication_factor: Any = p("replication_factor"), kafka_conn_id: Any = p("kafka_conn_id"),
+                   spark_conn_id: Any = p("spark_conn_id"), engine: Any = "spark",
+                   planner_options: Any = None) -> PlanningTasks:
+    """Create the planning tasks in the current DAG: ``snapshot >> plan`` (the one planning path).
+
+    ``snapshot`` reads the cluster into the run's planning directory (``[kafka_reassign]
+    work_dir``, default ``$AIRFLOW_HOME/kafka_reassign``, then ``<dag_id>/<run_id>``); it is
+    skipped when ``plan`` is not None, and so is the Spark job. ``plan`` spark-submits
+    ``kafka_reassign/planner/spark_job.py`` through the ``spark_conn_id`` connection; it writes
+    PLAN.json, its summary and chart there and logs the summary line. Pass the result to
+    :func:`reassignment_tasks` (``planning=``) so ``prepare`` reads the plan file.
+
+    :param plan: the plan param (template or value); not None = no planning
+    :param goal: planner goal (template or value)
+    :param brokers: broker ids of add/remove-brokers
+    :param replication_factor: target RF of the replication-factor goal
+    :param kafka_conn_id: Kafka connection to snapshot
+    :param spark_conn_id: Spark connection (conn_type spark) the job is submitted to
+    :param engine: ``spark`` (spark-submit) or ``local`` (same job entry in-process, no JVM)
+    :param planner_options: more planner options (dict of PlanOptions names, template or value)
+    """
+    snapshot = ClusterSnapshotOperator(
+        task_id=SNAPSHOT_TASK_ID, kafka_conn_id=kafka_conn_id, plan=plan, goal=goal,
+        doc_md="Reads the cluster (brokers, racks, log dirs, replica sizes, topic configs) into the run's "
+               "planning directory. Skipped when a plan is given.")
+    planned = PlannerSubmitOperator(
+        task_id=PLAN_TASK_ID, snapshot_task_id=SNAPSHOT_TASK_ID, spark_conn_id=spark_conn_id, goal=goal,
+        brokers=brokers, replication_factor=replication_factor, engine=engine,
+        planner_options=planner_options, limits={name: p(name) for name in PLANNER_LIMITS},
+        doc_md="spark-submit of the planner (kafka_reassign/planner/spark_job.py) to the Spark connection: "
+               "writes PLAN.json, PLAN.summary.json and PLAN.chart.png; the summary line is in the log.")
+    snapshot >> planned
+    return PlanningTasks(snapshot, planned)
 
 
 @dataclass
@@ -52,6 +104,7 @@ class ReassignmentTasks:
 def reassignment_tasks(*, plan: Any = p("plan"), kafka_conn_id: Any = p("kafka_conn_id"),
                        goal: Any = p("goal"), brokers: Any = p("brokers"),
                        replication_factor: Any = p("replication_factor"),
+                       planning: PlanningTasks | None = None,
                        deferrable: bool = True) -> ReassignmentTasks:
     """Create the reassignment tasks in the current DAG (call inside ``with DAG(...)``).
 
@@ -59,16 +112,18 @@ def reassignment_tasks(*, plan: Any = p("plan"), kafka_conn_id: Any = p("kafka_c
     :func:`kafka_reassign_airflow.params.reassign_params`; the run options (throttle, batch
     limits, dry_run...) are read from the run's params.
 
-    :param plan: the plan (template or value); None/null = compute from ``goal``
+    :param plan: the plan (template or value); None/null = the plan file of ``planning``
     :param kafka_conn_id: connection id (template or value)
     :param goal: planner goal when no plan is given
     :param brokers: broker ids for the planner
     :param replication_factor: RF for the planner
+    :param planning: the :func:`planning_tasks` of this DAG: ``prepare`` runs after them (also when
+        they were skipped because a plan was given) and reads their plan file when ``plan`` is null
     :param deferrable: wait for batches in the triggerer (default) instead of a worker slot
     """
     prepare = ReassignmentPrepareOperator(
         task_id=PREPARE_TASK_ID, kafka_conn_id=kafka_conn_id, plan=plan, goal=goal, brokers=brokers,
-        replication_factor=replication_factor,
+        replication_factor=replication_factor, plan_task_id=planning.plan.task_id if planning else None,
         doc_md="Reads the cluster, validates plan and params, builds the KIP-435 batches and the exact "
                "throttle config changes. Writes nothing to Kafka. A dry run stops here.")
     throttle_set = ThrottleSetOperator(
@@ -104,9 +159,14 @@ def reassignment_tasks(*, plan: Any = p("plan"), kafka_conn_id: Any = p("kafka_c
                "happened before; releases the cluster lock.")
     report = ReassignmentReportOperator(
         task_id="report", kafka_conn_id=kafka_conn_id,
+        work_task_ids=[throttle_set.task_id, EXECUTE_TASK_ID, WAIT_TASK_ID],
         doc_md="Checks the final placement against the plan and that every throttle config is back to "
                "its prior value; prints before/after and the time taken.")
 
+    if planning is not None:
+        planning.plan >> prepare
+        # The planning tasks are skipped when a plan is given; a failed plan stops here.
+        prepare.trigger_rule = TriggerRule.NONE_FAILED
     prepare >> throttle_set >> batch_group >> cancel >> throttle_remove
     throttle_remove.as_teardown(setups=[prepare, throttle_set], on_failure_fail_dagrun=True)
     [batch_group, throttle_remove] >> report
