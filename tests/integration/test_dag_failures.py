@@ -21,24 +21,11 @@ os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_RETRY_ATTEMPTS", "2")
 os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_RETRY_MAX_SECONDS", "3")
 os.environ.setdefault("AIRFLOW__KAFKA_REASSIGN__ADMIN_BOOTSTRAP_TIMEOUT_MS", "2000")
 
-from test_dag_reassign import (FAST, HAPPY_PLAN, in_flight, placement, plan_of,  # noqa: E402
-                               set_foreign_throttle, six_broker_snapshot)
+from test_dag_reassign import (FAST, HAPPY_PLAN, airflow_db, in_flight, kafka_conn,  # noqa: E402,F401
+                               placement, plan_of, set_foreign_throttle, six_broker_snapshot)
 
 pytestmark = [pytest.mark.airflow]
 DAG_ID = "kafka_reassign"
-
-
-@pytest.fixture(scope="module")
-def airflow_db() -> Path:
-    return airflow_env.migrate_once()
-
-
-@pytest.fixture
-def kafka_conn(monkeypatch: pytest.MonkeyPatch):
-    def point(cluster: Any) -> None:
-        for k, v in airflow_env.kafka_conn_env(cluster.bootstrap_servers).items():
-            monkeypatch.setenv(k, v)
-    return point
 
 
 def all_brokers(cluster: Any) -> list[int]:

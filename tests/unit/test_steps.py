@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from benchmarks.batching import naive_batches  # the reference greedy, shared with the benchmark
 from kafka_reassign.plan import PartitionMove
 from kafka_reassign.state import ClusterState
 from kafka_reassign.steps import Batch, StepMove, batches_from_json, batches_to_json, build_batches, plan_steps
@@ -153,36 +154,6 @@ def test_in_flight_moves_are_resumed_from_where_they_started():
     assert first[1].current == (1, 2, 3) and first[1].target == (4, 5, 6) and first[1].step_count == 1
 
 
-def _naive_batches(moves, state, max_partition_movements, max_movements_per_broker, max_leader_movements):
-    """Reference: the straightforward greedy (re-sort and scan every pending step per batch)."""
-    from kafka_reassign.steps import steps_for_move
-    chains = [c for c in (steps_for_move(m, state) for m in moves) if c]
-    pending = {i: 0 for i in range(len(chains))}
-    out = []
-    while pending:
-        order = sorted(pending, key=lambda i: (-(len(chains[i]) - pending[i]),
-                                               -chains[i][pending[i]].bytes_to_copy, i))
-        load, leaders, chosen = {}, 0, []
-        for i in order:
-            if len(chosen) >= max_partition_movements:
-                break
-            s = chains[i][pending[i]]
-            if any(load.get(b, 0) >= max_movements_per_broker for b in s.brokers_touched):
-                continue
-            if s.moves_leader and leaders >= max_leader_movements:
-                continue
-            chosen.append(i)
-            for b in s.brokers_touched:
-                load[b] = load.get(b, 0) + 1
-            leaders += s.moves_leader
-        out.append([chains[i][pending[i]] for i in chosen])
-        for i in chosen:
-            pending[i] += 1
-            if pending[i] == len(chains[i]):
-                del pending[i]
-    return out
-
-
 def _random_case(seed, n_parts, n_brokers):
     """Mixed moves: replica swaps, leader-only reorders, RF changes, log-dir moves."""
     rng = random.Random(seed)
@@ -219,7 +190,7 @@ def test_batches_match_the_straightforward_greedy(seed):
     state, moves = _random_case(seed, rng.choice([5, 50, 300, 900]), rng.choice([3, 6, 12, 40]))
     limits = (rng.choice([1, 3, 20, 500, 10**9]), rng.choice([1, 2, 5, 10**9]), rng.choice([1, 4, 1000]))
     got = build_batches(moves, state, *limits)
-    assert [b.steps for b in got] == _naive_batches(moves, state, *limits)
+    assert [b.steps for b in got] == naive_batches(moves, state, *limits)
     assert [b.index for b in got] == list(range(len(got)))
 
 
