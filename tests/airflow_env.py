@@ -49,7 +49,7 @@ def configure_env() -> Path:
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
         # dag.test runs tasks in-process with no scheduler, so the reschedule race the floor
         # guards against cannot happen here (the real-stack tests keep the default).
-        "AIRFLOW__KAFKA_REASSIGN__BATCH_GATE_MIN_RESCHEDULE_SECONDS": "1",
+        "AIRFLOW__KAFKA_REASSIGN__MIN_RETURN_SECONDS": "0",
     }
     os.environ.update(env)
     return home

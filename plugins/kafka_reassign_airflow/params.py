@@ -158,3 +158,16 @@ def dag_schedule(setting: str, default: str) -> str | None:
 
     value = conf.get("kafka_reassign", setting, fallback=default).strip()
     return None if value.lower() in ("", "none") else value
+
+
+def min_return_seconds() -> float:
+    """``[kafka_reassign] min_return_seconds`` (default 15): how soon, at the earliest, a batch
+    task that rescheduled or deferred itself comes back.
+
+    A task that comes back before the scheduler has handled the executor's event for its
+    previous try is failed by the scheduler (apache/airflow#10790); a floor of a few scheduler
+    loops avoids it. Only tiny batches are slowed by it.
+    """
+    from airflow.configuration import conf
+
+    return conf.getfloat("kafka_reassign", "min_return_seconds", fallback=15.0)

@@ -19,6 +19,8 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import (AirflowFailException, AirflowRescheduleException,
                                     AirflowSkipException)
 
+from kafka_reassign_airflow.params import min_return_seconds
+
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
@@ -215,13 +217,6 @@ class ThrottleSetOperator(_RunStepOperator):
         return {"record_key": store.key_for(run_id), "changes": len(written)}
 
 
-def _min_reschedule_seconds() -> float:
-    """``[kafka_reassign] batch_gate_min_reschedule_seconds`` (default 15)."""
-    from airflow.sdk import conf
-
-    return conf.getfloat("kafka_reassign", "batch_gate_min_reschedule_seconds", fallback=15.0)
-
-
 class BatchExecuteOperator(_RunStepOperator):
     """Submit one batch (AlterPartitionReassignments / AlterReplicaLogDirs), in order.
 
@@ -263,7 +258,7 @@ class BatchExecuteOperator(_RunStepOperator):
             if prev != "success":
                 # A reschedule due sooner than the scheduler handles this try's executor event
                 # gets the task failed by the scheduler (apache/airflow#10790): keep a floor.
-                delay = max(float(self.recheck_seconds), _min_reschedule_seconds())
+                delay = max(float(self.recheck_seconds), min_return_seconds())
                 self.log.info("Batch %d is not finished yet (%s); checking again in %ss",
                               position - 1, prev or "not started", delay)
                 raise AirflowRescheduleException(datetime.now(timezone.utc) + timedelta(seconds=delay))

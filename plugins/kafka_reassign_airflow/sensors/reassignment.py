@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from kafka_reassign_airflow.params import min_return_seconds
+
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
@@ -79,7 +81,8 @@ class ReassignmentBatchSensor(BaseSensorOperator):
                 poll_interval=self._num(self.poll_interval_seconds),
                 stall_window=self._num(self.stall_window_minutes) * 60.0,
                 run_id=context["run_id"],
-                throttle_rate=int(self.throttle_bytes_per_sec) if self.throttle_bytes_per_sec else None),
+                throttle_rate=int(self.throttle_bytes_per_sec) if self.throttle_bytes_per_sec else None,
+                min_seconds=min_return_seconds()),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),
         )

@@ -38,12 +38,15 @@ class ReassignmentBatchTrigger(BaseTrigger):
     :param stall_window: seconds without progress that count as a stall
     :param run_id: the DAG run (for log lines)
     :param throttle_rate: the replication throttle in force (bytes/s), for the stall diagnosis
+    :param min_seconds: fire no event sooner than this after starting (a task resumed before the
+        scheduler handled its deferring try's executor event is failed by the scheduler)
     """
 
     def __init__(self, kafka_conn_id: str, batch: dict[str, Any], deadline: float,
                  poll_interval: float = 30.0, stall_window: float = 600.0, run_id: str = "",
-                 throttle_rate: int | None = None) -> None:
+                 throttle_rate: int | None = None, min_seconds: float = 0.0) -> None:
         super().__init__()
+        self.min_seconds = float(min_seconds)
         self.kafka_conn_id = kafka_conn_id
         self.batch = batch
         self.deadline = float(deadline)
@@ -57,7 +60,7 @@ class ReassignmentBatchTrigger(BaseTrigger):
             f"{type(self).__module__}.{type(self).__qualname__}",
             {"kafka_conn_id": self.kafka_conn_id, "batch": self.batch, "deadline": self.deadline,
              "poll_interval": self.poll_interval, "stall_window": self.stall_window, "run_id": self.run_id,
-             "throttle_rate": self.throttle_rate},
+             "throttle_rate": self.throttle_rate, "min_seconds": self.min_seconds},
         )
 
     def _connect(self) -> Any:
@@ -72,6 +75,7 @@ class ReassignmentBatchTrigger(BaseTrigger):
                            throttle_rate=self.throttle_rate, log=self.log)
         admin = None
         errors = 0
+        started = time.monotonic()
         try:
             while True:
                 try:
@@ -93,6 +97,9 @@ class ReassignmentBatchTrigger(BaseTrigger):
                         return
                     outcome = watch.check_deadline(time.time())
                 if outcome is not None:
+                    early = self.min_seconds - (time.monotonic() - started)
+                    if early > 0:
+                        await asyncio.sleep(early)
                     yield TriggerEvent(outcome)
                     return
                 await asyncio.sleep(self.poll_interval)
