@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from sim_snapshots import dynamic_configs as throttle_configs  # noqa: F401  (tests use both names)
+
 ROOT = Path(__file__).resolve().parents[1]
 DAGS_FOLDER = ROOT / "dags"
 _HOME_ENV = "KAFKA_REASSIGN_TEST_AIRFLOW_HOME"
@@ -263,14 +265,6 @@ class IsrSampler:
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self.thread.join(timeout=10)
-
-
-def throttle_configs(cluster: Any) -> dict[str, dict[str, str]]:
-    """Every dynamic broker and topic config of a simulated cluster, for before/after checks."""
-    snap = cluster.snapshot()
-    out = {f"broker {b['id']}": dict(cluster.broker_configs(b["id"])) for b in snap["brokers"]}
-    out.update({f"topic {t['name']}": dict(cluster.topic_configs(t["name"])) for t in snap["topics"]})
-    return out
 
 
 def run_dag(conf: dict[str, Any], dag_id: str = "kafka_reassign") -> Any:

@@ -1,4 +1,4 @@
-"""Small explicit snapshots for tests (importable: pytest puts tests/ on sys.path)."""
+"""Small explicit snapshots and simulator read-backs for tests (pytest puts tests/ on sys.path)."""
 from __future__ import annotations
 
 from typing import Any
@@ -45,3 +45,11 @@ def make_snapshot(brokers: int = 4, racks: int = 2, topics: dict[str, dict[str, 
         out_topics.append({"name": name, "configs": dict(spec.get("configs", {})),
                            "partitions": parts})
     return {"version": 1, "brokers": out_brokers, "topics": out_topics}
+
+
+def dynamic_configs(cluster: Any) -> dict[str, dict[str, str]]:
+    """Every dynamic broker and topic config of a simulated cluster, for before/after checks."""
+    snap = cluster.snapshot()
+    out = {f"broker {b['id']}": dict(cluster.broker_configs(b["id"])) for b in snap["brokers"]}
+    out.update({f"topic {t['name']}": dict(cluster.topic_configs(t["name"])) for t in snap["topics"]})
+    return out

@@ -14,12 +14,9 @@ from kafka_reassign.errors import BatchExecutionError, PlanValidationError, Stal
 from kafka_reassign.reassign import (apply_throttle, cancel_in_flight, execute_batch, poll_batch, prepare,
                                      restore_throttle, run_reassignment)
 from kafka_reassign.record import FileRecordStore
-from kafka_reassign.throttle import ConfigChange
+from kafka_reassign.throttle import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS,
+                                     ConfigChange)
 
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 FAST = {"poll_interval_seconds": 0.05, "stall_window_seconds": 10, "batch_timeout_minutes": 1}
 
 

@@ -19,19 +19,10 @@ import pytest
 
 from dag_runner import DagRunner, kill_group
 from kafka_reassign.admin import KafkaAdmin
-from kafka_reassign.throttle import ConfigChange
+from kafka_reassign.throttle import FOLLOWER_REPLICAS, LEADER_RATE, ConfigChange
+from sim_snapshots import dynamic_configs
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(900)]
-
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-
-
-def _configs(cluster: Any) -> dict[str, dict[str, str]]:
-    out = {f"broker {b['id']}": dict(cluster.broker_configs(b["id"])) for b in cluster.snapshot()["brokers"]}
-    for t in cluster.snapshot()["topics"]:
-        out[f"topic {t['name']}"] = dict(cluster.topic_configs(t["name"]))
-    return out
 
 
 def _wait(predicate: Callable[[], Any], timeout: float, what: str, proc: Any = None, log: Path | None = None) -> Any:
@@ -57,7 +48,7 @@ def test_reconciler_restores_throttles_of_killed_worker(tmp_path: Path, sim_clus
     try:
         admin.alter_configs([ConfigChange("broker", "4", LEADER_RATE, None, "90000000"),
                              ConfigChange("topic", "clicks", FOLLOWER_REPLICAS, None, "1:4")])
-        before = _configs(cluster)
+        before = dynamic_configs(cluster)
         runner = DagRunner(tmp_path / "airflow", cluster.bootstrap_servers)
 
         # 40 MB at 4 MB/s: the batch takes ~10 s, long enough to kill the worker inside it.
@@ -67,7 +58,7 @@ def test_reconciler_restores_throttles_of_killed_worker(tmp_path: Path, sim_clus
         log = runner.home / "kafka_reassign.log"
         try:
             _wait(lambda: admin.list_partition_reassignments(), 240, "the batch to be in flight", proc, log)
-            throttled = _configs(cluster)
+            throttled = dynamic_configs(cluster)
             assert throttled["broker 1"].get(LEADER_RATE) == "4000000", throttled
             assert throttled["broker 4"][LEADER_RATE] == "4000000"   # lower than the operator's: ours applies
         finally:
@@ -81,7 +72,7 @@ def test_reconciler_restores_throttles_of_killed_worker(tmp_path: Path, sim_clus
 
         # Kafka carries on with the move on its own; the throttle stays behind.
         _wait(lambda: not admin.list_partition_reassignments(), 120, "the orphaned move to finish")
-        assert _configs(cluster)["broker 1"].get(LEADER_RATE) == "4000000"
+        assert dynamic_configs(cluster)["broker 1"].get(LEADER_RATE) == "4000000"
 
         # The run still looks alive: its throttle may be in use, so nothing is touched.
         writes = cluster.write_count
@@ -89,7 +80,7 @@ def test_reconciler_restores_throttles_of_killed_worker(tmp_path: Path, sim_clus
         assert rc == 0, rlog[-4000:]
         assert "run still active" in rlog
         assert cluster.write_count == writes
-        assert _configs(cluster)["broker 1"].get(LEADER_RATE) == "4000000"
+        assert dynamic_configs(cluster)["broker 1"].get(LEADER_RATE) == "4000000"
 
         # The scheduler fails the run of a dead worker; now the reconciler cleans up.
         runner.mark_run_failed("kafka_reassign", run_id)
@@ -97,7 +88,7 @@ def test_reconciler_restores_throttles_of_killed_worker(tmp_path: Path, sim_clus
         assert rc == 0, rlog[-4000:]
         runs = runner.runs("kafka_throttle_reconciler")
         assert runs[-1]["state"] == "success" and runs[-1]["tasks"]["reconcile_throttles"] == "success", runs
-        after = _configs(cluster)
+        after = dynamic_configs(cluster)
         assert after == before, f"not restored:\nbefore {before}\nafter  {after}"
         assert after["broker 4"][LEADER_RATE] == "90000000"            # the operator's own, untouched
         assert after["topic clicks"][FOLLOWER_REPLICAS] == "1:4"

@@ -15,18 +15,8 @@ from kafka_reassign.admin import KafkaAdmin
 from kafka_reassign.reassign import apply_throttle, execute_batch, prepare
 from kafka_reassign.reconcile import reconcile
 from kafka_reassign.record import FileRecordStore
-
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-
-
-def _configs(cluster: Any) -> dict[str, dict[str, str]]:
-    out = {f"broker {b['id']}": dict(cluster.broker_configs(b["id"])) for b in cluster.snapshot()["brokers"]}
-    for t in cluster.snapshot()["topics"]:
-        out[f"topic {t['name']}"] = dict(cluster.topic_configs(t["name"]))
-    return out
+from kafka_reassign.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from sim_snapshots import dynamic_configs
 
 
 def _wait_idle(admin: KafkaAdmin, timeout: float = 60.0) -> None:
@@ -65,9 +55,9 @@ def _dead_run(admin: KafkaAdmin, store: FileRecordStore, run_id: str, targets: d
 
 def test_restores_dead_run_and_leaves_foreign_alone(setup: Any) -> None:
     cluster, admin, store = setup
-    before = _configs(cluster)
+    before = dynamic_configs(cluster)
     _dead_run(admin, store, "dead-run-1", {0: [4, 2, 3]})
-    during = _configs(cluster)
+    during = dynamic_configs(cluster)
     assert during["broker 1"].get(LEADER_RATE) == "10000000"
     assert during["broker 4"][LEADER_RATE] == "10000000"      # ours is lower: it wins while we run
     assert "0:4" in during["topic orders"][FOLLOWER_REPLICAS]
@@ -84,7 +74,7 @@ def test_restores_dead_run_and_leaves_foreign_alone(setup: Any) -> None:
     print(report.summary())
     assert [r.run_id for r in report.restored] == ["dead-run-1"]
     assert not store.list_unrestored()
-    assert _configs(cluster) == before, "configs differ from before the dead run"
+    assert dynamic_configs(cluster) == before, "configs differ from before the dead run"
     foreign = {(f.resource_type, f.name, f.key, f.value) for f in report.foreign}
     assert foreign == {("broker", "4", LEADER_RATE, "70000000"), ("topic", "clicks", FOLLOWER_REPLICAS, "0:3")}
 
@@ -124,7 +114,7 @@ def test_remove_foreign_when_asked_is_recorded(setup: Any) -> None:
 
 def test_two_dead_runs_on_one_key_end_at_the_oldest_prior(setup: Any) -> None:
     cluster, admin, store = setup
-    before = _configs(cluster)
+    before = dynamic_configs(cluster)
     _dead_run(admin, store, "dead-a", {0: [4, 2, 3]}, rate=30_000_000)
     _wait_idle(admin)
     # A second run that did not adopt the first record (e.g. another tool version): stacks on top.
@@ -135,4 +125,4 @@ def test_two_dead_runs_on_one_key_end_at_the_oldest_prior(setup: Any) -> None:
     _wait_idle(admin)
     report = reconcile(admin, store)
     assert [r.run_id for r in report.restored] == ["dead-b", "dead-a"]
-    assert _configs(cluster) == before
+    assert dynamic_configs(cluster) == before
