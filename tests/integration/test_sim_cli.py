@@ -20,6 +20,29 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _free_port_block(count: int = 16) -> int:
+    """A base port whose next ``count`` ports are free, below the ephemeral range (32768+),
+    so client sockets opened meanwhile by other processes cannot take one of them."""
+    import random
+
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 32000 - count)
+        socks = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no block of free ports found")
+
+
 def _serve(snapshot_path: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "kafka_sim.cli", "serve", "--snapshot", str(snapshot_path), *extra],
@@ -67,7 +90,7 @@ def test_serve_prints_bootstrap_once_and_stops_on_sigterm(snapshot_file: Path) -
 
 
 def test_serve_sigint_and_fixed_ports(snapshot_file: Path) -> None:
-    base = _free_port()
+    base = _free_port_block()
     proc, bootstrap = _serve(snapshot_file, "--port", str(base))
     try:
         assert bootstrap.split(",")[0] == f"127.0.0.1:{base}"
