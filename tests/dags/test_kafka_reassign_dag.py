@@ -86,7 +86,7 @@ def test_planning_is_one_path_through_spark_submit(bag, dag):
     """snapshot >> plan (SparkSubmitOperator of planner/spark_job.py) >> prepare, in both DAGs."""
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-    from kafka_reassign_airflow.operators.reassign import ClusterSnapshotOperator, PlannerSubmitOperator
+    from kafka_reassign_airflow.operators.planning import ClusterSnapshotOperator, PlannerSubmitOperator
 
     rebalance = bag.get_dag("kafka_rebalance")
     assert rebalance is not None, bag.import_errors
@@ -116,7 +116,7 @@ def test_planning_is_one_path_through_spark_submit(bag, dag):
 
 
 def test_planner_args_and_planning_dir(monkeypatch, tmp_path):
-    from kafka_reassign_airflow.operators.reassign import PlannerSubmitOperator, planning_dir
+    from kafka_reassign_airflow.operators.planning import PlannerSubmitOperator, planning_dir
 
     op = PlannerSubmitOperator(task_id="plan_x", goal="add-brokers", brokers=[4, 5], replication_factor=None,
                                limits={"throttle_bytes_per_sec": 20_000_000, "max_partition_movements": 10,

@@ -27,12 +27,14 @@ from typing import Any
 
 from airflow.sdk import TriggerRule, task_group
 
-from kafka_reassign_airflow.operators.reassign import (PLAN_TASK_ID, PLANNER_LIMITS, PREPARE_TASK_ID,
-                                                       SNAPSHOT_TASK_ID, BatchExecuteOperator,
-                                                       ClusterSnapshotOperator, PlannerSubmitOperator,
-                                                       ReassignmentCancelOperator, ReassignmentPrepareOperator,
-                                                       ReassignmentReportOperator, ThrottleRemoveOperator,
-                                                       ThrottleSetOperator)
+from kafka_reassign_airflow.operators.cancel import ReassignmentCancelOperator
+from kafka_reassign_airflow.operators.common import PREPARE_TASK_ID
+from kafka_reassign_airflow.operators.execute import BatchExecuteOperator
+from kafka_reassign_airflow.operators.planning import (PLAN_TASK_ID, PLANNER_LIMITS, SNAPSHOT_TASK_ID,
+                                                       ClusterSnapshotOperator, PlannerSubmitOperator)
+from kafka_reassign_airflow.operators.prepare import ReassignmentPrepareOperator
+from kafka_reassign_airflow.operators.report import ReassignmentReportOperator
+from kafka_reassign_airflow.operators.throttle import ThrottleRemoveOperator, ThrottleSetOperator
 from kafka_reassign_airflow.sensors.reassignment import ReassignmentBatchSensor
 
 BATCH_GROUP_ID = "batches"

@@ -1,0 +1,75 @@
+"""Shared parts of the reassignment operators: the admin client, the prepared run, params.
+
+Every operator connects through :class:`KafkaAdminHook`, calls one idempotent domain step and
+passes plain JSON along XCom. Retrying any of them is safe: prepare writes nothing to Kafka,
+the throttle is applied with its prior values recorded first (a retry keeps the first
+record's priors), executing skips partitions already at their target and adopts
+moves already heading there, cancelling and restoring are no-ops the second time.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowSkipException
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+PREPARE_TASK_ID = "prepare"
+PREPARED_XCOM_KEY = "prepared"
+
+
+def run_params(context: Context) -> dict[str, Any]:
+    return dict(context.get("params") or {})
+
+
+def admin_client(conn_id: str) -> Any:
+    # Imported here: the Kafka provider's hook module pulls in confluent-kafka, which DAG
+    # parsing does not need.
+    from kafka_reassign_airflow.hooks.kafka_admin import KafkaAdminHook
+
+    return KafkaAdminHook(kafka_config_id=conn_id).get_admin()
+
+
+def pull_prepared(context: Context, prepare_task_id: str) -> dict[str, Any] | None:
+    return context["ti"].xcom_pull(task_ids=prepare_task_id, key=PREPARED_XCOM_KEY)
+
+
+def is_run_active(dag_id: str, run_id: str) -> bool:
+    """Whether a DAG run is still queued or running (through the Task SDK)."""
+    if not dag_id or not run_id:
+        return False
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    try:
+        state = RuntimeTaskInstance.get_dagrun_state(dag_id=dag_id, run_id=run_id)
+    except Exception:  # the run was deleted: it holds nothing any more
+        return False
+    return str(getattr(state, "value", state)) in ("queued", "running")
+
+
+class RunStepOperator(BaseOperator):
+    """Common parts of the steps after prepare: the connection and the prepared run."""
+
+    template_fields: Sequence[str] = ("kafka_conn_id",)
+
+    def __init__(self, *, kafka_conn_id: str = "kafka_default", prepare_task_id: str = PREPARE_TASK_ID,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kafka_conn_id = kafka_conn_id
+        self.prepare_task_id = prepare_task_id
+
+    def prepared(self, context: Context) -> dict[str, Any]:
+        data = pull_prepared(context, self.prepare_task_id)
+        if data is None:
+            raise AirflowSkipException("prepare did not produce a run (it failed or was skipped)")
+        return data
+
+
+def truthy(v: Any) -> bool:
+    if isinstance(v, str):
+        return v.strip().lower() in ("true", "1", "yes", "on")
+    return bool(v)
+

@@ -1,0 +1,125 @@
+"""The prepare task: validate the plan and params, build the steps, write nothing."""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
+
+from kafka_reassign_airflow.operators.common import PREPARED_XCOM_KEY, admin_client, is_run_active, run_params
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class ReassignmentPrepareOperator(BaseOperator):
+    """Read the cluster, validate the plan and params, build KIP-435 batches; write nothing.
+
+    With ``dry_run`` it prints the plan, the batches and the exact config changes and stops.
+    Otherwise it takes the cluster lock (one reassignment per cluster). It returns the list of
+    batches (what the mapped task group expands over; empty for a dry run) and pushes the
+    prepared run (plan, params, batches, throttle changes, placement before) to the XCom key
+    ``prepared``.
+
+    :param kafka_conn_id: Airflow connection id (conn_type kafka)
+    :param plan: reassignment JSON object; None = read the plan file the planning task wrote
+        (a plan given here always wins)
+    :param goal: planner goal when ``plan`` is None (replication-factor allows RF changes)
+    :param brokers: broker ids of the add/remove-brokers goals (informational here)
+    :param replication_factor: target RF of the replication-factor goal (informational here)
+    :param options: run options (throttle, batch limits, dry_run, ...) as the DAG params name them
+    :param plan_task_id: the :class:`PlannerSubmitOperator` task whose XCom names the plan file
+    """
+
+    template_fields: Sequence[str] = ("kafka_conn_id", "plan", "goal", "brokers", "replication_factor", "options")
+    ui_color = "#e8eefc"
+
+    def __init__(self, *, kafka_conn_id: str = "kafka_default", plan: Any = None, goal: Any = None,
+                 brokers: Any = None, replication_factor: Any = None, options: Any = None,
+                 plan_task_id: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kafka_conn_id = kafka_conn_id
+        self.plan = plan
+        self.goal = goal
+        self.brokers = brokers
+        self.replication_factor = replication_factor
+        self.options = options
+        self.plan_task_id = plan_task_id
+
+    def _domain_options(self, context: Context) -> dict[str, Any]:
+        from kafka_reassign_airflow.params import run_options
+
+        raw = self.options if isinstance(self.options, dict) else run_params(context)
+        opts = run_options(raw)
+        if self.goal == "replication-factor":
+            opts["allow_rf_change"] = True
+        return opts
+
+    def _planned(self, context: Context) -> Any:
+        """The plan the planning tasks wrote (plan param null): read from the run's plan file."""
+        if not self.plan_task_id:
+            raise AirflowFailException(
+                "plan is null and this DAG has no planning task: pass a reassignment plan "
+                '{"version": 1, "partitions": [{"topic": ..., "partition": ..., "replicas": [...]}]}')
+        planned = context["ti"].xcom_pull(task_ids=self.plan_task_id)
+        if not planned or not planned.get("plan_file"):
+            raise AirflowFailException(
+                f"plan is null and task {self.plan_task_id!r} produced no plan file (it was skipped or "
+                "failed): give a plan, or a goal (rebalance, add-brokers, remove-brokers, "
+                "replication-factor, rack-repair)")
+        path = Path(planned["plan_file"])
+        try:
+            plan = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise AirflowFailException(f"cannot read the plan file {path}: {exc}") from exc
+        self.log.info("No plan given: using the plan computed by %s (%s)", self.plan_task_id, path)
+        return plan
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        from kafka_reassign.errors import ReassignError
+        from kafka_reassign.reassign import prepare
+
+        options = self._domain_options(context)
+        admin = admin_client(self.kafka_conn_id)
+        try:
+            plan = self.plan if self.plan is not None else self._planned(context)
+            state = admin.cluster_state()
+            try:
+                prepared = prepare(admin, plan, options, run_id=context["run_id"], state=state)
+            except (ReassignError, ValueError) as exc:
+                # Bad plan or params: nothing was written; the message lists every problem.
+                raise AirflowFailException(str(exc)) from exc
+        finally:
+            admin.close()
+        before = {}
+        for m in prepared.plan.moves:
+            p = state.partition(m.topic, m.partition)
+            before[m.name] = list(p.replicas) if p is not None else None
+        report = prepared.report() if hasattr(prepared, "report") else json.dumps(prepared.to_json(), indent=2)
+        dry_run = prepared.params.dry_run
+        self.log.info("Reassignment %s:\n%s", "DRY RUN (nothing will be written)" if dry_run else "plan", report)
+        data = prepared.to_json()
+        batches = data.get("batches", [])
+        ti = context["ti"]
+        if dry_run:
+            ti.xcom_push(key=PREPARED_XCOM_KEY, value={**data, "dry_run": True, "before": before})
+            return []
+        if not batches:
+            self.log.info("Every partition is already at its target: nothing to move.")
+        from kafka_reassign_airflow.record_store import ClusterLock, ClusterLockError
+
+        cluster_id = data.get("cluster_id") or "unknown-cluster"
+        try:
+            stale = ClusterLock(is_run_active).acquire(cluster_id, ti.dag_id, ti.run_id)
+        except ClusterLockError as exc:
+            raise AirflowFailException(str(exc)) from exc
+        if stale:
+            self.log.warning("Took over the lock of cluster %s from run %s, which is no longer running",
+                             cluster_id, stale.get("run_id"))
+        ti.xcom_push(key=PREPARED_XCOM_KEY, value={**data, "dry_run": False, "started_at": time.time(),
+                                                   "before": before})
+        return batches

@@ -1,0 +1,94 @@
+"""The report task: final placement vs plan, throttle configs prior vs now, time taken."""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from kafka_reassign_airflow.operators.common import RunStepOperator, admin_client
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class ReassignmentReportOperator(RunStepOperator):
+    """Final check and report: placement equals the plan, throttles are back, time taken.
+
+    Runs after the throttle teardown. Prints before/after placement of every moved partition,
+    the time taken, and, for every config the run changed, its prior value next to its value
+    now. Fails when a partition is not where the plan wanted it or a config was not restored.
+    """
+
+    ui_color = "#e6f5e6"
+
+    def __init__(self, *, work_task_ids: Sequence[str] = (), **kwargs: Any) -> None:
+        """:param work_task_ids: tasks whose failure (or skip, after a manual fail) fails the run"""
+        super().__init__(**kwargs)
+        self.work_task_ids = list(work_task_ids)
+
+    def _unfinished_work(self, context: Context) -> list[str]:
+        """Work tasks of this run that failed or never ran (``task[map index]: state``)."""
+        if not self.work_task_ids:
+            return []
+        ti = context["ti"]
+        states = ti.get_task_states(dag_id=ti.dag_id, task_ids=self.work_task_ids, run_ids=[ti.run_id])
+        bad = []
+        for key, state in sorted(states.get(ti.run_id, {}).items()):
+            value = str(getattr(state, "value", state))
+            if value in ("failed", "upstream_failed", "skipped", "removed"):
+                bad.append(f"{key}: {value}")
+        return bad
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from kafka_reassign_airflow.record_store import VariableRecordStore
+
+        data = self.prepared(context)
+        if data.get("dry_run"):
+            raise AirflowSkipException("dry run: nothing to report")
+        # As a teardown this runs after failures too: they decide the run, whatever the placement.
+        unfinished = self._unfinished_work(context)
+        record = VariableRecordStore().get(context["run_id"])
+        admin = admin_client(self.kafka_conn_id)
+        try:
+            topics = sorted({e["topic"] for e in data["plan"]["partitions"]})
+            state = admin.cluster_state(include_log_dirs=False, topics=topics)
+            changes = record.changes if record is not None else []
+            now_cfg = admin.describe_configs(
+                broker_ids=sorted({int(c.name) for c in changes if c.resource_type == "broker"}),
+                topics=sorted({c.name for c in changes if c.resource_type == "topic"}),
+                keys=sorted({c.key for c in changes})) if changes else {}
+        finally:
+            admin.close()
+        before = data.get("before") or {}
+        lines = ["Placement (before -> after):"]
+        wrong: list[str] = []
+        for e in data["plan"]["partitions"]:
+            name = f"{e['topic']}-{e['partition']}"
+            p = state.partition(e["topic"], e["partition"])
+            after = list(p.replicas) if p is not None else None
+            mark = "" if after == list(e["replicas"]) else f"   <-- plan wants {e['replicas']}"
+            if mark:
+                wrong.append(name)
+            lines.append(f"  {name}: {before.get(name)} -> {after}{mark}")
+        lines.append("Throttle configs (prior -> now):")
+        not_restored: list[str] = []
+        for c in changes:
+            now = (now_cfg.get((c.resource_type, c.name)) or {}).get(c.key)
+            flag = "" if now == c.prior else "   <-- NOT RESTORED"
+            if flag:
+                not_restored.append(f"{c.resource_type} {c.name} {c.key}")
+            lines.append(f"  {c.resource_type} {c.name} {c.key}: {c.prior!r} -> {now!r}{flag}")
+        if not changes:
+            lines.append("  (this run changed no config)")
+        took = time.time() - float(data.get("started_at") or time.time())
+        lines.append(f"Time taken: {took:.1f} s for {len(data.get('batches', []))} batch(es)")
+        self.log.info("\n".join(lines))
+        if wrong or not_restored or unfinished:
+            raise AirflowFailException(
+                (f"the reassignment did not complete ({', '.join(unfinished)}). " if unfinished else "")
+                + (f"partitions not at their planned replicas: {', '.join(wrong)}. " if wrong else "")
+                + (f"configs not back to their prior values: {', '.join(not_restored)}" if not_restored else ""))
+        return {"partitions": len(data["plan"]["partitions"]), "seconds": round(took, 3),
+                "configs_restored": len(changes)}

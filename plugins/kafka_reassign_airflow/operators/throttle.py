@@ -1,0 +1,104 @@
+"""Throttle tasks: set the KIP-73 throttle (priors recorded first) and the teardown restoring it."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk.exceptions import AirflowSkipException
+
+from kafka_reassign_airflow.operators.cancel import cancel_own_moves, own_in_flight
+from kafka_reassign_airflow.operators.common import RunStepOperator, admin_client, pull_prepared, truthy
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class ThrottleSetOperator(RunStepOperator):
+    """Set the KIP-73 replication throttle for the whole run, recording prior values first.
+
+    Throttle records left behind by earlier runs on the same cluster (a worker killed before
+    its teardown) are adopted: their prior values become this run's, so this run's teardown
+    restores what they left (this run holds the cluster lock, so they are stale).
+    """
+
+    ui_color = "#fff3d6"
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from kafka_reassign.reassign import PreparedRun, apply_throttle
+
+        from kafka_reassign_airflow.record_store import VariableRecordStore
+
+        data = self.prepared(context)
+        if data.get("dry_run"):
+            raise AirflowSkipException("dry run: no throttle is set")
+        store = VariableRecordStore()
+        run_id = context["run_id"]
+        admin = admin_client(self.kafka_conn_id)
+        try:
+            record = apply_throttle(admin, PreparedRun.from_json(data), store, run_id)
+        finally:
+            admin.close()
+        for note in record.notes:
+            self.log.warning("%s", note)
+        written = [c.describe() for c in record.changes]
+        self.log.info("Throttle set; %d recorded change(s), prior values in Variable %s:\n%s", len(written),
+                      store.key_for(run_id), "\n".join(written) or "(none needed)")
+        return {"record_key": store.key_for(run_id), "changes": len(written)}
+
+class ThrottleRemoveOperator(RunStepOperator):
+    """Teardown: restore every throttle config this run changed to exactly its prior value.
+
+    Runs whatever happened before (a failed batch, a run marked failed by hand). When the
+    run ends with its own moves still in flight and cancel_on_failure is on, they are
+    cancelled first (nothing would watch them any more); with it off they keep going,
+    unthrottled, and a warning says so. Releases the cluster lock.
+
+    :param cancel_on_failure: the param (templated)
+    """
+
+    template_fields: Sequence[str] = ("kafka_conn_id", "cancel_on_failure")
+    ui_color = "#fff3d6"
+
+    def __init__(self, *, cancel_on_failure: Any = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cancel_on_failure = cancel_on_failure
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from kafka_reassign.reassign import restore_throttle
+
+        from kafka_reassign_airflow.record_store import ClusterLock, VariableRecordStore
+
+        run_id = context["run_id"]
+        data = pull_prepared(context, self.prepare_task_id) or {}
+        store = VariableRecordStore()
+        out: dict[str, Any] = {"cancelled": [], "restore": None}
+        if data and not data.get("dry_run"):
+            admin = admin_client(self.kafka_conn_id)
+            try:
+                moving = own_in_flight(admin, data)
+                if moving:
+                    names = ", ".join(f"{t}-{p}" for t, p in moving)
+                    if truthy(self.cancel_on_failure):
+                        self.log.warning("The run ended with moves still in flight (%s): cancelling them "
+                                         "before removing the throttle", names)
+                        out["cancelled"] = cancel_own_moves(admin, data, self.log)["cancelled"]
+                    else:
+                        self.log.warning("The run ended with moves still in flight (%s); cancel_on_failure is "
+                                         "off, so they continue WITHOUT a throttle", names)
+                result = restore_throttle(admin, store, run_id)
+            finally:
+                admin.close()
+            out["restore"] = result.to_json()
+            if result.no_record:
+                self.log.info("Run %s set no throttle: nothing to restore", run_id)
+            else:
+                lines = [c.describe() for c in result.changes]
+                self.log.info("Throttle restored to the prior values (%d write(s)):\n%s", len(lines),
+                              "\n".join(lines) or "(already as before)")
+            for w in result.warnings:
+                self.log.warning("%s", w)
+        else:
+            self.log.info("Nothing was written by this run (dry run or prepare did not finish)")
+        if data.get("cluster_id") and ClusterLock.release(data["cluster_id"], run_id):
+            self.log.info("Released the lock of cluster %s", data["cluster_id"])
+        return out
