@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup system-deps demo test bench clean
+.PHONY: setup system-deps demo test test-fast bench clean
 
 setup: $(STAMP) system-deps
 
@@ -26,8 +26,13 @@ system-deps:
 demo: setup
 	$(BIN)/python -m kafka_reassign.demo
 
+# Everything: unit, simulator integration, real Airflow and Spark (about 15 minutes).
 test: setup
 	$(BIN)/python -m pytest
+
+# Unit tests only (no Airflow run, no Spark, no simulator network): well under a minute.
+test-fast: setup
+	$(BIN)/python -m pytest tests/unit -q
 
 bench: setup
 	$(BIN)/python -m benchmarks.run

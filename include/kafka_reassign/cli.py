@@ -18,7 +18,9 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from kafka_reassign import defaults as D
 from kafka_reassign.errors import KafkaAdminError, ProblemListError, ReassignError
+from kafka_reassign.units import format_rate, parse_rate
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -108,13 +110,20 @@ def _positive_float(text: str) -> float:
     return v
 
 
+def _rate(text: str) -> int:
+    try:
+        return parse_rate(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _add_conn(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--bootstrap-server", required=required, metavar="HOST:PORT[,...]",
                    help="Kafka brokers to connect to")
     p.add_argument("--command-config", metavar="FILE",
                    help="client properties (security.protocol, sasl.*, ssl.*) as for kafka-*.sh")
-    p.add_argument("--connect-timeout", type=_positive_float, default=10.0, metavar="SECONDS",
-                   help="give up reaching the cluster after this long (default 10)")
+    p.add_argument("--connect-timeout", type=_positive_float, default=D.CONNECT_TIMEOUT_SECONDS, metavar="SECONDS",
+                   help=f"give up reaching the cluster after this long (default {D.CONNECT_TIMEOUT_SECONDS:g})")
 
 
 def _load_plan(path: str):
@@ -361,19 +370,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("execute", help="run a plan: throttle, batches, wait, restore the throttle")
     _add_conn(p)
     p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
-    p.add_argument("--throttle", type=int, default=50_000_000, metavar="BYTES_PER_SEC",
-                   help="replication throttle per broker (default 50000000)")
+    p.add_argument("--throttle", type=_rate, default=D.THROTTLE_BYTES_PER_SEC, metavar="RATE",
+                   help="replication throttle per broker: 50MB/s, 10MiB/s or bytes/s "
+                        f"(default {format_rate(D.THROTTLE_BYTES_PER_SEC)})")
     p.add_argument("--no-throttle", action="store_true", help="do not throttle (not recommended)")
-    p.add_argument("--log-dir-throttle", type=int, default=None, metavar="BYTES_PER_SEC",
-                   help="throttle for moves between log dirs (default: --throttle)")
-    p.add_argument("--max-partition-movements", type=int, default=10, help="steps per batch (default 10)")
-    p.add_argument("--max-movements-per-broker", type=int, default=5,
-                   help="replica additions/removals per broker per batch (default 5)")
-    p.add_argument("--max-leader-movements", type=int, default=5, help="leader changes per batch (default 5)")
-    p.add_argument("--batch-timeout-minutes", type=float, default=60.0, help="fail a batch after this (default 60)")
-    p.add_argument("--stall-window-seconds", type=float, default=300.0,
-                   help="fail when lag does not fall for this long (default 300)")
-    p.add_argument("--poll-interval-seconds", type=float, default=10.0, help="progress poll interval (default 10)")
+    p.add_argument("--log-dir-throttle", type=_rate, default=D.LOG_DIR_THROTTLE_BYTES_PER_SEC, metavar="RATE",
+                   help="throttle for moves between log dirs of one broker (default: --throttle)")
+    p.add_argument("--max-partition-movements", type=int, default=D.MAX_PARTITION_MOVEMENTS,
+                   help=f"partition moves in flight in the whole cluster (default {D.MAX_PARTITION_MOVEMENTS})")
+    p.add_argument("--max-movements-per-broker", type=int, default=D.MAX_MOVEMENTS_PER_BROKER,
+                   help=f"replica additions/removals in flight per broker (default {D.MAX_MOVEMENTS_PER_BROKER})")
+    p.add_argument("--max-leader-movements", type=int, default=D.MAX_LEADER_MOVEMENTS,
+                   help=f"preferred-leader changes at once (default {D.MAX_LEADER_MOVEMENTS})")
+    p.add_argument("--batch-timeout-minutes", type=float, default=D.BATCH_TIMEOUT_MINUTES,
+                   help=f"fail a move not done after this (default {D.BATCH_TIMEOUT_MINUTES:g})")
+    p.add_argument("--stall-window-seconds", type=float, default=D.STALL_WINDOW_SECONDS,
+                   help=f"fail when bytes left do not fall for this long (default {D.STALL_WINDOW_SECONDS:g})")
+    p.add_argument("--poll-interval-seconds", type=float, default=D.POLL_INTERVAL_SECONDS,
+                   help=f"progress poll interval (default {D.POLL_INTERVAL_SECONDS:g})")
     p.add_argument("--print-interval", type=float, default=30.0, help="seconds between progress tables")
     p.add_argument("--allow-rf-change", action="store_true", help="accept replication-factor changes")
     p.add_argument("--allow-internal-topics", action="store_true", help="accept moves of internal topics")

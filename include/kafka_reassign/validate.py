@@ -17,6 +17,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
+from kafka_reassign import defaults
 from kafka_reassign.errors import ParamError, PlanValidationError, Problem
 from kafka_reassign.plan import ANY_LOG_DIR, ReassignmentPlan, parse_plan_entries
 from kafka_reassign.state import ClusterState, InFlight, TopicPartition
@@ -213,7 +214,7 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
 
 @dataclass(frozen=True)
 class ReassignParams:
-    """Validated run parameters (DESIGN.md's DAG params that the domain uses).
+    """Validated run parameters (the DAG params that the domain uses; defaults in :mod:`kafka_reassign.defaults`).
 
     :param throttle_bytes_per_sec: KIP-73 replication throttle per broker; None = unthrottled
     :param log_dir_throttle_bytes_per_sec: replica.alter.log.dirs.io.max.bytes.per.second
@@ -230,18 +231,18 @@ class ReassignParams:
     :param poll_interval_seconds: how often progress is polled
     """
 
-    throttle_bytes_per_sec: int | None = 50_000_000
-    log_dir_throttle_bytes_per_sec: int | None = None
-    max_partition_movements: int = 10
-    max_movements_per_broker: int = 5
-    max_leader_movements: int = 5
-    batch_timeout_minutes: float = 60.0
+    throttle_bytes_per_sec: int | None = defaults.THROTTLE_BYTES_PER_SEC
+    log_dir_throttle_bytes_per_sec: int | None = defaults.LOG_DIR_THROTTLE_BYTES_PER_SEC
+    max_partition_movements: int = defaults.MAX_PARTITION_MOVEMENTS
+    max_movements_per_broker: int = defaults.MAX_MOVEMENTS_PER_BROKER
+    max_leader_movements: int = defaults.MAX_LEADER_MOVEMENTS
+    batch_timeout_minutes: float = defaults.BATCH_TIMEOUT_MINUTES
     allow_rf_change: bool = False
     allow_internal_topics: bool = False
-    dry_run: bool = False
-    cancel_on_failure: bool = True
-    stall_window_seconds: float = 300.0
-    poll_interval_seconds: float = 10.0
+    dry_run: bool = defaults.DRY_RUN
+    cancel_on_failure: bool = defaults.CANCEL_ON_FAILURE
+    stall_window_seconds: float = defaults.STALL_WINDOW_SECONDS
+    poll_interval_seconds: float = defaults.POLL_INTERVAL_SECONDS
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

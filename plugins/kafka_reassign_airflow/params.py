@@ -1,6 +1,6 @@
 """Typed DAG params of the reassignment DAGs, with the descriptions the trigger form shows.
 
-The names and meanings are fixed by DESIGN.md (``kafka_reassign`` params). JSON-schema types
+Defaults come from :mod:`kafka_reassign.defaults` (shared with the CLI). JSON-schema types
 let Airflow refuse a wrong type (a string for a rate, a negative batch size) before a run even
 exists; :func:`run_options` then turns the resolved params into the keyword dict the domain
 layer's ``prepare`` validates again (the REST API and ``dag.test`` can pass what the form
@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from airflow.sdk import Param
+
+from kafka_reassign import defaults as D
+from kafka_reassign.units import format_rate
 
 GOALS = ["rebalance", "add-brokers", "remove-brokers", "replication-factor", "rack-repair"]
 
@@ -68,49 +71,54 @@ def reassign_params() -> dict[str, Param]:
                         "unless this is on.",
             section=_SAFETY),
         "throttle_bytes_per_sec": Param(
-            50_000_000, type="integer", minimum=1024, title="Replication throttle (bytes/s)",
+            D.THROTTLE_BYTES_PER_SEC, type="integer", minimum=1024, title="Replication throttle (bytes/s)",
             description="KIP-73 replication throttle set on every broker that sends or receives a "
                         "replica (leader and follower rates). It must be above the produce rate of "
-                        "the moving partitions or they never catch up. Default 50 MB/s.",
+                        "the moving partitions or they never catch up. Default "
+                        f"{format_rate(D.THROTTLE_BYTES_PER_SEC)}.",
             section=_HOW),
         "log_dir_throttle_bytes_per_sec": Param(
-            None, type=["null", "integer"], minimum=1024, title="Log-dir move throttle (bytes/s)",
+            D.LOG_DIR_THROTTLE_BYTES_PER_SEC, type=["null", "integer"], minimum=1024,
+            title="Log-dir move throttle (bytes/s)",
             description="replica.alter.log.dirs.io.max.bytes.per.second for moves between disks of "
                         "one broker (KIP-113). Null = same as the replication throttle.",
             section=_HOW),
         "max_partition_movements": Param(
-            10, type="integer", minimum=1, title="Partitions per batch",
-            description="At most this many partition moves (KIP-435 steps) run at once in one batch.",
+            D.MAX_PARTITION_MOVEMENTS, type="integer", minimum=1, title="Partition moves at once",
+            description="At most this many partition moves (KIP-435 steps) in flight at once in the "
+                        "whole cluster (Cruise Control's max.num.cluster.partition.movements).",
             section=_HOW),
         "max_movements_per_broker": Param(
-            5, type="integer", minimum=1, title="Movements per broker per batch",
-            description="At most this many replicas added to or removed from any one broker per batch.",
+            D.MAX_MOVEMENTS_PER_BROKER, type="integer", minimum=1, title="Moves per broker at once",
+            description="At most this many replicas being added to or removed from any one broker at "
+                        "once (Cruise Control's num.concurrent.partition.movements.per.broker).",
             section=_HOW),
         "max_leader_movements": Param(
-            1000, type="integer", minimum=1, title="Leader movements per batch",
-            description="Cap on partitions whose preferred leader changes within one batch.",
+            D.MAX_LEADER_MOVEMENTS, type="integer", minimum=1, title="Leader movements at once",
+            description="Cap on partitions whose preferred leader changes at once (Cruise Control's "
+                        "num.concurrent.leader.movements).",
             section=_HOW),
         "batch_timeout_minutes": Param(
-            120, type="number", exclusiveMinimum=0, title="Batch timeout (minutes)",
+            D.BATCH_TIMEOUT_MINUTES, type="number", exclusiveMinimum=0, title="Move timeout (minutes)",
             description="A batch not finished after this long fails the run (then cancel_on_failure "
                         "and the throttle removal apply).",
             section=_SAFETY),
         "poll_interval_seconds": Param(
-            30, type="number", exclusiveMinimum=0, title="Progress poll interval (seconds)",
+            D.POLL_INTERVAL_SECONDS, type="number", exclusiveMinimum=0, title="Progress poll interval (seconds)",
             description="How often the batch sensor reads reassignment progress, ISR and lag.",
             section=_HOW),
         "stall_window_minutes": Param(
-            10, type="number", exclusiveMinimum=0, title="Stall window (minutes)",
+            D.STALL_WINDOW_SECONDS / 60, type="number", exclusiveMinimum=0, title="Stall window (minutes)",
             description="Fail a batch when its bytes left have not fallen for this long (KIP-73: a "
                         "throttle below the produce rate never catches up).",
             section=_SAFETY),
         "dry_run": Param(
-            False, type="boolean", title="Dry run",
+            D.DRY_RUN, type="boolean", title="Dry run",
             description="Validate, print the plan, the batches and the exact config changes, and "
                         "stop without writing anything to the cluster.",
             section=_SAFETY),
         "cancel_on_failure": Param(
-            True, type="boolean", title="Cancel on failure",
+            D.CANCEL_ON_FAILURE, type="boolean", title="Cancel on failure",
             description="When a batch fails, cancel (revert) this run's in-flight moves before the "
                         "throttle is removed. Off: moves keep going, unthrottled.",
             section=_SAFETY),

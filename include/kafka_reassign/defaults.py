@@ -1,0 +1,56 @@
+"""The one set of run defaults: the CLI, the DAG params, :class:`~kafka_reassign.validate.ReassignParams`
+and the README all take their defaults from here (a test compares the CLI's and the DAG's).
+
+The movement limits are Cruise Control's executor defaults, so an operator who knows Cruise
+Control gets what they expect: 5 partition movements per broker
+(``num.concurrent.partition.movements.per.broker``), 1250 in the whole cluster
+(``max.num.cluster.partition.movements``), 1000 leader movements
+(``num.concurrent.leader.movements``) and a progress check every 10 s
+(``execution.progress.check.interval.ms``). Cruise Control moves unthrottled by default; this
+tool always throttles unless told not to (KIP-73), at 50 MB/s per broker, which a 1 Gbit/s
+link carries next to client traffic.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+#: KIP-73 leader and follower replication throttle set on every broker that sends or receives.
+THROTTLE_BYTES_PER_SEC: int = 50_000_000
+#: replica.alter.log.dirs.io.max.bytes.per.second for moves between disks; None = the throttle.
+LOG_DIR_THROTTLE_BYTES_PER_SEC: int | None = None
+#: KIP-435 steps in flight at once in the whole cluster.
+MAX_PARTITION_MOVEMENTS: int = 1250
+#: Replicas being added to or removed from any one broker at once.
+MAX_MOVEMENTS_PER_BROKER: int = 5
+#: Partitions whose preferred leader changes at once.
+MAX_LEADER_MOVEMENTS: int = 1000
+#: A move not finished after this long fails the run. Generous: a 500 GB partition takes
+#: about 3 h at 50 MB/s, so size it to the largest partition; the stall window catches a
+#: move that makes no progress much sooner.
+BATCH_TIMEOUT_MINUTES: float = 120.0
+#: How often progress (reassignments, ISR, lag) is read from the cluster.
+POLL_INTERVAL_SECONDS: float = 10.0
+#: Bytes left not falling for this long = stalled (a throttle below the produce rate).
+STALL_WINDOW_SECONDS: float = 600.0
+#: Revert this run's in-flight moves when the run fails, before the throttle is removed.
+CANCEL_ON_FAILURE: bool = True
+#: Validate and print what would be done, write nothing.
+DRY_RUN: bool = False
+#: Give up reaching the cluster after this long.
+CONNECT_TIMEOUT_SECONDS: float = 10.0
+
+#: Every run parameter of the domain layer (``validate_params`` names) with its default.
+RUN_DEFAULTS: dict[str, Any] = {
+    "throttle_bytes_per_sec": THROTTLE_BYTES_PER_SEC,
+    "log_dir_throttle_bytes_per_sec": LOG_DIR_THROTTLE_BYTES_PER_SEC,
+    "max_partition_movements": MAX_PARTITION_MOVEMENTS,
+    "max_movements_per_broker": MAX_MOVEMENTS_PER_BROKER,
+    "max_leader_movements": MAX_LEADER_MOVEMENTS,
+    "batch_timeout_minutes": BATCH_TIMEOUT_MINUTES,
+    "allow_rf_change": False,
+    "allow_internal_topics": False,
+    "dry_run": DRY_RUN,
+    "cancel_on_failure": CANCEL_ON_FAILURE,
+    "stall_window_seconds": STALL_WINDOW_SECONDS,
+    "poll_interval_seconds": POLL_INTERVAL_SECONDS,
+}

@@ -1,0 +1,61 @@
+"""Byte rates and sizes in the units operators write: ``50MB/s``, ``10MiB/s``, ``50000000``.
+
+Decimal prefixes (kB, MB, GB) are powers of 1000 and binary ones (KiB, MiB, GiB) powers of
+1024, as kafka-reassign-partitions.sh's ``--throttle`` is in bytes/s and Kafka's docs write
+rates in MB/s. Printed rates use decimal units, the way Kafka's own tools and dashboards do.
+"""
+from __future__ import annotations
+
+import re
+
+from kafka_reassign.throttle import fmt_bytes
+
+_MULTIPLIERS = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+    "t": 1000**4, "tb": 1000**4,
+    "ki": 1024, "kib": 1024, "mi": 1024**2, "mib": 1024**2, "gi": 1024**3, "gib": 1024**3,
+    "ti": 1024**4, "tib": 1024**4,
+}
+_RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*(?:/\s*s(?:ec)?)?\s*$")
+
+
+def parse_bytes(text: str, *, what: str = "size") -> int:
+    """Bytes from ``"500MB"``, ``"2GiB"`` or ``"1048576"`` (a trailing ``/s`` is accepted for rates).
+
+    :param text: the value as typed
+    :param what: what the value is, for the error message
+    :raises ValueError: naming the value and the accepted forms
+    """
+    m = _RATE_RE.match(str(text))
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _MULTIPLIERS:
+        raise ValueError(f"{what} {text!r} is not understood: write bytes (50000000) or a unit "
+                         "such as 50MB/s, 10MiB/s, 1GB/s")
+    return int(round(float(m.group(1)) * _MULTIPLIERS[unit]))
+
+
+def parse_rate(text: str) -> int:
+    """Bytes per second from ``"50MB/s"``, ``"10MiB/s"`` or ``"50000000"``.
+
+    :param text: the rate as typed
+    :raises ValueError: naming the value and the accepted forms
+    """
+    return parse_bytes(text, what="rate")
+
+
+def format_rate(bytes_per_sec: float | None) -> str:
+    """``50.0 MB/s``; ``unthrottled`` for None."""
+    return "unthrottled" if bytes_per_sec is None else f"{fmt_bytes(bytes_per_sec)}/s"
+
+
+def format_duration(seconds: float | None) -> str:
+    """``45s``, ``12m05s``, ``3h20m``; ``?`` when unknown."""
+    if seconds is None or seconds != seconds or seconds == float("inf"):
+        return "?"
+    s = int(round(max(0.0, seconds)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
