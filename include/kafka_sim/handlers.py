@@ -16,7 +16,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from kafka.protocol.admin import (
     AlterConfigsResponse, AlterPartitionReassignmentsResponse, AlterReplicaLogDirsResponse,
@@ -33,15 +33,12 @@ from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
 from kafka_sim.apiversions import SUPPORTED
 from kafka_sim.records import RecordBatchError, parse_batches
 
-if TYPE_CHECKING:
-    from kafka_sim.server import ClusterRuntime
-
 log = logging.getLogger(__name__)
 
 from kafka_sim.errors import (  # noqa: F401  (Kafka error codes)
-    NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION,
+    NONE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION,
     LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, COORDINATOR_NOT_AVAILABLE,
-    NOT_COORDINATOR, INVALID_TOPIC_EXCEPTION, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    NOT_COORDINATOR, INVALID_TOPIC_EXCEPTION, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     INVALID_REQUIRED_ACKS, UNSUPPORTED_VERSION, INVALID_REPLICATION_FACTOR, INVALID_REQUEST,
     OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
     ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_ID, UNSUPPORTED_ENDPOINT_TYPE)
@@ -50,6 +47,19 @@ ZERO_UUID = uuid.UUID(int=0)
 # Kafka keeps the last five batches per producer and partition for de-duplication.
 PRODUCER_BATCH_CACHE = 5
 _EPOCH_AT = struct.Struct(">i")
+
+
+class Runtime(Protocol):
+    """What the handlers need from the server side (kept here so handlers never import server)."""
+
+    model: Any
+    endpoints: dict[int, tuple[str, int]]
+
+    def notify(self) -> None:
+        """Wake every waiter: state changed."""
+
+    async def wait_change(self, timeout: float) -> None:
+        """Sleep until the next tick or state change, at most ``timeout`` seconds."""
 
 
 @dataclass
@@ -85,7 +95,7 @@ class Handlers:
     :param runtime: the server runtime (model, broker endpoints, wake-ups)
     """
 
-    def __init__(self, runtime: ClusterRuntime) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.model = runtime.model
         self._next_producer_id = 1000
@@ -545,7 +555,6 @@ class Handlers:
     # ------------------------------------------------------------------ Fetch
     async def fetch(self, ctx: RequestContext, request: Any) -> Any:
         """Fetch from the leader; long-polls up to max_wait_ms until min_bytes are there."""
-        v = ctx.api_version
         deadline = time.monotonic() + max(0, request.max_wait_ms) / 1000.0
         while True:
             response, total, errors = self._fetch_once(ctx, request)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import struct
 import threading
 import time
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
 
 from kafka.protocol.api_header import RequestHeader
 
@@ -31,8 +33,26 @@ _INT32 = struct.Struct(">i")
 _REQ_PREFIX = struct.Struct(">hhi")
 
 
+@dataclass
+class Connection:
+    """One client connection of one broker; hooks may keep per-connection state in ``attrs``."""
+
+    broker_id: int
+    peer: Any
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+#: A connection hook sees every decoded request prefix before the handlers do:
+#: ``hook(conn, api_key, api_version, correlation_id, frame)`` returns None to let the
+#: request through, framed response bytes to answer it itself, or CLOSE to drop the connection.
+ConnectionHook = Callable[[Connection, int, int, int, bytes], Awaitable[Any]]
+
+
 class ClusterRuntime:
     """Event-loop side state shared by the listeners and the handlers.
+
+    Two extension points, both unset by default: ``ssl_context`` (listeners speak TLS) and
+    ``connection_hook`` (see :data:`ConnectionHook`, e.g. a SASL handshake before any API).
 
     :param model: the cluster model
     :param host: address every listener binds and advertises
@@ -46,6 +66,8 @@ class ClusterRuntime:
         self.connections: dict[int, set[asyncio.Task[Any]]] = {}
         self.writers: dict[int, set[asyncio.StreamWriter]] = {}
         self.handlers = Handlers(self)
+        self.ssl_context: ssl.SSLContext | None = None
+        self.connection_hook: ConnectionHook | None = None
         self._change: asyncio.Event | None = None
         self._ticker: asyncio.Task[Any] | None = None
 
@@ -116,7 +138,7 @@ class ClusterRuntime:
                 self.writers[broker_id].discard(writer)
 
         server = await asyncio.start_server(on_connect, self.host, port, reuse_address=True,
-                                            backlog=512)
+                                            backlog=512, ssl=self.ssl_context)
         bound = server.sockets[0].getsockname()[1]
         self.servers[broker_id] = server
         self.endpoints[broker_id] = (self.host, bound)
@@ -152,6 +174,7 @@ class ClusterRuntime:
     # --------------------------------------------------------------- per connection
     async def _serve(self, broker_id: int, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> None:
+        conn = Connection(broker_id, writer.get_extra_info("peername"))
         try:
             while True:
                 size = _INT32.unpack(await reader.readexactly(4))[0]
@@ -159,7 +182,11 @@ class ClusterRuntime:
                     log.warning("broker %d: invalid frame size %d, closing", broker_id, size)
                     return
                 frame = await reader.readexactly(size)
-                out = await self._process(broker_id, frame)
+                out = None
+                if self.connection_hook is not None:
+                    out = await self.connection_hook(conn, *_REQ_PREFIX.unpack_from(frame, 0), frame)
+                if out is None:
+                    out = await self._process(broker_id, frame)
                 if out is None:
                     continue
                 if out is _CLOSE:
@@ -181,7 +208,7 @@ class ClusterRuntime:
         if api_key == 18 and (supported is None or api_version > supported[1]):
             # KIP-511: too-new ApiVersions gets a v0 error reply naming our range.
             resp = Handlers.api_versions_unsupported(api_version)
-            return _frame(correlation_id, resp.encode(version=0), flexible_header=False)
+            return frame_response(correlation_id, resp.encode(version=0), flexible_header=False)
         if supported is None or not supported[0] <= api_version <= supported[1]:
             # Kafka closes the connection on an API or version it does not support.
             log.warning("broker %d: unsupported api %d v%d, closing connection",
@@ -208,16 +235,18 @@ class ClusterRuntime:
         if response is None:
             return None
         if isinstance(response, RawBody):
-            return _frame(correlation_id, response.body, response.flexible if api_key != 18 else False)
+            return frame_response(correlation_id, response.body, response.flexible if api_key != 18 else False)
         body = response.encode(version=api_version)
         flexible = response.flexible_version_q(api_version) and api_key != 18
-        return _frame(correlation_id, body, flexible)
+        return frame_response(correlation_id, body, flexible)
 
 
 _CLOSE = object()
+#: What a connection hook returns to drop the connection.
+CLOSE = _CLOSE
 
 
-def _frame(correlation_id: int, body: bytes, flexible_header: bool) -> bytes:
+def frame_response(correlation_id: int, body: bytes, flexible_header: bool) -> bytes:
     """Size + response header (v1 adds an empty tagged-field section) + body."""
     header = _INT32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
     return _INT32.pack(len(header) + len(body)) + header + body

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_sim import errors as E
-from kafka_sim.model_physics import allocate
+from kafka_sim.fairshare import allocate
 
 from test_sim_model_helpers import GB, MB, done, manual, run_until, snapshot, topic
 

@@ -1,0 +1,170 @@
+"""Config requests: DescribeConfigs, AlterConfigs and IncrementalAlterConfigs on the model.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from kafka_sim import errors as E
+from kafka_sim.state import _locked
+from kafka_sim.configs import (
+    BROKER_CONFIGS, TOPIC_CONFIGS, ConfigEntry, ConfigValueError, NotDynamic, UnknownConfig,
+    apply_incremental, validate_broker_update, validate_topic_configs,
+)
+from kafka_sim.state import Topic
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+
+
+class ConfigRequests:
+    """Mixin of ClusterModel: describe and alter topic and broker configs."""
+
+    def _min_isr(self, topic: Topic) -> int:
+        raw = topic.configs.get("min.insync.replicas")
+        if raw is None:
+            raw = self.configs.topic_fallback(None, TOPIC_CONFIGS["min.insync.replicas"])
+        return int(raw or 1)
+
+    @_locked
+    def min_insync_replicas(self, topic: str) -> int:
+        """Effective min.insync.replicas of a topic (topic config, else broker default).
+
+        :param topic: topic name
+        """
+        t = self.topics.get(topic)
+        return 1 if t is None else self._min_isr(t)
+
+
+    @_locked
+    def broker_configs(self, broker_id: int | str) -> dict[str, str]:
+        """Dynamic configs set on a broker ("" = cluster default).
+
+        :param broker_id: broker id or ""
+        """
+        return dict(self.configs.dynamic.get(str(broker_id), {}))
+
+    @_locked
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        """Dynamic configs set on a topic.
+
+        :param topic: topic name
+        """
+        return dict(self.topics[topic].configs)
+
+    @_locked
+    def describe_configs(self, resource_type: int, name: str, keys: list[str] | None,
+                         include_synonyms: bool = True) -> tuple[int, str | None, list[ConfigEntry]]:
+        """DescribeConfigs for one resource.
+
+        :param resource_type: 2 topic, 4 broker
+        :param name: topic name, broker id, or "" for the cluster default
+        :param keys: config names to describe, None for all
+        :param include_synonyms: fill the synonyms of each entry
+        """
+        if not keys:
+            keys = None  # null and empty both mean every config (Kafka's ConfigHelper)
+        if resource_type == RESOURCE_TOPIC:
+            topic = self.topics.get(name)
+            if topic is None:
+                return E.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.", []
+            return E.NONE, None, self.configs.describe_topic(topic.configs, keys, include_synonyms)
+        if resource_type == RESOURCE_BROKER:
+            if name == "":
+                return E.NONE, None, self.configs.describe_default(keys, include_synonyms)
+            try:
+                bid = int(name)
+            except ValueError:
+                return E.INVALID_REQUEST, f"Unable to parse broker name {name!r} as a base 10 number.", []
+            broker = self.brokers.get(bid)
+            if broker is None:
+                return E.INVALID_REQUEST, f"Broker {bid} does not exist.", []
+            identity = {"broker.id": str(bid), "node.id": str(bid), "log.dirs": ",".join(broker.dir_paths())}
+            if broker.rack is not None:
+                identity["broker.rack"] = str(broker.rack)
+            return E.NONE, None, self.configs.describe_broker(bid, identity, keys, include_synonyms)
+        return E.INVALID_REQUEST, f"Unsupported resource type {resource_type}", []
+
+
+    # ------------------------------------------------------------ configs (write)
+    @_locked
+    def incremental_alter_configs(self, resource_type: int, name: str, ops: list[tuple[str, int, str | None]],
+                                  validate_only: bool = False) -> tuple[int, str | None]:
+        """IncrementalAlterConfigs on one resource (op 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT).
+
+        :param resource_type: 2 topic, 4 broker
+        :param name: topic name, broker id, or "" for the cluster default
+        :param ops: (key, op, value)
+        :param validate_only: check only, change nothing
+        """
+        keys = [k for k, _op, _v in ops]
+        if len(set(keys)) != len(keys):
+            dup = sorted({k for k in keys if keys.count(k) > 1})
+            return E.INVALID_REQUEST, f"Error due to duplicate config keys: {', '.join(dup)}"
+        return self._alter_configs(resource_type, name, validate_only, "IncrementalAlterConfigs",
+                                   lambda current, defs, default_of: apply_incremental(current, ops, defs, default_of))
+
+    @_locked
+    def alter_configs(self, resource_type: int, name: str, configs: dict[str, str | None],
+                      validate_only: bool = False) -> tuple[int, str | None]:
+        """Legacy AlterConfigs: replace every dynamic config of the resource.
+
+        :param resource_type: 2 topic, 4 broker
+        :param name: topic name, broker id, or "" for the cluster default
+        :param configs: the complete new set (None values are dropped)
+        :param validate_only: check only, change nothing
+        """
+        return self._alter_configs(resource_type, name, validate_only, "AlterConfigs",
+                                   lambda _c, _d, _f: {k: v for k, v in configs.items() if v is not None})
+
+    def _alter_configs(self, resource_type: int, name: str, validate_only: bool, api: str,
+                       compute: Callable[..., dict[str, str]]) -> tuple[int, str | None]:
+        self._run(self.now())
+        if resource_type == RESOURCE_TOPIC:
+            topic = self.topics.get(name)
+            if topic is None:
+                return E.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
+            try:
+                new = compute(topic.configs, TOPIC_CONFIGS, lambda k: self.configs.topic_fallback(None, k))
+                new = validate_topic_configs(new)
+            except ConfigValueError as exc:
+                return E.INVALID_CONFIG, str(exc)
+            if validate_only:
+                return E.NONE, None
+            topic.configs = new
+            topic.refresh_throttles()
+            self._plan = None  # throttled-replica lists change which flows are throttled
+            self.writes[api] += 1
+            self.state_version += 1
+            return E.NONE, None
+        if resource_type == RESOURCE_BROKER:
+            if name != "":
+                try:
+                    int(name)
+                except ValueError:
+                    return E.INVALID_REQUEST, f"Unable to parse broker name {name!r} as a base 10 number."
+            current = self.configs.dynamic.get(name, {})
+            bid = int(name) if name else None
+            try:
+                new = compute(current, BROKER_CONFIGS, lambda k: self.configs.value(bid, k.name))
+                new = validate_broker_update(new, per_broker=bool(name))
+            except NotDynamic as exc:
+                return E.INVALID_REQUEST, str(exc)
+            except UnknownConfig as exc:
+                return E.INVALID_CONFIG, str(exc)
+            except ConfigValueError as exc:
+                return E.INVALID_CONFIG, str(exc)
+            if validate_only:
+                return E.NONE, None
+            self._run(self.now())  # bytes so far moved at the old rates
+            if new:
+                self.configs.dynamic[name] = new
+            else:
+                self.configs.dynamic.pop(name, None)
+                self.configs.dynamic.setdefault("", {})
+            self._refresh_rates()
+            self.writes[api] += 1
+            self.state_version += 1
+            return E.NONE, None
+        return E.INVALID_REQUEST, f"Unsupported resource type {resource_type}"
+

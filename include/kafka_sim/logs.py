@@ -1,0 +1,290 @@
+"""Logs: replicas' log dirs (KIP-113), produce and fetch of record batches, offsets.
+"""
+from __future__ import annotations
+
+import bisect
+import struct
+
+from kafka_sim import errors as E
+from kafka_sim.state import _locked
+from kafka_sim.configs import TOPIC_CONFIGS
+from kafka_sim.state import _NO_RECORDS, Partition, Replica
+
+_BATCH_HEADER = 61
+
+
+
+class Logs:
+    """Mixin of ClusterModel: log dirs, produce, fetch, offsets."""
+
+    # ------------------------------------------------------------ replicas
+    def _dir_usage(self, broker: int) -> dict[str, float]:
+        """Bytes held per log dir of a broker (current and future replicas)."""
+        usage = {d.path: 0.0 for d in self.brokers[broker].log_dirs}
+        t = self._t
+        for p in self._by_broker[broker]:
+            r = p._reps[broker]
+            # inlined log_bytes(): this loops over every replica of the broker
+            size = p._base_bytes + p._rate * (t - p._base_t) if r.tracking else r._bytes
+            usage[r.log_dir] = usage.get(r.log_dir, 0.0) + size
+            if r.future_log_dir is not None:
+                usage[r.future_log_dir] = usage.get(r.future_log_dir, 0.0) + r.future_bytes
+        return usage
+
+    def _pick_dir(self, broker: int, expected: float, cache: dict[int, dict[str, float]]) -> str:
+        """Log dir for a new replica: the one with the most free bytes (counting what is coming)."""
+        if len(self.brokers[broker].log_dirs) == 1:
+            return self.brokers[broker].log_dirs[0].path
+        if broker not in cache:
+            cache[broker] = self._dir_usage(broker)
+        usage = cache[broker]
+        dirs = self.brokers[broker].log_dirs
+        # most free bytes; on a tie the first configured dir
+        best = max(range(len(dirs)), key=lambda i: (dirs[i].capacity_bytes - usage.get(dirs[i].path, 0.0), -i))
+        path = dirs[best].path
+        usage[path] = usage.get(path, 0.0) + expected
+        return path
+
+    def _add_replica(self, p: Partition, broker: int, cache: dict[int, dict[str, float]]) -> None:
+        path = self._preferred_dirs.pop((broker, p.topic, p.index), None)
+        if path is None:
+            path = self._pick_dir(broker, p.log_bytes(), cache)
+        r = Replica(p, broker, path, False, 0.0, self._t)
+        p._reps[broker] = r
+        self._by_broker[broker][p] = None
+
+    def _remove_replica(self, p: Partition, broker: int) -> None:
+        """Delete a replica and its data (and any future replica)."""
+        p._reps.pop(broker, None)
+        self._by_broker[broker].pop(p, None)
+        if broker in p.isr:
+            p.isr.remove(broker)
+
+
+    @_locked
+    def high_watermark(self, topic: str, partition: int) -> int:
+        """High watermark of a partition (-1 if unknown).
+
+        :param topic: topic name
+        :param partition: partition index
+        """
+        p = self._part(topic, partition)
+        return -1 if p is None else p.high_watermark()
+
+
+    @_locked
+    def describe_log_dirs(self, broker_id: int, topics: list[tuple[str, list[int]]] | None = None
+                          ) -> list[tuple[str, int, int, int, list[tuple[str, list[tuple[int, int, int, bool]]]]]]:
+        """DescribeLogDirs of one broker.
+
+        Current replicas report offset_lag = max(HW - LEO, 0) (0 when in sync); future
+        replicas report how far they are behind the current replica.
+
+        :param broker_id: the broker
+        :param topics: (topic, partitions) to report, None for all
+        """
+        broker = self.brokers.get(broker_id)
+        if broker is None:
+            return []
+        wanted: set[tuple[str, int]] | None = None
+        if topics is not None:
+            wanted = {(t, i) for t, parts in topics for i in parts}
+        per_dir: dict[str, dict[str, list[tuple[int, int, int, bool]]]] = {d.path: {} for d in broker.log_dirs}
+        used: dict[str, float] = {d.path: 0.0 for d in broker.log_dirs}
+        for p in self._by_broker[broker_id]:
+            r = p._reps[broker_id]
+            size = r.exact_bytes()
+            used[r.log_dir] = used.get(r.log_dir, 0.0) + size
+            if r.future_log_dir is not None:
+                used[r.future_log_dir] = used.get(r.future_log_dir, 0.0) + r.future_bytes
+            if wanted is not None and (p.topic, p.index) not in wanted:
+                continue
+            leo = r.log_end_offset
+            # a caught-up replica holds the whole log: lag 0 without computing the HW
+            lag = 0 if r.tracking else max(p.high_watermark() - leo, 0)
+            per_dir.setdefault(r.log_dir, {}).setdefault(p.topic, []).append((p.index, int(size), lag, False))
+            if r.future_log_dir is not None:
+                per_dir.setdefault(r.future_log_dir, {}).setdefault(p.topic, []).append(
+                    (p.index, int(r.future_bytes), max(0, leo - r.future_log_end_offset), True))
+        out = []
+        for d in broker.log_dirs:
+            topics_out = [(t, sorted(parts)) for t, parts in sorted(per_dir.get(d.path, {}).items())]
+            out.append((d.path, E.NONE, int(d.capacity_bytes), int(max(0.0, d.capacity_bytes - used[d.path])),
+                        topics_out))
+        return out
+
+
+    @_locked
+    def list_offsets(self, broker_id: int, topic: str, partition: int, timestamp: int
+                     ) -> tuple[int, int, int, int]:
+        """ListOffsets on the leader: -1 latest (HW), -2 earliest, -3 max timestamp, else by time.
+
+        :param broker_id: broker receiving the request
+        :param topic: topic name
+        :param partition: partition index
+        :param timestamp: Kafka's timestamp selector
+        :returns: (code, timestamp, offset, leader_epoch)
+        """
+        p = self._part(topic, partition)
+        if p is None:
+            return E.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1
+        if p.leader != broker_id or not self.brokers[broker_id].alive:
+            return E.NOT_LEADER_OR_FOLLOWER, -1, -1, -1
+        if timestamp == -1:
+            return E.NONE, -1, p.high_watermark(), p.leader_epoch
+        if timestamp == -2:
+            return E.NONE, -1, 0, p.leader_epoch
+        if timestamp == -3:
+            if not p._rec_maxts:
+                return E.NONE, -1, -1, p.leader_epoch
+            i = max(range(len(p._rec_maxts)), key=lambda j: p._rec_maxts[j])
+            return E.NONE, p._rec_maxts[i], p._rec_end[i] - 1, p.leader_epoch
+        for i, ts in enumerate(p._rec_maxts):
+            if ts >= timestamp:
+                return E.NONE, ts, p._rec_base[i], p.leader_epoch
+        return E.NONE, -1, -1, p.leader_epoch
+
+    # ------------------------------------------------------------ produce / fetch
+    @staticmethod
+    def _split_batches(data: bytes) -> list[tuple[int, int, int]] | None:
+        """(start, end, record count) of each RecordBatch v2 in ``data``; None if malformed."""
+        out = []
+        pos = 0
+        while pos < len(data):
+            if len(data) - pos < _BATCH_HEADER:
+                return None
+            (length,) = struct.unpack_from(">i", data, pos + 8)
+            end = pos + 12 + length
+            if length < _BATCH_HEADER - 12 or end > len(data) or data[pos + 16] != 2:
+                return None
+            (last_delta,) = struct.unpack_from(">i", data, pos + 23)
+            out.append((pos, end, last_delta + 1))
+            pos = end
+        return out
+
+    @_locked
+    def append(self, broker_id: int, topic: str, partition: int, batch: bytes, record_count: int,
+               acks: int) -> tuple[int, int, int]:
+        """Produce record batches to the leader's log.
+
+        :param broker_id: broker receiving the request (must lead the partition)
+        :param topic: topic name
+        :param partition: partition index
+        :param batch: raw RecordBatch v2 bytes (one or more batches)
+        :param record_count: records in ``batch`` (used when the header cannot say)
+        :param acks: 0, 1 or -1; -1 requires len(ISR) >= min.insync.replicas
+        :returns: (code, base_offset, end_offset); the server waits for HW >= end_offset on acks=-1
+        """
+        self._run(self.now())
+        t = self.topics.get(topic)
+        p = self._part(topic, partition)
+        if t is None or p is None:
+            return E.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
+        if p.leader != broker_id or not self.brokers[broker_id].alive:
+            return E.NOT_LEADER_OR_FOLLOWER, -1, -1
+        if acks == -1 and len(p.isr) < self._min_isr(t):
+            return E.NOT_ENOUGH_REPLICAS, -1, -1
+        spans = self._split_batches(batch)
+        if not spans:
+            return E.CORRUPT_MESSAGE, -1, -1
+        max_bytes = int(t.configs.get("max.message.bytes") or
+                        self.configs.topic_fallback(None, TOPIC_CONFIGS["max.message.bytes"]) or 1048588)
+        if any(end - start > max_bytes for start, end, _n in spans):
+            return E.MESSAGE_TOO_LARGE, -1, -1
+        # The cached physics plan stays valid: rates do not depend on how far behind a
+        # follower is, and a longer gap only makes the planned event early (then re-planned).
+        self._rebase(p)
+        base = p.leo
+        if p._rec_base is _NO_RECORDS:
+            p._rec_base, p._rec_end, p._rec_pos, p._rec_data, p._rec_maxts = [], [], [], [], []
+        for start, end, count in spans:
+            raw = bytearray(batch[start:end])
+            struct.pack_into(">q", raw, 0, p.leo)
+            struct.pack_into(">i", raw, 12, p.leader_epoch)  # partitionLeaderEpoch, outside the CRC
+            (maxts,) = struct.unpack_from(">q", raw, 35)
+            p._base_bytes += len(raw)
+            p._rec_base.append(p.leo)
+            p.leo += max(1, count)
+            p._rec_end.append(p.leo)
+            p._rec_pos.append(p._base_bytes)
+            p._rec_data.append(bytes(raw))
+            p._rec_maxts.append(maxts)
+        return E.NONE, base, p.leo
+
+    @_locked
+    def read(self, broker_id: int, topic: str, partition: int, offset: int, max_bytes: int
+             ) -> tuple[int, int, int, bytes]:
+        """Fetch committed record batches from the leader.
+
+        :param broker_id: broker receiving the request (must lead the partition)
+        :param topic: topic name
+        :param partition: partition index
+        :param offset: first offset wanted
+        :param max_bytes: soft cap; at least one batch is returned when any is available
+        :returns: (code, high_watermark, log_start_offset, records)
+        """
+        p = self._part(topic, partition)
+        if p is None:
+            return E.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, b""
+        if p.leader != broker_id or not self.brokers[broker_id].alive:
+            return E.NOT_LEADER_OR_FOLLOWER, -1, -1, b""
+        hw = p.high_watermark()
+        if offset < 0 or offset > p.leo:
+            return E.OFFSET_OUT_OF_RANGE, hw, 0, b""
+        i = bisect.bisect_right(p._rec_end, offset)
+        out: list[bytes] = []
+        total = 0
+        while i < len(p._rec_end) and p._rec_end[i] <= hw:
+            data = p._rec_data[i]
+            if out and total + len(data) > max_bytes:
+                break
+            out.append(data)
+            total += len(data)
+            i += 1
+        return E.NONE, hw, 0, b"".join(out)
+
+
+    # ------------------------------------------------------------ log dirs (KIP-113)
+    @_locked
+    def alter_replica_log_dirs(self, broker_id: int, items: list[tuple[str, str, int]]
+                               ) -> list[tuple[str, int, int]]:
+        """AlterReplicaLogDirs on one broker: move replicas between its log dirs.
+
+        A replica the broker does not hold yet gets the dir remembered for when it is
+        created (answer REPLICA_NOT_AVAILABLE, as Kafka does).
+
+        :param broker_id: the broker
+        :param items: (destination path, topic, partition)
+        :returns: (topic, partition, code) per item
+        """
+        self._run(self.now())
+        out = []
+        broker = self.brokers.get(broker_id)
+        for path, topic, index in items:
+            if broker is None or not broker.alive:
+                out.append((topic, index, E.KAFKA_STORAGE_ERROR))
+                continue
+            if path not in broker.dir_paths():
+                out.append((topic, index, E.LOG_DIR_NOT_FOUND))
+                continue
+            p = self._part(topic, index)
+            if p is None:
+                out.append((topic, index, E.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            r = p._reps.get(broker_id)
+            if r is None:
+                self._preferred_dirs[(broker_id, topic, index)] = path
+                out.append((topic, index, E.REPLICA_NOT_AVAILABLE))
+                continue
+            if path == r.log_dir:
+                r.future_log_dir = None  # moving back home cancels a running copy
+                r.future_bytes = 0.0
+            elif r.future_log_dir != path:
+                r.future_log_dir = path
+                r.future_bytes = 0.0
+            self._touch(p)
+            self.writes["AlterReplicaLogDirs"] += 1
+            out.append((topic, index, E.NONE))
+        self._flush_dirty()
+        return out
+
