@@ -1,8 +1,8 @@
 """``kafka-reassign``: snapshot, plan, validate, execute, status and restore from a shell.
 
 Exit codes: 0 success, 1 the run failed (Kafka error, stall, timeout; throttles were
-restored), 2 bad input (arguments, plan, snapshot, parameters; nothing was written),
-130 interrupted (throttles were restored).
+restored), 2 bad input or an unreachable cluster (arguments, plan, snapshot, parameters,
+address; nothing was written), 130 interrupted (throttles were restored).
 """
 from __future__ import annotations
 
@@ -128,22 +128,31 @@ def _add_conn(p: argparse.ArgumentParser, required: bool = True) -> None:
 
 def _load_plan(path: str):
     from kafka_reassign.plan import ReassignmentPlan
-    if path == "-":
-        return ReassignmentPlan.from_json(sys.stdin.read())
-    return ReassignmentPlan.load(path)
+    return ReassignmentPlan.from_json(_raw_plan(path)[0])
 
 
-def _raw_plan(path: str) -> Any:
-    """The plan file decoded but not parsed, so validation reports structure and cluster problems together."""
+def _raw_plan(path: str) -> tuple[Any, Any]:
+    """The plan file decoded but not parsed, so validation reports structure and cluster problems
+    together; with the "current" part of a kafka-reassign-partitions --generate output (or None)."""
     from kafka_reassign.errors import PlanError, Problem
+    from kafka_reassign.plan import decode_plan_text
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise PlanError(Problem(path, f"cannot read plan file: {exc.strerror or exc}", "unreadable")) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlanError(Problem(path, f"not valid JSON: {exc}", "not_json")) from None
+    return decode_plan_text(text, source="stdin" if path == "-" else path)
+
+
+def _drift_warnings(current: Any, state: Any) -> list[str]:
+    """Warnings when the cluster changed since kafka-reassign-partitions --generate printed ``current``."""
+    from kafka_reassign.plan import assignment_drift
+    if current is None:
+        return []
+    drift = assignment_drift(current, state)
+    if not drift:
+        return []
+    more = f" (and {len(drift) - 5} more)" if len(drift) > 5 else ""
+    return [f"the cluster changed since the plan was generated: {'; '.join(drift[:5])}{more}"]
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
@@ -177,7 +186,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from kafka_reassign.state import ClusterState
     from kafka_reassign.validate import validate_plan
-    raw = _raw_plan(args.plan)
+    raw, current = _raw_plan(args.plan)
     if args.snapshot:
         from kafka_reassign.snapshot import load_snapshot
         state = ClusterState.from_snapshot(load_snapshot(args.snapshot))
@@ -188,6 +197,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             state = admin.cluster_state()
     warnings = validate_plan(raw, state, allow_rf_change=args.allow_rf_change,
                              allow_internal_topics=args.allow_internal_topics)
+    warnings = _drift_warnings(current, state) + warnings
     n = len(raw.get("partitions", [])) if isinstance(raw, dict) else 0
     print(f"plan OK: {n} partition(s) valid against the cluster")
     for w in warnings:
@@ -201,7 +211,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
     from kafka_reassign.record import FileRecordStore
     from kafka_reassign.validate import validate_params
     params = validate_params(_params(args))          # bad parameters: exit 2 before connecting
-    raw = _raw_plan(args.plan)
+    raw, current = _raw_plan(args.plan)
     run_id = args.run_id or new_run_id()
     store = FileRecordStore(args.record_dir)
     last_print = [0.0]
@@ -223,18 +233,21 @@ def cmd_execute(args: argparse.Namespace) -> int:
     def on_term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
     if threading.current_thread() is not threading.main_thread():  # signals only reach the main thread
-        return _execute(args, raw, params, run_id, store, on_progress, on_event)
+        return _execute(args, raw, current, params, run_id, store, on_progress, on_event)
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
-        return _execute(args, raw, params, run_id, store, on_progress, on_event)
+        return _execute(args, raw, current, params, run_id, store, on_progress, on_event)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _execute(args: argparse.Namespace, raw: Any, params: Any, run_id: str, store: Any, on_progress: Any,
-             on_event: Any) -> int:
+def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_id: str, store: Any,
+             on_progress: Any, on_event: Any) -> int:
     from kafka_reassign.reassign import run_reassignment
     with _admin(args) as admin:
+        if current is not None:
+            for w in _drift_warnings(current, admin.cluster_state(include_log_dirs=False)):
+                on_event(f"warning: {w}")
         print(f"run id: {run_id} (throttle record in {store.directory})", flush=True)
         rates = None
         if args.snapshot:
@@ -415,17 +428,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_kafka_client(verbose: bool) -> None:
+    """kafka-python logs every refused connection and retry at ERROR/WARNING; the CLI reports
+    what matters itself (one line per problem), so its records show only with -v."""
+    logging.getLogger("kafka").setLevel(logging.INFO if verbose else logging.CRITICAL + 1)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _quiet_kafka_client(args.verbose)
     try:
         return int(args.func(args) or 0)
     except (ProblemListError, BadInput) as exc:
         _err(str(exc))
         return EXIT_BAD_INPUT
     except KafkaAdminError as exc:
+        if exc.operation == "connect":     # nothing was written: the address or network is wrong
+            _err(f"cannot reach Kafka at {getattr(args, 'bootstrap_server', None) or 'the --command-config servers'}"
+                 f" within {getattr(args, 'connect_timeout', D.CONNECT_TIMEOUT_SECONDS):g} s: check the address, "
+                 "the port and that the brokers are up")
+            return EXIT_BAD_INPUT
         _err(str(exc))
         return EXIT_FAILED
     except ReassignError as exc:

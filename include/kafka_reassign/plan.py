@@ -97,10 +97,7 @@ class ReassignmentPlan:
         :raises PlanError: listing every structural problem, each naming its entry
         """
         if isinstance(obj, (str, bytes)):
-            try:
-                obj = json.loads(obj)
-            except json.JSONDecodeError as exc:
-                raise PlanError(Problem("plan", f"not valid JSON: {exc}", "not_json")) from None
+            obj, _ = decode_plan_text(obj)
         moves, problems = parse_plan_object(obj)
         if problems:
             raise PlanError(problems)
@@ -132,6 +129,59 @@ class ReassignmentPlan:
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(self.dumps(indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, path)
+
+
+#: Headings of ``kafka-reassign-partitions.sh --generate``'s output, in the order it prints them.
+GENERATE_CURRENT = "Current partition replica assignment"
+GENERATE_PROPOSED = "Proposed partition reassignment configuration"
+
+
+def _json_after(text: str, heading: str, source: str) -> Any:
+    """The JSON value that follows ``heading`` in ``text``."""
+    start = text.find("{", text.index(heading) + len(heading))
+    if start < 0:
+        raise PlanError(Problem(source, f"no JSON after {heading!r}", "not_json"))
+    try:
+        return json.JSONDecoder().raw_decode(text, start)[0]
+    except json.JSONDecodeError as exc:
+        raise PlanError(Problem(source, f"the JSON after {heading!r} is not valid: {exc}", "not_json")) from None
+
+
+def decode_plan_text(text: str | bytes, source: str = "plan") -> tuple[Any, Any | None]:
+    """Decode a plan file: Kafka's reassignment JSON, or the two-part output of
+    ``kafka-reassign-partitions.sh --generate`` (current assignment, then proposed plan).
+
+    :param text: the file's content
+    :param source: what to name in errors (the file name)
+    :returns: (the plan, decoded but not checked; the "current" part or None)
+    :raises PlanError: when it is neither
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    if GENERATE_PROPOSED in text:
+        current = _json_after(text, GENERATE_CURRENT, source) if GENERATE_CURRENT in text else None
+        return _json_after(text, GENERATE_PROPOSED, source), current
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        raise PlanError(Problem(source, f"not valid JSON ({exc}) and not the output of "
+                                        "kafka-reassign-partitions.sh --generate", "not_json")) from None
+
+
+def assignment_drift(current: Any, state: Any) -> list[str]:
+    """Partitions whose replicas differ from the "current" part of a --generate output.
+
+    :param current: that part, decoded (a reassignment JSON object)
+    :param state: the cluster now (a :class:`~kafka_reassign.state.ClusterState`)
+    :returns: one ``orders-3: [1, 2, 3] then, [1, 2, 4] now`` line per partition that changed
+    """
+    moves, _ = parse_plan_object(current)
+    out = []
+    for m in moves:
+        now = state.partition(m.topic, m.partition)
+        if now is not None and tuple(now.replicas) != tuple(m.replicas):
+            out.append(f"{m.name}: {list(m.replicas)} then, {list(now.replicas)} now")
+    return out
 
 
 def _entry_name(i: int, entry: Any) -> str:

@@ -1,4 +1,4 @@
-"""Cluster snapshots (DESIGN.md format, version 1): read, write, check, take from a live cluster.
+"""Cluster snapshots (docs/FORMATS.md, version 1): read, write, check, take from a live cluster.
 
 A snapshot is the planner's input, the simulator's scenario and the output of
 ``kafka-reassign snapshot``::

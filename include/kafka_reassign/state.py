@@ -167,7 +167,7 @@ class ClusterState:
     # -- construction ----------------------------------------------------------------
     @classmethod
     def from_snapshot(cls, snapshot: dict[str, Any]) -> "ClusterState":
-        """Build a state from a snapshot (DESIGN.md format, version 1).
+        """Build a state from a snapshot (docs/FORMATS.md, version 1).
 
         Brokers are alive unless the snapshot marks ``"alive": false``; ISR defaults to the
         replicas and the leader to the first replica, as a healthy cluster would have them.

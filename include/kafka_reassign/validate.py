@@ -202,7 +202,8 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
                                                     "by someone else (not in this plan); two reassignments at "
                                                     "once fight over the throttle: wait for it or cancel it",
                                         "foreign_in_flight_elsewhere"))
-    if moves and changes == 0 and not any(p.kind == "duplicate_entry" for p in problems):
+    # Only when nothing else is wrong: a misspelt topic is one mistake, not also a "no-op plan".
+    if moves and changes == 0 and not problems:
         problems.append(Problem("partitions", "no-op plan: every partition is already at its target",
                                 "noop_plan"))
     if problems:

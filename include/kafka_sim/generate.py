@@ -161,7 +161,7 @@ def _skewed_replicas(broker_ids: list[int], rack_of: dict[int, str], weights: di
 
 
 def generate_snapshot(opts: GenerateOptions) -> dict:
-    """Build a snapshot dict (DESIGN.md format, version 1).
+    """Build a snapshot dict (docs/FORMATS.md, version 1).
 
     :param opts: generation options (validated here)
     """

@@ -61,7 +61,7 @@ __all__ = ["Broker", "ClusterModel", "LogDir", "Partition", "Replica", "Topic", 
 class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Leadership):
     """Brokers, topics, replicas, configs and replication physics in simulated time.
 
-    :param snapshot: a snapshot dict (DESIGN.md format; see ``from_snapshot`` notes)
+    :param snapshot: a snapshot dict (docs/FORMATS.md; see ``from_snapshot`` notes)
     :param time_scale: simulated seconds per wall-clock second; 0 = manual time (advance_by)
     :param clock: wall clock in seconds (injectable for tests)
     """
@@ -302,7 +302,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
     # ------------------------------------------------------------ snapshot
     @_locked
     def snapshot(self) -> dict:
-        """The current state in the snapshot format (DESIGN.md), plus isr per partition."""
+        """The current state in the snapshot format (docs/FORMATS.md), plus isr per partition."""
         self._run(self.now())
         brokers = []
         for b in sorted(self.brokers.values(), key=lambda x: x.id):

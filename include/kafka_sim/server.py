@@ -255,7 +255,7 @@ def frame_response(correlation_id: int, body: bytes, flexible_header: bool) -> b
 class SimulatedCluster:
     """A simulated multi-broker Kafka cluster served over TCP from a daemon thread.
 
-    :param snapshot: cluster snapshot (DESIGN.md format)
+    :param snapshot: cluster snapshot (docs/FORMATS.md)
     :param time_scale: simulated seconds per wall-clock second
     :param host: address to bind and advertise
     :param base_port: 0 for ephemeral ports, else broker i (in id order) listens on base_port + i

@@ -1,4 +1,4 @@
-"""DagBag integrity of dags/: imports cleanly, params as DESIGN.md names them, safe wiring."""
+"""DagBag integrity of dags/: imports cleanly, params as the README names them, safe wiring."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ import airflow_env
 
 pytestmark = [pytest.mark.airflow]
 
-DESIGN_PARAMS = {"kafka_conn_id", "plan", "goal", "brokers", "replication_factor", "throttle_bytes_per_sec",
+DOCUMENTED_PARAMS = {"kafka_conn_id", "plan", "goal", "brokers", "replication_factor", "throttle_bytes_per_sec",
                  "max_partition_movements", "max_movements_per_broker", "dry_run", "cancel_on_failure",
                  "batch_timeout_minutes"}
 
@@ -35,9 +35,9 @@ def test_no_import_errors(bag):
     assert "kafka_reassign" in bag.dag_ids
 
 
-def test_params_match_design_and_render_in_the_form(dag):
+def test_params_match_the_readme_and_render_in_the_form(dag):
     params = dag.params
-    assert DESIGN_PARAMS <= set(params.keys())
+    assert DOCUMENTED_PARAMS <= set(params.keys())
     for name in params.keys():
         p = params.get_param(name)
         assert p.description and len(p.description) > 20, name

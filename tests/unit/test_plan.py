@@ -82,3 +82,26 @@ def test_document_level_errors(text, kind):
 def test_load_missing_file_is_a_plan_error(tmp_path):
     with pytest.raises(PlanError, match="cannot read plan file"):
         ReassignmentPlan.load(tmp_path / "nope.json")
+
+
+def test_decode_plan_text_reads_plain_json_and_generate_output():
+    from kafka_reassign.plan import decode_plan_text
+
+    plain = '{"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2]}]}'
+    assert decode_plan_text(plain) == (json.loads(plain), None)
+    generated = ("Current partition replica assignment\n"
+                 '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3,4],"log_dirs":["any","any"]}]}\n'
+                 "\nProposed partition reassignment configuration\n" + plain + "\n")
+    proposed, current = decode_plan_text(generated)
+    assert proposed == json.loads(plain) and current["partitions"][0]["replicas"] == [3, 4]
+    assert ReassignmentPlan.from_json(generated).moves[0].replicas == (1, 2)
+
+
+def test_decode_plan_text_names_both_accepted_forms():
+    from kafka_reassign.plan import decode_plan_text
+
+    with pytest.raises(PlanError, match=r"p.txt: not valid JSON .* and not the output of kafka-reassign-partitions.sh "
+                                        r"--generate"):
+        decode_plan_text("Proposed partitions: none", source="p.txt")
+    with pytest.raises(PlanError, match="the JSON after 'Proposed partition reassignment configuration' is not valid"):
+        decode_plan_text("Proposed partition reassignment configuration\n{broken", source="p.txt")

@@ -275,7 +275,7 @@ def _spark_aggregates(spark: Any, cluster: Cluster, placement=None, cache: bool 
 def plan(snapshot: Any, goal: str, spark: Any = None, **options: Any) -> PlanResult:
     """Compute a reassignment plan for ``goal`` on ``snapshot``.
 
-    :param snapshot: snapshot dict (DESIGN.md, version 1)
+    :param snapshot: snapshot dict (docs/FORMATS.md, version 1)
     :param goal: rebalance, add-brokers, remove-brokers, replication-factor, rack-repair, disks
         (or "custom" with ``assignor``)
     :param spark: an existing SparkSession to use (default: create / reuse one)

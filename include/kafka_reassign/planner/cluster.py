@@ -1,6 +1,6 @@
 """The planner's view of a cluster: a validated snapshot plus a mutable working assignment.
 
-:class:`Cluster` is read-only and built once from a snapshot (DESIGN.md, version 1) after a
+:class:`Cluster` is read-only and built once from a snapshot (docs/FORMATS.md, version 1) after a
 strict validation that reports every problem with its location (``topics[2].partitions[5]
 (orders-5).replicas[1]: broker 42 is not in brokers``). :class:`Assignment` is the state the
 goals edit move by move; it keeps per-broker, per-log-dir and per-(topic, broker) counters up
