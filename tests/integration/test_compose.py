@@ -258,3 +258,65 @@ def test_airflow_init_script_runs(tmp_path: Path, config: dict[str, Any]) -> Non
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads((tmp_path / "auth" / "passwords.json").read_text()) == {"admin": "s3cret-for-test"}
+
+
+def _dockerfile_writable_dirs() -> tuple[set[str], str]:
+    """The directories the Dockerfile makes writable for uid 50000 / gid 0, and the RUN line doing it.
+
+    Checks statically that the list is created, owned by 50000:0 and group-writable by a RUN
+    executed as root (the USER in force at that line).
+    """
+    text = (ROOT / "Dockerfile").read_text()
+    text = re.sub(r"\\\n\s*", " ", text)  # join continued lines
+    dirs = set(re.search(r'^ENV KAFKA_REASSIGN_WRITABLE_DIRS="([^"]+)"', text, re.M).group(1).split())
+    user, run_line = None, None
+    for line in text.splitlines():
+        if m := re.match(r"^USER (\S+)", line):
+            user = m.group(1)
+        if line.startswith("RUN ") and "mkdir -p $KAFKA_REASSIGN_WRITABLE_DIRS" in line:
+            assert user == "root", "the writable directories must be created as root (to chown them)"
+            run_line = line
+    assert run_line, "no RUN creating $KAFKA_REASSIGN_WRITABLE_DIRS"
+    assert re.search(r"chown (50000|airflow):(0|root) \$KAFKA_REASSIGN_WRITABLE_DIRS", run_line)
+    mode = re.search(r"chmod ([0-7]{3,4}) \$KAFKA_REASSIGN_WRITABLE_DIRS", run_line).group(1)
+    assert int(mode[-3], 8) & 0o7 == 0o7 and int(mode[-2], 8) & 0o3 == 0o3, f"mode {mode}: owner rwx, group wx"
+    return dirs, run_line
+
+
+def test_every_written_path_is_writable_for_uid_50000_gid_0(config: dict[str, Any]) -> None:
+    """docker compose would fail when a container writes where the image left root 755."""
+    writable, _ = _dockerfile_writable_dirs()
+    named_volumes = set(config.get("volumes") or {})
+    checked = 0
+    for name, svc in config["services"].items():
+        if svc.get("user") is None or "apache/kafka" in svc.get("image", "") or name == "postgres":
+            continue  # images with their own user and directories
+        assert svc["user"] == "50000:0", f"{name} runs as {svc['user']}"
+        env = _env(svc)
+        written = {env.get("AIRFLOW_HOME", "/opt/airflow")}
+        for key in ("AIRFLOW__KAFKA_REASSIGN__WORK_DIR", "SPARK_WORKER_DIR", "AIRFLOW__LOGGING__BASE_LOG_FOLDER"):
+            if env.get(key):
+                written.add(env[key])
+        if env.get("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"):
+            written.add(str(Path(env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"]).parent))
+        for v in svc.get("volumes") or []:
+            source, target, mode = (v.split(":") + ["rw"])[:3] if isinstance(v, str) else \
+                (v["source"], v["target"], "ro" if v.get("read_only") else "rw")
+            if not source.startswith(("/", ".")):
+                assert source in named_volumes, f"{name}: volume {source} not declared"
+                written.add(target)
+            else:  # bind mounts: read-only, from the repository
+                assert mode == "ro", f"{name}: bind mount {target} must be read-only"
+                assert Path(source).exists(), f"{name}: {source} does not exist"
+        missing = sorted(p for p in written if p not in writable)
+        assert not missing, f"{name} writes {missing}, which the Dockerfile does not create writable for 50000:0"
+        checked += 1
+    assert checked >= 7  # init, api-server, scheduler, dag-processor, triggerer, spark master and worker
+
+
+def test_image_applies_the_makefile_s_pyspark_fix() -> None:
+    """pyspark-client (pulled in by the Spark provider) overwrites pyspark's Python files."""
+    dockerfile = re.sub(r"\\\n\s*", " ", (ROOT / "Dockerfile").read_text())  # join continued lines
+    fix = re.search(r'--force-reinstall\s+"\$\(grep -E \'\^pyspark==\' (\S+)\)"', dockerfile)
+    assert fix and fix.group(1).endswith("requirements.txt")
+    assert "--force-reinstall \"$$(grep -E '^pyspark==' requirements.txt)\"" in (ROOT / "Makefile").read_text()
