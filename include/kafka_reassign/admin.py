@@ -331,6 +331,33 @@ class KafkaAdmin:
                                                       is_future=bool(p["is_future_key"])))
         return rows, dirs
 
+    def list_offsets(self, partitions: Iterable[TopicPartition], latest: bool = True) -> dict[TopicPartition, int]:
+        """Log-end (or log-start) offsets from the partitions' leaders (ListOffsets).
+
+        A partition whose leader answers with an error (offline, leader moving) is left out:
+        callers sample twice and compare, so a missing partition is "not measured", never 0.
+
+        :param partitions: (topic, partition) pairs
+        :param latest: log-end offsets; False for log-start offsets
+        """
+        from kafka.admin import OffsetSpec
+        from kafka.structs import TopicPartition as KTP
+        spec = OffsetSpec.LATEST if latest else OffsetSpec.EARLIEST
+        keys = list(partitions)
+        if not keys:
+            return {}
+        try:
+            raw = self._call("ListOffsets", self._client.list_partition_offsets, {KTP(t, p): spec for t, p in keys})
+        except KafkaAdminError as exc:
+            if len(keys) == 1:
+                log.warning("ListOffsets for %s-%s: %s", keys[0][0], keys[0][1], exc)
+                return {}
+            out: dict[TopicPartition, int] = {}
+            for key in keys:  # one bad partition fails the whole call in kafka-python: ask one by one
+                out.update(self.list_offsets([key], latest))
+            return out
+        return {(tp.topic, tp.partition): int(v.offset) for tp, v in raw.items()}
+
     # -- writes ----------------------------------------------------------------------
     def alter_configs(self, changes: Iterable[Any], validate_only: bool = False) -> None:
         """Apply ConfigChanges with IncrementalAlterConfigs (SET, or DELETE when value is None).

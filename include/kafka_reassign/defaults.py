@@ -36,6 +36,12 @@ STALL_WINDOW_SECONDS: float = 600.0
 CANCEL_ON_FAILURE: bool = True
 #: Validate and print what would be done, write nothing.
 DRY_RUN: bool = False
+#: Start moves the pre-flight finds would never catch up at the throttle (produce rate and
+#: in-sync replication above it): off, such a run is refused before any write.
+ALLOW_STALLING_MOVES: bool = False
+#: Window over which the moving partitions' produce rates are measured before a run
+#: (log-end offsets and leader log growth sampled twice); 0 = do not measure.
+PRODUCE_SAMPLE_SECONDS: float = 3.0
 #: Give up reaching the cluster after this long.
 CONNECT_TIMEOUT_SECONDS: float = 10.0
 
@@ -53,4 +59,6 @@ RUN_DEFAULTS: dict[str, Any] = {
     "cancel_on_failure": CANCEL_ON_FAILURE,
     "stall_window_seconds": STALL_WINDOW_SECONDS,
     "poll_interval_seconds": POLL_INTERVAL_SECONDS,
+    "allow_stalling_moves": ALLOW_STALLING_MOVES,
+    "produce_sample_seconds": PRODUCE_SAMPLE_SECONDS,
 }

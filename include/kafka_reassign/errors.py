@@ -109,6 +109,12 @@ class BatchExecutionError(ReassignError):
         super().__init__(message)
 
 
+class PreflightError(ProblemListError):
+    """A move would stall at the run's throttle (KIP-73 with in-sync traffic counted); nothing was written."""
+
+    headline = "pre-flight: moves would stall at this throttle, nothing was written"
+
+
 class StallError(ReassignError):
     """Replication lag stopped falling; the message says what to change."""
 

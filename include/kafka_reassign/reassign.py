@@ -29,8 +29,10 @@ from kafka_reassign.progress import BatchProgress, StallDetector
 from kafka_reassign.record import RecordStore, ThrottleRecord
 from kafka_reassign.state import ClusterState, TopicPartition, with_produce_rates
 from kafka_reassign.steps import Batch, StepMove, build_batches
-from kafka_reassign.throttle import (BROKER_KEYS, TOPIC_KEYS, ConfigChange, ThrottleSpec, estimate_batch_seconds,
-                                     fmt_bytes, produce_rate_warnings, restore_changes, throttle_changes)
+from kafka_reassign.estimate import Estimate, Limits, estimate_batches
+from kafka_reassign.preflight import ProduceRates, enforce, measure_produce_rates, preflight
+from kafka_reassign.throttle import (BROKER_KEYS, TOPIC_KEYS, ConfigChange, ThrottleSpec, fmt_bytes, restore_changes,
+                                     throttle_changes)
 from kafka_reassign.validate import ReassignParams, is_own_in_flight, validate_params, validate_plan
 
 log = logging.getLogger(__name__)
@@ -56,7 +58,9 @@ class PreparedRun:
     :param throttle_changes: the exact config writes as of prepare time (with prior values)
     :param warnings: non-fatal findings (produce rate vs throttle, partitions at target...)
     :param notes: throttle merge notes (kept lower rates, wildcards)
-    :param estimated_seconds: sum of the batches' estimated durations
+    :param estimated_seconds: predicted moving time (``estimate`` says how it was obtained)
+    :param estimate: the :class:`~kafka_reassign.estimate.Estimate` as JSON (formula, or a rehearsal's)
+    :param preflight: the stall check (:class:`~kafka_reassign.preflight.PreflightReport` as JSON)
     """
 
     plan: ReassignmentPlan
@@ -69,6 +73,8 @@ class PreparedRun:
     notes: list[str] = field(default_factory=list)
     estimated_seconds: float = 0.0
     batch_estimates: list[float] = field(default_factory=list)
+    estimate: dict[str, Any] | None = None
+    preflight: dict[str, Any] | None = None
 
     @property
     def steps(self) -> list[StepMove]:
@@ -106,9 +112,14 @@ class PreparedRun:
         if self.throttle_spec.log_dir_brokers:
             lines.append(f"  log-dir move throttle: {fmt_bytes(self.throttle_spec.log_dir_rate or 0)}/s on "
                          f"broker(s) {','.join(map(str, sorted(self.throttle_spec.log_dir_brokers)))}")
-        est = "unbounded (throttle at or below produce rate)" if self.estimated_seconds == float("inf") \
-            else f"{self.estimated_seconds:.0f} s"
-        lines.append(f"  estimated time: {est}")
+        if self.estimate is not None:
+            lines.append(f"  {Estimate.from_json(self.estimate).describe()}")
+        else:
+            lines.append(f"  estimated moving time: {self.estimated_seconds:.0f} s")
+        if self.preflight is not None:
+            lines.append(f"  pre-flight: {self.preflight.get('rates')}; "
+                         f"{self.preflight.get('stall_count', 0)} stalling, {self.preflight.get('slow_count', 0)} "
+                         "slow move(s)")
         for b, secs in zip(self.batches, self.batch_estimates or [0.0] * len(self.batches)):
             lines.append(f"Batch {b.index}: {len(b.steps)} step(s), {fmt_bytes(b.bytes_to_copy)}, ~{secs:.0f} s")
             for s in b.steps:
@@ -141,7 +152,8 @@ class PreparedRun:
                 "throttle_changes": [c.to_json() for c in self.throttle_changes], "cluster_id": self.cluster_id,
                 "warnings": list(self.warnings), "notes": list(self.notes),
                 "estimated_seconds": None if self.estimated_seconds == float("inf") else self.estimated_seconds,
-                "batch_estimates": [None if x == float("inf") else x for x in self.batch_estimates]}
+                "batch_estimates": [None if x == float("inf") else x for x in self.batch_estimates],
+                "estimate": self.estimate, "preflight": self.preflight}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | str) -> "PreparedRun":
@@ -154,7 +166,8 @@ class PreparedRun:
                    throttle_changes=[ConfigChange.from_json(c) for c in d["throttle_changes"]],
                    cluster_id=d.get("cluster_id"), warnings=list(d.get("warnings", [])),
                    notes=list(d.get("notes", [])), estimated_seconds=float("inf") if est is None else est,
-                   batch_estimates=[float("inf") if x is None else x for x in d.get("batch_estimates", [])])
+                   batch_estimates=[float("inf") if x is None else x for x in d.get("batch_estimates", [])],
+                   estimate=d.get("estimate"), preflight=d.get("preflight"))
 
 
 def _read_throttle_configs(admin: Any, spec_or_resources: ThrottleSpec | tuple[list[int], list[str]]
@@ -173,7 +186,9 @@ def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
             params: ReassignParams | Mapping[str, Any] | None = None, *, run_id: str | None = None,
             own_targets: Mapping[TopicPartition, Any] | None = None,
             state: ClusterState | None = None,
-            produce_rates: Mapping[TopicPartition, float] | None = None) -> PreparedRun:
+            produce_rates: Mapping[TopicPartition, float] | None = None,
+            sleep: Callable[[float], None] = time.sleep,
+            clock: Callable[[], float] = time.monotonic) -> PreparedRun:
     """Validate the plan against the live cluster and compute batches and throttle changes.
 
     Writes nothing: a dry run is ``print(prepare(...).report())``.
@@ -184,13 +199,16 @@ def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
     :param run_id: the run (named in messages)
     :param own_targets: targets this run already submitted (resume)
     :param state: a cluster state already read (default: read it now)
-    :param produce_rates: (topic, partition) -> bytes/s, e.g. ``rates_from_snapshot(snapshot)``;
-        used for the estimates and the throttle-below-produce-rate warnings
+    :param produce_rates: (topic, partition) -> bytes/s, e.g. ``rates_from_snapshot(snapshot)``,
+        for the estimate and the pre-flight stall check; without them the rates of the moving
+        partitions are measured on the cluster over ``produce_sample_seconds``
     :raises ParamError, PlanValidationError: listing every problem
+    :param sleep: waits out the produce-rate sampling window
+    :param clock: the cluster's clock for the sampling window (a simulator's simulated time)
+    :raises PreflightError: a move would stall at this throttle (unless ``allow_stalling_moves``)
     """
     params = validate_params(params)
     state = state if state is not None else admin.cluster_state()
-    state = with_produce_rates(state, dict(produce_rates) if produce_rates else None)
     warnings = validate_plan(plan, state, allow_rf_change=params.allow_rf_change, own_run_id=run_id,
                              allow_internal_topics=params.allow_internal_topics, own_targets=own_targets)
     if not isinstance(plan, ReassignmentPlan):
@@ -200,14 +218,34 @@ def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
     steps = [s for b in batches for s in b.steps]
     spec = ThrottleSpec.for_moves(steps, params.throttle_bytes_per_sec, params.log_dir_throttle_bytes_per_sec)
     notes: list[str] = []
-    changes = throttle_changes(spec, _read_throttle_configs(admin, spec), notes) if not spec.empty else []
-    warnings += produce_rate_warnings(steps, state, params.throttle_bytes_per_sec)
+    current = _read_throttle_configs(admin, spec) if not spec.empty else {}
+    changes = throttle_changes(spec, current, notes) if not spec.empty else []
+    rates = _produce_rates(admin, state, steps, params, produce_rates, sleep, clock)
+    state = with_produce_rates(state, rates.rates)
+    check = preflight(steps, state, params.throttle_bytes_per_sec, rates,
+                      log_dir_throttle=params.log_dir_throttle_bytes_per_sec, current_configs=current)
+    warnings += enforce(check, params.allow_stalling_moves)  # raises PreflightError: nothing written
     if params.throttle_bytes_per_sec is None and any(s.adding for s in steps):
         warnings.append("no throttle: replication traffic is unbounded and may slow producers and consumers")
-    estimates = [estimate_batch_seconds(b.steps, params.throttle_bytes_per_sec, state) for b in batches]
+    limits = Limits(rate=params.throttle_bytes_per_sec, log_dir_rate=params.log_dir_throttle_bytes_per_sec,
+                    broker_rates=check.kept_lower)
+    estimate, per_batch = estimate_batches([b.steps for b in batches], state, limits)
     return PreparedRun(plan=plan, params=params, batches=batches, throttle_spec=spec, throttle_changes=changes,
                        cluster_id=state.cluster_id, warnings=warnings, notes=notes,
-                       estimated_seconds=sum(estimates), batch_estimates=estimates)
+                       estimated_seconds=estimate.seconds, batch_estimates=per_batch,
+                       estimate=estimate.to_json(), preflight=check.to_json())
+
+
+def _produce_rates(admin: Any, state: ClusterState, steps: list[StepMove], params: ReassignParams,
+                   given: Mapping[TopicPartition, float] | None, sleep: Callable[[float], None],
+                   clock: Callable[[], float]) -> ProduceRates:
+    """Rates given (a snapshot's), else measured on the cluster, else none (said in a warning)."""
+    if given is not None:
+        return ProduceRates(rates=dict(given), source="given")
+    moving = sorted({s.key for s in steps if s.adding or s.is_log_dir_only})
+    if params.produce_sample_seconds > 0 and moving and params.throttle_bytes_per_sec is not None:
+        return measure_produce_rates(admin, state, moving, params.produce_sample_seconds, sleep=sleep, clock=clock)
+    return ProduceRates(rates={}, source="none")
 
 
 def apply_throttle(admin: Any, prepared: PreparedRun, store: RecordStore, run_id: str, *,
@@ -640,7 +678,7 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
     """
     run_id = run_id or new_run_id()
     say = on_event or (lambda m: log.info("%s", m))
-    prepared = prepare(admin, plan, params, run_id=run_id, produce_rates=produce_rates)
+    prepared = prepare(admin, plan, params, run_id=run_id, produce_rates=produce_rates, sleep=sleep, clock=clock)
     result = RunResult(run_id=run_id, prepared=prepared, dry_run=prepared.params.dry_run)
     say(prepared.report())
     if prepared.params.dry_run:

@@ -230,6 +230,10 @@ class ReassignParams:
     :param cancel_on_failure: cancel our in-flight moves when the run fails
     :param stall_window_seconds: lag not falling for this long = stalled
     :param poll_interval_seconds: how often progress is polled
+    :param allow_stalling_moves: start moves the pre-flight finds would never catch up at this
+        throttle (their produce rate and in-sync traffic exceed it); they stay under-replicated
+    :param produce_sample_seconds: measure produce rates over this window before the run
+        (0 = do not measure: the stall check needs rates from a snapshot then)
     """
 
     throttle_bytes_per_sec: int | None = defaults.THROTTLE_BYTES_PER_SEC
@@ -244,6 +248,8 @@ class ReassignParams:
     cancel_on_failure: bool = defaults.CANCEL_ON_FAILURE
     stall_window_seconds: float = defaults.STALL_WINDOW_SECONDS
     poll_interval_seconds: float = defaults.POLL_INTERVAL_SECONDS
+    allow_stalling_moves: bool = defaults.ALLOW_STALLING_MOVES
+    produce_sample_seconds: float = defaults.PRODUCE_SAMPLE_SECONDS
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -289,6 +295,13 @@ def _pos_number(problems: list[Problem], key: str, v: Any) -> float:
     return float(v)
 
 
+def _non_negative(problems: list[Problem], key: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
+        problems.append(Problem(key, f"must be a number >= 0, got {v!r}", "bad_param"))
+        return 0.0
+    return float(v)
+
+
 def validate_params(raw: Mapping[str, Any] | ReassignParams | None = None) -> ReassignParams:
     """Check run parameters; raise :class:`ParamError` listing every problem.
 
@@ -325,6 +338,8 @@ def validate_params(raw: Mapping[str, Any] | ReassignParams | None = None) -> Re
         cancel_on_failure=_bool_param(problems, "cancel_on_failure", get("cancel_on_failure")),
         stall_window_seconds=_pos_number(problems, "stall_window_seconds", get("stall_window_seconds")),
         poll_interval_seconds=_pos_number(problems, "poll_interval_seconds", get("poll_interval_seconds")),
+        allow_stalling_moves=_bool_param(problems, "allow_stalling_moves", get("allow_stalling_moves")),
+        produce_sample_seconds=_non_negative(problems, "produce_sample_seconds", get("produce_sample_seconds")),
     )
     for k in ("max_partition_movements", "max_movements_per_broker", "max_leader_movements"):
         if out[k] > INT_MAX:

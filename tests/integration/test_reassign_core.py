@@ -10,7 +10,7 @@ from typing import Any, Callable
 import pytest
 
 from kafka_reassign.admin import KafkaAdmin
-from kafka_reassign.errors import BatchExecutionError, PlanValidationError, StallError
+from kafka_reassign.errors import BatchExecutionError, PlanValidationError, PreflightError, StallError
 from kafka_reassign.reassign import (apply_throttle, cancel_in_flight, execute_batch, poll_batch, prepare,
                                      restore_throttle, run_reassignment)
 from kafka_reassign.record import FileRecordStore
@@ -225,8 +225,10 @@ def test_stall_when_throttle_below_produce_rate_cancels_and_restores(env):
         "partitions": 2, "rf": 3, "size_bytes": 5_000_000, "bytes_in_per_sec": 3_000_000,
         "configs": {"min.insync.replicas": "2"}})
     before = configs(cluster)
+    # The pre-flight would refuse this plan (3 MB/s written, 1 MB/s throttle); allowed here to
+    # exercise the runtime stall detector.
     params = {"throttle_bytes_per_sec": 1_000_000, "poll_interval_seconds": 0.05, "stall_window_seconds": 10.0,
-              "batch_timeout_minutes": 1}
+              "batch_timeout_minutes": 1, "allow_stalling_moves": True}
     with pytest.raises(StallError) as info:
         # Simulated time as the clock: rates and windows in the cluster's seconds.
         run_reassignment(admin, plan_for({0: [4, 2, 3]}), params, store, run_id="stall", clock=cluster.sim_time)
@@ -306,10 +308,14 @@ def test_sampled_snapshot_rates_feed_the_produce_rate_warning(env):
     snap = read_cluster_snapshot(admin, sample_seconds=0.5)
     rates = rates_from_snapshot(snap)
     assert 2_000_000 < rates[("orders", 0)] < 4_000_000
-    prepared = prepare(admin, plan_for({0: [4, 2, 3]}), {"throttle_bytes_per_sec": 1_000_000}, produce_rates=rates)
-    assert any("is at or below the produce rate" in w and "broker 4" in w for w in prepared.warnings)
+    with pytest.raises(PreflightError) as info:
+        prepare(admin, plan_for({0: [4, 2, 3]}), {"throttle_bytes_per_sec": 1_000_000}, produce_rates=rates)
+    assert "orders-0" in str(info.value) and "broker(s) 1,4" in str(info.value)
+    prepared = prepare(admin, plan_for({0: [4, 2, 3]}), {"throttle_bytes_per_sec": 1_000_000,
+                                                         "allow_stalling_moves": True}, produce_rates=rates)
+    assert any("allow_stalling_moves is set" in w and "orders-0" in w for w in prepared.warnings)
     assert prepared.estimated_seconds == float("inf")
-    assert "unbounded" in prepared.report()
+    assert "never" in prepared.report()
     assert cluster.write_count == 0
 
 

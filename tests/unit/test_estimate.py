@@ -1,0 +1,113 @@
+"""KIP-73 time estimates with in-sync traffic counted (kafka_reassign.estimate)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kafka_reassign.estimate import (SOURCE_FORMULA, SOURCE_REHEARSAL, Estimate, Limits, estimate_batches,
+                                     fmt_seconds, quota_load, stall_points, step_loads, throttle_bound)
+from kafka_reassign.state import ClusterState
+from kafka_reassign.steps import StepMove
+from sim_snapshots import make_snapshot
+
+MB = 1_000_000
+
+
+def state_with(rate: float, partitions: int = 2, size: int = 100 * MB) -> ClusterState:
+    return ClusterState.from_snapshot(make_snapshot(brokers=6, racks=3, topics={
+        "orders": {"partitions": partitions, "rf": 3, "size_bytes": size, "bytes_in_per_sec": rate}}))
+
+
+def test_unwritten_partition_moves_at_the_throttle():
+    state = state_with(0.0)
+    steps = [StepMove("orders", 0, (1, 2, 3), (4, 2, 3), size_bytes=100 * MB)]
+    est, per_batch = estimate_batches([steps], state, Limits(rate=10 * MB))
+    assert est.seconds == pytest.approx(10.0)
+    assert est.bound_seconds == pytest.approx(10.0) and est.ratio == pytest.approx(1.0)
+    assert per_batch == [pytest.approx(10.0)]
+    assert est.source == SOURCE_FORMULA and "formula" in est.describe()
+
+
+def test_in_sync_followers_count_in_the_leader_quota():
+    # P = 1 MB/s, 2 in-sync followers: the leader's quota carries 2 MB/s of in-sync fetches and
+    # the new replica must also keep up with 1 MB/s: S / (R - 3P) = 100 MB / 7 MB/s.
+    state = state_with(1 * MB)
+    loads = step_loads([StepMove("orders", 0, (1, 2, 3), (4, 2, 3), size_bytes=100 * MB)], state)
+    assert loads[0].in_sync_followers == 2 and loads[0].leader == 1
+    est, _ = estimate_batches([[StepMove("orders", 0, (1, 2, 3), (4, 2, 3), size_bytes=100 * MB)]], state,
+                              Limits(rate=10 * MB))
+    assert est.seconds == pytest.approx(100 / 7)
+    assert est.ratio == pytest.approx(10 / 7)
+
+
+def test_move_stalls_at_or_below_k_plus_one_times_p():
+    state = state_with(1 * MB)
+    steps = [StepMove("orders", 0, (1, 2, 3), (4, 2, 3), size_bytes=100 * MB)]
+    est, _ = estimate_batches([steps], state, Limits(rate=3 * MB))
+    assert math.isinf(est.seconds) and est.stalled == ["orders-0"]
+    assert "never" in est.describe()
+    point = [p for p in stall_points(step_loads(steps, state), Limits(rate=3 * MB)) if p.side == "leader"][0]
+    assert point.needed == pytest.approx(3 * MB) and point.stalls
+    assert not [p for p in stall_points(step_loads(steps, state), Limits(rate=3 * MB + 1)) if p.stalls]
+
+
+def test_every_throttled_partition_of_a_leader_shares_its_quota():
+    # orders-0 and orders-1 both led by broker 1 (make_snapshot rotates leaders: 0 -> 1, 1 -> 2):
+    # use explicit replicas so both are led by 1.
+    snap = make_snapshot(brokers=6, racks=3, topics={"orders": {
+        "partitions": 2, "rf": 3, "size_bytes": 100 * MB, "bytes_in_per_sec": 1 * MB,
+        "replicas": [[1, 2, 3], [1, 3, 2]]}})
+    state = ClusterState.from_snapshot(snap)
+    steps = [StepMove("orders", 0, (1, 2, 3), (4, 2, 3), size_bytes=100 * MB),
+             StepMove("orders", 1, (1, 3, 2), (5, 3, 2), size_bytes=100 * MB)]
+    loads = step_loads(steps, state)
+    assert quota_load(loads).leader == {1: 4 * MB}
+    points = [p for p in stall_points(loads, Limits(rate=5 * MB)) if p.side == "leader"]
+    assert all(p.needed == pytest.approx(5 * MB) and p.stalls for p in points)
+
+
+def test_follower_quota_counts_new_replicas_once_in_sync():
+    state = state_with(2 * MB)
+    steps = [StepMove("orders", 0, (1, 2, 3), (1, 2, 4), size_bytes=10 * MB),
+             StepMove("orders", 1, (2, 3, 4), (2, 3, 5), size_bytes=10 * MB)]
+    q = quota_load(step_loads(steps, state))
+    assert q.follower == {4: 2 * MB, 5: 2 * MB}
+
+
+def test_pipelined_is_the_busiest_broker_and_batches_add_up():
+    state = state_with(0.0, partitions=4)
+    b1 = [StepMove("orders", 0, (1, 2, 3), (4, 2, 3), size_bytes=100 * MB)]
+    b2 = [StepMove("orders", 3, (4, 5, 6), (1, 5, 6), size_bytes=50 * MB)]
+    seq, per = estimate_batches([b1, b2], state, Limits(rate=10 * MB))
+    pipe, _ = estimate_batches([b1, b2], state, Limits(rate=10 * MB), pipelined=True)
+    assert per == [pytest.approx(10.0), pytest.approx(5.0)] and seq.seconds == pytest.approx(15.0)
+    # broker 4 receives 100 MB (follower quota) and sends 50 MB (leader quota): separate quotas
+    assert pipe.seconds == pytest.approx(10.0) and pipe.broker_seconds[4] == pytest.approx(10.0)
+    bound, who = throttle_bound(step_loads(b1 + b2, state), Limits(rate=10 * MB))
+    assert bound == pytest.approx(10.0) and who in (1, 4)
+
+
+def test_log_dir_move_uses_its_own_throttle():
+    state = state_with(1 * MB)
+    steps = [StepMove("orders", 0, (1, 2, 3), (1, 2, 3), ("/data/d1", "any", "any"), size_bytes=100 * MB)]
+    est, _ = estimate_batches([steps], state, Limits(rate=50 * MB, log_dir_rate=11 * MB))
+    assert est.seconds == pytest.approx(10.0)
+
+
+def test_lower_rate_kept_on_a_broker_slows_it():
+    state = state_with(0.0)
+    steps = [StepMove("orders", 0, (1, 2, 3), (4, 2, 3), size_bytes=100 * MB)]
+    est, _ = estimate_batches([steps], state, Limits(rate=10 * MB, broker_rates={4: 5 * MB}))
+    assert est.seconds == pytest.approx(20.0) and est.busiest_broker == 4
+
+
+def test_estimate_json_round_trip_and_text():
+    est = Estimate(seconds=3725.0, bound_seconds=2500.0, source=SOURCE_REHEARSAL, busiest_broker=3,
+                   detail={"cpu_seconds": 1.5})
+    back = Estimate.from_json(est.to_json())
+    assert back == est
+    assert "1h 02m 05s" in est.describe() and "1.49x" in est.describe() and "rehearsal" in est.describe()
+    stalled = Estimate.from_json(Estimate(seconds=math.inf, bound_seconds=1.0, stalled=["a-0"]).to_json())
+    assert math.isinf(stalled.seconds) and stalled.stalled == ["a-0"]
+    assert fmt_seconds(42) == "42s" and fmt_seconds(61) == "1m 01s" and fmt_seconds(math.inf) == "never (stalls)"

@@ -1,0 +1,69 @@
+"""Pre-flight stall check (kafka_reassign.preflight) on explicit states."""
+from __future__ import annotations
+
+import pytest
+
+from kafka_reassign.errors import PreflightError
+from kafka_reassign.preflight import ProduceRates, effective_rates, enforce, preflight, smallest_working_throttle
+from kafka_reassign.state import ClusterState
+from kafka_reassign.steps import StepMove
+from kafka_reassign.throttle import LEADER_RATE
+
+MB = 1_000_000
+from sim_snapshots import make_snapshot  # noqa: E402
+
+
+def state_with(rate: float) -> ClusterState:
+    return ClusterState.from_snapshot(make_snapshot(brokers=6, racks=3, topics={
+        "orders": {"partitions": 3, "rf": 3, "size_bytes": 100 * MB, "bytes_in_per_sec": rate}}))
+
+
+STEP = StepMove("orders", 0, (1, 2, 3), (4, 2, 3), size_bytes=100 * MB)
+GIVEN = ProduceRates(rates={}, source="given")
+
+
+def test_refuses_below_the_stall_point_naming_partition_brokers_and_throttle():
+    report = preflight([STEP], state_with(2 * MB), 5 * MB, GIVEN)
+    assert [(p.name, p.broker, p.side) for p in report.stalls] == [("orders-0", 1, "leader")]
+    assert report.smallest_throttle == 6_001_000
+    with pytest.raises(PreflightError) as info:
+        enforce(report, allow_stalling_moves=False)
+    text = str(info.value)
+    assert "nothing was written" in text and "orders-0" in text and "broker(s) 1" in text
+    assert "6.0 MB/s (6001000)" in text and "allow_stalling_moves" in text
+    assert info.value.kinds == {"stalling_move", "throttle_too_low"}
+
+
+def test_allowed_stalling_moves_are_named_in_a_warning():
+    report = preflight([STEP], state_with(2 * MB), 5 * MB, GIVEN)
+    warnings = enforce(report, allow_stalling_moves=True)
+    assert any("allow_stalling_moves is set" in w and "orders-0" in w for w in warnings)
+
+
+def test_passes_once_the_throttle_is_above_the_stall_point():
+    report = preflight([STEP], state_with(2 * MB), 6_001_000, GIVEN)
+    assert report.stalls == []
+    # Only 1 KB/s of catch-up left: slow, and the warning says what would help.
+    warnings = enforce(report, allow_stalling_moves=False)
+    assert any("slow moves on broker 1" in w and "orders-0" in w for w in warnings)
+    assert enforce(preflight([STEP], state_with(2 * MB), 50 * MB, GIVEN), False) == []
+
+
+def test_unwritten_partitions_never_stall_and_missing_rates_are_said():
+    assert preflight([STEP], state_with(0.0), 2_000, GIVEN).stalls == []
+    none = ProduceRates(rates={}, source="none")
+    assert any("stall check skipped" in w for w in enforce(preflight([STEP], state_with(0.0), 5 * MB, none), False))
+
+
+def test_lower_rate_set_by_someone_else_counts_and_is_named():
+    configs = {("broker", "1"): {LEADER_RATE: str(4 * MB)}}
+    assert effective_rates(50 * MB, configs, [1, 2]) == {1: 4 * MB}
+    report = preflight([STEP], state_with(2 * MB), 50 * MB, GIVEN, current_configs=configs)
+    assert [p.broker for p in report.stalls] == [1]
+    assert any("keep a lower throttle someone else set" in p.reason for p in report.problems())
+
+
+def test_smallest_working_throttle_rounds_up_strictly_above():
+    assert smallest_working_throttle([]) is None
+    report = preflight([STEP], state_with(1_000_000 / 3), 1 * MB, GIVEN)
+    assert report.smallest_throttle == 1_001_000 and report.stalls
