@@ -165,7 +165,8 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
             "stall_window_seconds": args.stall_window_seconds,
             "poll_interval_seconds": args.poll_interval_seconds,
             "allow_rf_change": args.allow_rf_change, "allow_internal_topics": args.allow_internal_topics,
-            "dry_run": args.dry_run, "cancel_on_failure": not args.no_cancel_on_failure}
+            "dry_run": args.dry_run, "cancel_on_failure": not args.no_cancel_on_failure,
+            "allow_stalling_moves": args.allow_stalling_moves, "produce_sample_seconds": args.produce_sample_seconds}
 
 
 # -- subcommands --------------------------------------------------------------------------
@@ -407,6 +408,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="validate and print batches and config changes only")
     p.add_argument("--no-cancel-on-failure", action="store_true",
                    help="leave in-flight moves running when the run fails (default: cancel ours)")
+    p.add_argument("--allow-stalling-moves", action="store_true",
+                   help="start moves the pre-flight finds would never catch up at this throttle (default: refuse)")
+    p.add_argument("--produce-sample-seconds", type=float, default=D.PRODUCE_SAMPLE_SECONDS,
+                   help="measure the moving partitions' produce rates over this window before the run "
+                        f"(default {D.PRODUCE_SAMPLE_SECONDS:g}; 0 = use --snapshot rates or skip the stall check)")
     p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"throttle records (default {DEFAULT_RECORD_DIR})")
     p.add_argument("--run-id", help="run id (default: generated); re-use one to resume a run")
     p.add_argument("--snapshot", help="snapshot with bytes_in_per_sec (snapshot --sample-seconds) for time "

@@ -122,6 +122,19 @@ def reassign_params() -> dict[str, Param]:
             description="When a batch fails, cancel (revert) this run's in-flight moves before the "
                         "throttle is removed. Off: moves keep going, unthrottled.",
             section=_SAFETY),
+        "allow_stalling_moves": Param(
+            D.ALLOW_STALLING_MOVES, type="boolean", title="Allow moves that would stall",
+            description="The pre-flight refuses a run when a moving partition's produce rate plus the "
+                        "in-sync replication Kafka counts in the throttle exceed it (the new replica "
+                        "would never catch up and the partition stays under-replicated). On: start "
+                        "such moves anyway.",
+            section=_SAFETY),
+        "produce_sample_seconds": Param(
+            D.PRODUCE_SAMPLE_SECONDS, type="number", minimum=0, title="Produce-rate sampling (seconds)",
+            description="Before the run, the moving partitions' produce rates are measured over this "
+                        "window (log-end offsets and leader log growth) for the stall check and the "
+                        "estimate. 0 = do not measure (the stall check is skipped).",
+            section=_HOW),
     }
 
 

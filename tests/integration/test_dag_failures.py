@@ -137,7 +137,9 @@ def test_stall_below_produce_rate_says_what_to_change(airflow_db, sim_cluster, k
     before = airflow_env.throttle_configs(cluster)
     plan = plan_of(("orders", 0, [4, 2, 3]))
     dr = airflow_env.run_dag({"plan": plan, "throttle_bytes_per_sec": 100_000, **FAST,
-                              "stall_window_minutes": 0.05, "cancel_on_failure": False})
+                              "stall_window_minutes": 0.05, "cancel_on_failure": False,
+                              # the pre-flight would refuse it: allowed to exercise the runtime check
+                              "allow_stalling_moves": True})
     states = airflow_env.task_states(dr)
     out = capfd.readouterr().out
     assert dr.state == "failed", states

@@ -1,0 +1,114 @@
+"""Pre-flight with a real producer writing, and rehearsals, on the simulator over real TCP."""
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import pytest
+
+from kafka_reassign.admin import KafkaAdmin
+from kafka_reassign.errors import PreflightError
+from kafka_reassign.reassign import prepare
+from kafka_reassign.rehearse import RehearsalReport, read_rehearsal_snapshot, rehearse
+from sim_snapshots import make_snapshot
+
+MB = 1_000_000
+
+
+def plan_for(moves: dict[int, list[int]], topic: str = "orders") -> dict:
+    return {"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": r} for p, r in moves.items()]}
+
+
+class Producer(threading.Thread):
+    """Writes ``rate`` bytes/s to one partition with a real Kafka client until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str, partition: int, rate: float) -> None:
+        super().__init__(daemon=True)
+        from kafka import KafkaProducer
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5, batch_size=256_000)
+        self.topic, self.partition, self.rate = topic, partition, rate
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        value = b"x" * 10_000
+        tick = 0.1
+        per_tick = max(1, round(self.rate * tick / len(value)))
+        next_at = time.monotonic()
+        while not self.stop.is_set():
+            for _ in range(per_tick):
+                self.producer.send(self.topic, value, partition=self.partition)
+            self.producer.flush()
+            next_at += tick
+            self.stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def close(self) -> None:
+        self.stop.set()
+        self.join(10)
+        self.producer.close()
+
+
+def test_preflight_refuses_a_written_partition_below_its_stall_point_then_passes(sim_cluster):
+    snap = make_snapshot(brokers=6, racks=3, topics={"orders": {"partitions": 2, "rf": 3, "size_bytes": 5 * MB}})
+    cluster = sim_cluster(snap, time_scale=1.0)
+    producer = Producer(cluster.bootstrap_servers, "orders", 0, rate=300_000)
+    producer.start()
+    try:
+        time.sleep(1.0)
+        with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+            # 2 in-sync followers: the leader's quota carries 2P of in-sync fetches, the new
+            # replica needs P more: a 600 KB/s throttle is at the stall point (3 x 300 KB/s).
+            with pytest.raises(PreflightError) as info:
+                prepare(admin, plan_for({0: [4, 2, 3]}), {"throttle_bytes_per_sec": 600_000,
+                                                          "produce_sample_seconds": 2.0})
+            text = str(info.value)
+            assert "orders-0" in text and "broker(s) 1" in text and "nothing was written" in text
+            smallest = [p for p in info.value.problems if p.entry == "throttle_bytes_per_sec"][0].reason
+            need = int(re.search(r"/s \((\d+)\)", smallest).group(1))
+            assert 850_000 <= need <= 1_050_000, smallest  # 3 x 300 KB/s of records (+ batch overhead)
+            assert cluster.write_count == 0
+            prepared = prepare(admin, plan_for({0: [4, 2, 3]}), {"throttle_bytes_per_sec": need + 500_000,
+                                                                 "produce_sample_seconds": 2.0})
+            assert prepared.preflight["stall_count"] == 0 and prepared.preflight["rates_source"] == "sampled"
+            assert cluster.write_count == 0
+    finally:
+        producer.close()
+
+
+def test_rehearsal_offline_reports_time_timeline_and_peaks():
+    snap = make_snapshot(brokers=6, racks=3, topics={
+        "orders": {"partitions": 4, "rf": 3, "size_bytes": 20 * MB, "bytes_in_per_sec": 100_000,
+                   "configs": {"min.insync.replicas": "2"}}})
+    plan = plan_for({0: [4, 2, 3], 1: [5, 3, 4], 2: [3, 4, 6]})
+    report = rehearse(snap, plan, {"throttle_bytes_per_sec": 2 * MB, "poll_interval_seconds": 2.0,
+                                   "max_movements_per_broker": 1})
+    assert report.outcome == "done" and report.partitions == 3
+    formula = report.formula["seconds"]
+    assert report.predicted_seconds == pytest.approx(formula, rel=0.25), report.format()
+    assert report.ratio >= 1.0 and report.bound_seconds > 0
+    assert report.timeline[-1][1] >= report.bytes_total * 0.99
+    assert all(v["in"] <= 1 for v in report.peak_in_flight.values())
+    assert [s["partition"] for s in report.slowest][:1] and report.isr_risks == []
+    assert report.estimate().source == "rehearsal" and "rehearsal" in report.estimate().describe()
+    back = RehearsalReport.from_json(report.to_json())
+    assert back.predicted_seconds == report.predicted_seconds and "predicted moving time" in back.format()
+
+
+def test_rehearsal_of_a_live_cluster_writes_nothing_to_it(sim_cluster):
+    snap = make_snapshot(brokers=4, racks=2, topics={"orders": {"partitions": 2, "rf": 2, "size_bytes": 4 * MB,
+                                                                "bytes_in_per_sec": 10_000}})
+    cluster = sim_cluster(snap, time_scale=1.0)
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        admin.alter_configs([])  # nothing; the snapshot read below must not write either
+        live = read_rehearsal_snapshot(admin, sample_seconds=0.5)
+    report = rehearse(live, plan_for({0: [3, 2]}), {"throttle_bytes_per_sec": MB, "poll_interval_seconds": 1.0})
+    assert report.outcome == "done" and report.predicted_seconds > 0
+    assert cluster.write_count == 0
+    assert cluster.partition_state("orders", 0)["replicas"] == [1, 2]
+
+
+def test_rehearsal_refuses_what_the_run_would_refuse():
+    snap = make_snapshot(brokers=6, racks=3, topics={"orders": {"partitions": 1, "rf": 3, "size_bytes": MB,
+                                                                "bytes_in_per_sec": 1 * MB}})
+    with pytest.raises(PreflightError):
+        rehearse(snap, plan_for({0: [4, 2, 3]}), {"throttle_bytes_per_sec": 2 * MB})
