@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from kafka_reassign import defaults as D
 from kafka_reassign.errors import KafkaAdminError, ProblemListError, ReassignError
-from kafka_reassign.units import format_rate, parse_rate
+from kafka_reassign.units import format_rate, rate_argument
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -108,13 +108,6 @@ def _positive_float(text: str) -> float:
     if not v > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return v
-
-
-def _rate(text: str) -> int:
-    try:
-        return parse_rate(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_conn(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -384,11 +377,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("execute", help="run a plan: throttle, batches, wait, restore the throttle")
     _add_conn(p)
     p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
-    p.add_argument("--throttle", type=_rate, default=D.THROTTLE_BYTES_PER_SEC, metavar="RATE",
+    p.add_argument("--throttle", type=rate_argument, default=D.THROTTLE_BYTES_PER_SEC, metavar="RATE",
                    help="replication throttle per broker: 50MB/s, 10MiB/s or bytes/s "
                         f"(default {format_rate(D.THROTTLE_BYTES_PER_SEC)})")
     p.add_argument("--no-throttle", action="store_true", help="do not throttle (not recommended)")
-    p.add_argument("--log-dir-throttle", type=_rate, default=D.LOG_DIR_THROTTLE_BYTES_PER_SEC, metavar="RATE",
+    p.add_argument("--log-dir-throttle", type=rate_argument, default=D.LOG_DIR_THROTTLE_BYTES_PER_SEC, metavar="RATE",
                    help="throttle for moves between log dirs of one broker (default: --throttle)")
     p.add_argument("--max-partition-movements", type=int, default=D.MAX_PARTITION_MOVEMENTS,
                    help=f"partition moves in flight in the whole cluster (default {D.MAX_PARTITION_MOVEMENTS})")

@@ -44,6 +44,16 @@ def parse_rate(text: str) -> int:
     return parse_bytes(text, what="rate")
 
 
+def rate_argument(text: str) -> int:
+    """:func:`parse_rate` as an argparse ``type=`` (a bad rate is a usage error, exit 2)."""
+    import argparse
+
+    try:
+        return parse_rate(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def format_rate(bytes_per_sec: float | None) -> str:
     """``50.0 MB/s``; ``unthrottled`` for None."""
     return "unthrottled" if bytes_per_sec is None else f"{fmt_bytes(bytes_per_sec)}/s"
