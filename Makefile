@@ -24,7 +24,7 @@ system-deps:
 	@bash scripts/system-deps.sh
 
 demo: setup
-	$(BIN)/python -m kafka_reassign.demo
+	$(BIN)/python -m kafka_reassign.demo --airflow-home airflow_home
 
 # Everything: unit, simulator integration, real Airflow and Spark (about 15 minutes).
 test: setup

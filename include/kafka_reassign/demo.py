@@ -1,65 +1,161 @@
-"""``make demo``: one full reassignment, end to end, on a laptop.
+"""``make demo``: one full reassignment, end to end, on a laptop, narrated.
 
-Starts the simulated Kafka cluster of ``scenarios/demo.json`` (6 brokers over 3 racks, skewed),
-runs the real ``kafka_reassign`` DAG in-process with ``dag.test`` (Airflow 3, SQLite metadata
-DB under ``./airflow_home``, migrated automatically on first use) and prints the placement
-before and after, the time taken and the proof that every throttle config is back to its
-prior value, including a throttle an operator had set before the run.
+Starts a simulated Kafka cluster (the bundled scenario: 6 brokers over 3 racks, skewed), runs
+the real ``kafka_reassign`` DAG in-process with ``dag.test`` (Airflow 3, SQLite metadata DB,
+migrated on first use), and prints a progress line at least every few seconds: what the run
+is doing, then partitions done / in flight / queued, bytes moved, rate and ETA. It ends with
+what moved, the simulated and wall time against the bound the throttle sets, the proof that
+every throttle config is back to its prior value (including one an operator had set before
+the run), and how to open the run in the Airflow UI.
 
-The plan comes from the Spark planner (goal ``rebalance``) when it is installed; otherwise a
-simple demo plan moves the biggest replicas off the most loaded broker.
+The plan comes from the Spark planner (goal ``rebalance``); ``--no-planner`` uses a small
+built-in plan instead. Airflow is imported only after its environment is set.
 
-Run: ``python -m kafka_reassign.demo [--time-scale 40] [--throttle 60000000] [--dry-run]``.
-Airflow is imported only after its environment is set, so this module must not import it at
-the top.
+Run: ``python -m kafka_reassign.demo [--time-scale 40] [--throttle 60MB/s] [--dry-run]``.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import subprocess
 import sys
+import threading
 import time
+import warnings
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parents[2]
-SCENARIO = ROOT / "scenarios" / "demo.json"
+from kafka_reassign.throttle import fmt_bytes
+from kafka_reassign.units import format_duration, format_rate, rate_argument
 
-
-def prepare_airflow_home(home: Path) -> None:
-    """Point Airflow at ``home`` (SQLite, this project's dags/, no examples) and migrate once.
-
-    :param home: the AIRFLOW_HOME to use (created)
-    """
-    home.mkdir(parents=True, exist_ok=True)
-    os.environ.update({
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
-        "AIRFLOW__LOGGING__LOGGING_LEVEL": os.environ.get("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING"),
-    })
-    marker = home / ".migrated"
-    if not marker.exists():
-        print(f"Preparing the Airflow metadata DB in {home} (airflow db migrate, once) ...", flush=True)
-        airflow_bin = Path(sys.executable).parent / "airflow"
-        subprocess.run([str(airflow_bin), "db", "migrate"], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, timeout=900)
-        marker.write_text("ok\n")
+#: The bundled scenario, shipped inside the package (no repository needed once installed).
+SCENARIO = "demo_scenario.json"
+#: Seconds between narration lines while the DAG runs (the issue's bound is 10).
+NARRATION_INTERVAL = 5.0
 
 
 def load_scenario() -> dict[str, Any]:
-    """The bundled scenario, or a generated one when the file is missing."""
-    if SCENARIO.exists():
-        return json.loads(SCENARIO.read_text())
-    from kafka_sim.generate import GenerateOptions, generate_snapshot
-
-    return generate_snapshot(GenerateOptions(brokers=6, racks=3, topics=4, partitions=6,
-                                             replication_factor=3, skew=0.6, seed=7))
+    """The bundled demo scenario (package data)."""
+    return json.loads(resources.files("kafka_reassign").joinpath(SCENARIO).read_text(encoding="utf-8"))
 
 
+def find_dags_folder(given: str | None) -> Path:
+    """The folder holding ``kafka_reassign_dag.py``: ``--dags-folder``, else the checkout's ``dags/``.
+
+    :param given: the ``--dags-folder`` value, if any
+    :raises SystemExit: naming what to pass when neither exists
+    """
+    candidates = [Path(given)] if given else [Path(__file__).resolve().parents[2] / "dags", Path.cwd() / "dags"]
+    for folder in candidates:
+        if (folder / "kafka_reassign_dag.py").is_file():
+            return folder.resolve()
+    raise SystemExit(f"demo: no kafka_reassign_dag.py in {', '.join(map(str, candidates))}; "
+                     "pass --dags-folder DIR (the repository's dags/)")
+
+
+def prepare_airflow_home(home: Path, dags: Path) -> None:
+    """Point Airflow at ``home`` (SQLite, ``dags``, no examples) and migrate the DB once.
+
+    The settings also go to ``home/airflow.cfg``, so ``AIRFLOW_HOME=<home> airflow api-server``
+    shows the demo's runs afterwards.
+
+    :param home: the AIRFLOW_HOME to use (created)
+    :param dags: the DAGs folder
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    settings = {
+        ("core", "dags_folder"): str(dags), ("core", "load_examples"): "False",
+        ("core", "simple_auth_manager_all_admins"): "True",
+        ("database", "sql_alchemy_conn"): f"sqlite:///{home}/airflow.db",
+        ("logging", "logging_level"): os.environ.get("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING"),
+    }
+    os.environ["AIRFLOW_HOME"] = str(home)
+    for (section, key), value in settings.items():
+        os.environ[f"AIRFLOW__{section.upper()}__{key.upper()}"] = value
+    cfg = "".join(f"[{s}]\n" + "".join(f"{k} = {v}\n" for (s2, k), v in settings.items() if s2 == s) + "\n"
+                  for s in dict.fromkeys(s for s, _ in settings))
+    (home / "airflow.cfg").write_text(cfg, encoding="utf-8")
+    marker = home / ".migrated"
+    if not marker.exists():
+        say(f"Preparing the Airflow metadata DB in {home} (airflow db migrate, once; about 20 s) ...")
+        airflow_bin = Path(sys.executable).parent / "airflow"
+        narrator = Narrator(lambda: "still migrating the Airflow metadata DB ...")
+        narrator.start()
+        try:
+            subprocess.run([str(airflow_bin), "db", "migrate"], check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, timeout=900)
+        finally:
+            narrator.stop()
+        marker.write_text("ok\n")
+
+
+class _DropMessages(logging.Filter):
+    """Drops log records whose message starts with one of ``prefixes``."""
+
+    def __init__(self, *prefixes: str) -> None:
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefixes)
+
+
+def quiet_expected_warnings() -> None:
+    """Hide warnings that are expected in a dag.test demo and would alarm a first-time user.
+
+    - ``No tasks to run. unrunnable tasks``: dag.test's loop while a task is deferred or
+      waiting for its reschedule time (a scheduler would simply wait).
+    - ``Plugin ... already registered``: the plugin is found both as an installed entry
+      point and through the DAG bag.
+    - ``empty cryptography key``: the demo's throwaway SQLite DB stores Variables unencrypted.
+    - Deprecation notices of third-party libraries (starlette's test client that dag.test uses).
+    """
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
+    warnings.filterwarnings("ignore", message=r"Using `httpx` with `starlette\.testclient` is deprecated")
+    logging.getLogger("airflow.sdk.definitions.dag").addFilter(_DropMessages("No tasks to run"))
+    logging.getLogger("airflow.plugins_manager").addFilter(_DropMessages("Plugin %s already registered",
+                                                                         "Plugin '"))
+    logging.getLogger("airflow.models.crypto").addFilter(_DropMessages("empty cryptography key"))
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+
+_T0 = time.monotonic()
+_LAST_SAID = [time.monotonic()]
+
+
+def say(text: str) -> None:
+    """Print one narration line, stamped with the seconds since the demo started."""
+    print(f"[{time.monotonic() - _T0:5.0f} s] {text}", flush=True)
+    _LAST_SAID[0] = time.monotonic()
+
+
+class Narrator(threading.Thread):
+    """Prints ``status()`` every ``interval`` seconds until stopped (a daemon thread).
+
+    :param status: returns the line to print (never raises; it is called from this thread)
+    :param interval: seconds between lines
+    """
+
+    def __init__(self, status: Callable[[], str], interval: float = NARRATION_INTERVAL) -> None:
+        super().__init__(name="demo-narrator", daemon=True)
+        self.status, self.interval = status, interval
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(max(0.5, self.interval - (time.monotonic() - _LAST_SAID[0]))):
+            if time.monotonic() - _LAST_SAID[0] >= self.interval - 0.25:
+                try:
+                    say(self.status())
+                except Exception as exc:  # a narration failure must not end the demo
+                    say(f"(progress unavailable: {exc})")
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=5)
 def broker_bytes(snapshot: dict[str, Any]) -> dict[int, int]:
     """Bytes stored per broker (sum of its replicas' sizes)."""
     out = {b["id"]: 0 for b in snapshot["brokers"]}
@@ -114,14 +210,6 @@ def demo_plan(snapshot: dict[str, Any], moves: int = 6) -> dict[str, Any]:
     return {"version": 1, "partitions": entries}
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(n) < 1000:
-            return f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
-
-
 def configs_of(cluster: Any) -> dict[str, dict[str, str]]:
     snap = cluster.snapshot()
     out = {f"broker {b['id']}": dict(cluster.broker_configs(b["id"])) for b in snap["brokers"]}
@@ -129,105 +217,249 @@ def configs_of(cluster: Any) -> dict[str, dict[str, str]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+
+
+def throttle_bound_seconds(before: dict[str, Any], after: dict[str, Any], throttle: float) -> float:
+    """The least time the moves between two snapshots can take under a KIP-73 throttle.
+
+    Each new replica is copied from the partition's leader: the bytes sent by each leader
+    and received by each new follower are each capped at ``throttle`` per second, so no
+    schedule beats the busiest broker's bytes / throttle.
+
+    :param before: snapshot before the run
+    :param after: snapshot after it
+    :param throttle: replication throttle, bytes/s
+    """
+    old = {(t["name"], p["partition"]): p for t in before["topics"] for p in t["partitions"]}
+    sent: dict[int, float] = {}
+    received: dict[int, float] = {}
+    for t in after["topics"]:
+        for p in t["partitions"]:
+            prev = old[(t["name"], p["partition"])]
+            size = float(prev.get("size_bytes", 0))
+            for b in set(p["replicas"]) - set(prev["replicas"]):
+                received[b] = received.get(b, 0.0) + size
+                sent[prev["leader"]] = sent.get(prev["leader"], 0.0) + size
+    busiest = max([*sent.values(), *received.values(), 0.0])
+    return busiest / throttle
+
+
+def moved_partitions(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, list[int], list[int], int]]:
+    """(name, replicas before, replicas after, size) of every partition whose replicas changed."""
+    old = {(t["name"], p["partition"]): p["replicas"] for t in before["topics"] for p in t["partitions"]}
+    return [(f"{t['name']}-{p['partition']}", old[(t["name"], p["partition"])], p["replicas"],
+             int(p.get("size_bytes", 0)))
+            for t in after["topics"] for p in t["partitions"] if old[(t["name"], p["partition"])] != p["replicas"]]
+
+
+class RunWatch:
+    """The narration's status line, read from the simulated cluster itself.
+
+    Partitions whose replicas changed and settled are done, those with replicas being added
+    are in flight, the rest of the plan is queued. Bytes moved are the sizes of the new
+    replicas so far; the rate is over the last interval.
+
+    :param cluster: the running :class:`kafka_sim.SimulatedCluster`
+    :param before: its snapshot before the run
+    :param files: the run's planning files (snapshot, plan)
+    """
+
+    def __init__(self, cluster: Any, before: dict[str, Any], files: PlanningFiles) -> None:
+        self.cluster, self.files = cluster, files
+        self.before = {(t["name"], p["partition"]): p for t in before["topics"] for p in t["partitions"]}
+        self.last: tuple[float, float] | None = None   # (wall time, bytes moved) at the last line
+        self.rate: float | None = None
+
+    def _moves(self) -> tuple[list[str], list[str], float]:
+        done, in_flight, moved = [], [], 0.0
+        for key, prev in self.before.items():
+            state = self.cluster.partition_state(*key)
+            new = [b for b in state["replicas"] if b not in prev["replicas"]]
+            moved += sum(min(state["sizes"].get(b, 0), prev.get("size_bytes", 0)) for b in new)
+            if state["adding"] or state["removing"]:
+                in_flight.append(f"{key[0]}-{key[1]}")
+            elif state["replicas"] != prev["replicas"]:
+                done.append(f"{key[0]}-{key[1]}")
+        return done, in_flight, moved
+
+    def _planned(self) -> tuple[int, float] | None:
+        plan = self.files.plan()
+        if not plan:
+            return None
+        total = 0.0
+        for e in plan.get("partitions", []):
+            prev = self.before.get((e["topic"], e["partition"]))
+            if prev:
+                total += prev.get("size_bytes", 0) * len(set(e["replicas"]) - set(prev["replicas"]))
+        return len(plan.get("partitions", [])), total
+
+    def __call__(self) -> str:
+        done, in_flight, moved = self._moves()
+        now = time.monotonic()
+        if self.last and now > self.last[0] and moved >= self.last[1]:
+            self.rate = (moved - self.last[1]) / (now - self.last[0])
+        self.last = (now, moved)
+        throttled = any("follower.replication.throttled.rate" in self.cluster.broker_configs(b)
+                        for b in {b for p in self.before.values() for b in p["replicas"]})
+        planned = self._planned()
+        if not done and not in_flight:
+            return self._before_moves(throttled, planned)
+        total_parts, total_bytes = planned if planned else (len(done) + len(in_flight), moved)
+        if not in_flight and len(done) >= total_parts:
+            return (f"all {len(done)} partitions moved; restoring the throttles and checking the result"
+                    if throttled else f"all {len(done)} partitions moved; writing the report")
+        left = max(0.0, total_bytes - moved)
+        eta = left / self.rate if self.rate else None
+        return (f"moving: {len(done)}/{total_parts} partitions done, {len(in_flight)} in flight, "
+                f"{max(0, total_parts - len(done) - len(in_flight))} queued; moved {fmt_bytes(moved)} of "
+                f"{fmt_bytes(total_bytes)}, {format_rate(self.rate or 0)} (wall clock), ETA {format_duration(eta)}")
+
+    def _before_moves(self, throttled: bool, planned: tuple[int, float] | None) -> str:
+        if throttled:
+            return "throttle set (prior values recorded first); submitting the first moves"
+        if planned:
+            return (f"plan ready: {planned[0]} partition moves, {fmt_bytes(planned[1])} to copy; "
+                    "validating it against the cluster")
+        taken = self.files.snapshot_taken_at()
+        if taken is None:
+            return "reading the cluster (snapshot task)"
+        return f"planning the rebalance on Spark (local[2]) for {format_duration(time.time() - taken)}"
+
+
+class PlanningFiles:
+    """The run's planning directory as the planning tasks fill it (snapshot, then the plan).
+
+    :param work_dir: ``[kafka_reassign] work_dir`` (the demo's ``<AIRFLOW_HOME>/kafka_reassign``)
+    :param given: the plan given in the run's conf (no planning), or None
+    """
+
+    def __init__(self, work_dir: Path, given: dict[str, Any] | None = None) -> None:
+        self.work_dir, self.given = work_dir, given
+        self.started = time.time()
+        self._plan = given
+
+    def _newest(self, name: str) -> Path | None:
+        files = [f for f in self.work_dir.glob(f"kafka_reassign/*/{name}") if f.stat().st_mtime >= self.started]
+        return max(files, key=lambda f: f.stat().st_mtime) if files else None
+
+    def snapshot_taken_at(self) -> float | None:
+        snap = self._newest("snapshot.json")
+        return snap.stat().st_mtime if snap else None
+
+    def plan(self) -> dict[str, Any] | None:
+        if self._plan is None and (found := self._newest("PLAN.json")) is not None:
+            self._plan = json.loads(found.read_text(encoding="utf-8"))
+        return self._plan
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m kafka_reassign.demo", description=__doc__.split("\n\n")[0])
     ap.add_argument("--time-scale", type=float, default=40.0, help="simulated seconds per wall second")
-    ap.add_argument("--throttle", type=int, default=60_000_000, help="replication throttle, bytes/s")
-    ap.add_argument("--airflow-home", default=str(ROOT / "airflow_home"))
-    ap.add_argument("--dry-run", action="store_true")
-    ap.add_argument("--no-planner", action="store_true", help="use the demo plan even if Spark is available")
-    args = ap.parse_args(argv)
+    ap.add_argument("--throttle", type=rate_argument, default=60_000_000,
+                    help="replication throttle: 60MB/s, 50MiB/s or bytes/s (default 60MB/s)")
+    ap.add_argument("--airflow-home", default=str(Path.home() / ".cache" / "kafka-reassign" / "demo-airflow"),
+                    help="AIRFLOW_HOME for the demo's SQLite metadata DB (default %(default)s)")
+    ap.add_argument("--dags-folder", help="the repository's dags/ (default: found beside the package)")
+    ap.add_argument("--dry-run", action="store_true", help="validate and print what would be done only")
+    ap.add_argument("--no-planner", action="store_true", help="use a small built-in plan instead of Spark")
+    return ap.parse_args(argv)
 
-    prepare_airflow_home(Path(args.airflow_home))
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    home = Path(args.airflow_home).expanduser().resolve()
+    prepare_airflow_home(home, find_dags_folder(args.dags_folder))
+    quiet_expected_warnings()
     from kafka_sim import SimulatedCluster
 
     snapshot = load_scenario()
     cluster = SimulatedCluster(snapshot, time_scale=args.time_scale)
     cluster.start()
     try:
-        return _run(cluster, snapshot, args)
+        return _run(cluster, snapshot, args, home)
     finally:
         cluster.stop()
 
 
-def _run(cluster: Any, snapshot: dict[str, Any], args: argparse.Namespace) -> int:
-    print(f"Simulated Kafka cluster: {len(snapshot['brokers'])} brokers at {cluster.bootstrap_servers} "
-          f"(time x{args.time_scale:g})", flush=True)
-    os.environ["AIRFLOW_CONN_KAFKA_DEFAULT"] = json.dumps(
-        {"conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap_servers}})
-
-    # An operator's own throttle, set by another tool before the run: it must survive it.
+def _set_operator_throttle(cluster: Any, broker: int) -> None:
+    """An operator's own throttle, set by another tool before the run: it must survive the run."""
     from kafka_reassign.admin import KafkaAdmin
     from kafka_reassign.throttle import ConfigChange
 
-    first = snapshot["brokers"][0]["id"]
     with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
-        admin.alter_configs([ConfigChange("broker", str(first), "leader.replication.throttled.rate", None,
+        admin.alter_configs([ConfigChange("broker", str(broker), "leader.replication.throttled.rate", None,
                                           "250000000")])
-    before_cfg = configs_of(cluster)
-    before_snap = cluster.snapshot()
 
-    try:
-        from kafka_reassign import planner
-        use_planner = hasattr(planner, "plan") and not args.no_planner
-    except ImportError:
-        use_planner = False
-    if use_planner:
-        conf: dict[str, Any] = {"plan": None, "goal": "rebalance"}
-        print("Plan: computed by the Spark planner (goal rebalance) inside the DAG", flush=True)
+
+def _run(cluster: Any, snapshot: dict[str, Any], args: argparse.Namespace, home: Path) -> int:
+    say(f"Simulated Kafka cluster: {len(snapshot['brokers'])} brokers on 3 racks at {cluster.bootstrap_servers} "
+        f"(simulated time runs x{args.time_scale:g})")
+    os.environ["AIRFLOW_CONN_KAFKA_DEFAULT"] = json.dumps(
+        {"conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap_servers}})
+    os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": "local[2]"})
+    _set_operator_throttle(cluster, snapshot["brokers"][0]["id"])
+    before_cfg, before = configs_of(cluster), cluster.snapshot()
+    if args.no_planner:
+        given = demo_plan(before)
+        conf: dict[str, Any] = {"plan": given}
+        say(f"Plan: {len(given['partitions'])} partition(s) off the fullest brokers (built-in demo plan)")
     else:
-        plan = demo_plan(before_snap)
-        conf = {"plan": plan}
-        print(f"Plan: {len(plan['partitions'])} partition(s) off the fullest broker "
-              "(demo plan; the Spark planner is not installed)", flush=True)
-    conf.update({"throttle_bytes_per_sec": args.throttle, "max_partition_movements": 3,
-                 "max_movements_per_broker": 2, "poll_interval_seconds": 0.5,
+        given, conf = None, {"plan": None, "goal": "rebalance"}
+        say("Plan: computed inside the DAG by the Spark planner (goal rebalance, Spark local[2])")
+    dag_loaded = False
+    conf.update({"throttle_bytes_per_sec": args.throttle, "poll_interval_seconds": 0.5,
                  "batch_timeout_minutes": 10, "dry_run": args.dry_run})
 
-    from airflow.dag_processing.dagbag import DagBag
+    say(f"Running the kafka_reassign DAG (dag.test), throttle {format_rate(args.throttle)} per broker ...")
+    watch = RunWatch(cluster, before, PlanningFiles(home / "kafka_reassign", given))
+    narrator = Narrator(lambda: watch() if dag_loaded else "loading the DAGs")
+    narrator.start()
+    t0, sim0 = time.monotonic(), cluster.sim_time()
+    try:
+        from airflow.dag_processing.dagbag import DagBag
 
-    bag = DagBag(str(ROOT / "dags"))
-    dag = bag.get_dag("kafka_reassign")
-    if dag is None:
-        print(f"kafka_reassign did not load: {bag.import_errors}", file=sys.stderr)
-        return 1
-    print("Running the kafka_reassign DAG with dag.test (task logs follow) ...", flush=True)
-    t0 = time.monotonic()
-    dr = dag.test(run_conf=conf)
-    took = time.monotonic() - t0
+        dag = DagBag(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).get_dag("kafka_reassign")
+        dag_loaded = True
+        dr = dag.test(run_conf=conf)
+    finally:
+        narrator.stop()
+    return _report(cluster, dr, before, before_cfg, wall=time.monotonic() - t0, simulated=cluster.sim_time() - sim0,
+                   args=args, home=home)
 
-    after_snap = cluster.snapshot()
-    after_cfg = configs_of(cluster)
+
+def _report(cluster: Any, dr: Any, before: dict[str, Any], before_cfg: dict[str, dict[str, str]], *,
+            wall: float, simulated: float, args: argparse.Namespace, home: Path) -> int:
+    after, after_cfg = cluster.snapshot(), configs_of(cluster)
+    state = str(getattr(dr.state, "value", dr.state))
+    moved = moved_partitions(before, after)
     print("\n" + "=" * 78)
-    print(f"kafka_reassign run {dr.run_id}: {str(getattr(dr.state, 'value', dr.state)).upper()} "
-          f"in {took:.1f} s wall ({cluster.sim_time():.0f} s simulated)")
-    moved = []
-    before_p = {(t["name"], p["partition"]): p["replicas"] for t in before_snap["topics"] for p in t["partitions"]}
-    for t in after_snap["topics"]:
-        for p in t["partitions"]:
-            old = before_p[(t["name"], p["partition"])]
-            if old != p["replicas"]:
-                moved.append((f"{t['name']}-{p['partition']}", old, p["replicas"], p.get("size_bytes", 0)))
-    print(f"\nPlacement changes ({len(moved)} partition(s)):")
+    print(f"Run {dr.run_id}: {state.upper()}")
+    print(f"\nWhat moved ({len(moved)} partition(s), {fmt_bytes(sum(m[3] for m in moved))} of partitions):")
     for name, old, new, size in moved:
-        print(f"  {name:<22} {str(old):<12} -> {str(new):<12} {_fmt_bytes(size)}")
-    lb, la = broker_bytes(before_snap), broker_bytes(after_snap)
+        print(f"  {name:<22} {str(old):<12} -> {str(new):<12} {fmt_bytes(size)}")
+    lb, la = broker_bytes(before), broker_bytes(after)
     print("\nBytes per broker (before -> after):")
     for b in sorted(lb):
-        print(f"  broker {b}: {_fmt_bytes(lb[b]):>10} -> {_fmt_bytes(la[b]):>10}")
-    print("\nDynamic configs, before the run -> after it:")
+        print(f"  broker {b}: {fmt_bytes(lb[b]):>10} -> {fmt_bytes(la[b]):>10}")
+    bound = throttle_bound_seconds(before, after, args.throttle)
+    print(f"\nTime: {format_duration(wall)} wall for the whole DAG run, {format_duration(simulated)} simulated "
+          f"(x{args.time_scale:g}). The throttle ({format_rate(args.throttle)}) alone needs at least "
+          f"{format_duration(bound)} simulated for these moves"
+          + (f": the run took {simulated / bound:.1f}x that bound." if bound else "."))
     same = True
+    print("\nDynamic configs, before the run -> after it:")
     for res in sorted(set(before_cfg) | set(after_cfg)):
         b, a = before_cfg.get(res, {}), after_cfg.get(res, {})
         if b or a:
-            flag = "" if a == b else "   <-- DIFFERENT"
             same = same and a == b
-            print(f"  {res}: {b} -> {a}{flag}")
-    print("\nThrottles back to their prior values: " + ("YES" if same else "NO"))
-    print(f"Writes the simulator accepted: {dict(cluster.writes)}")
+            print(f"  {res}: {b} -> {a}{'' if a == b else '   <-- DIFFERENT'}")
+    print("Throttles back to their prior values (the operator's own included): " + ("YES" if same else "NO"))
+    print(f"\nSee this run in the Airflow UI: AIRFLOW_HOME={home} {Path(sys.executable).parent / 'airflow'} "
+          "api-server --port 8080")
+    print("  then open http://localhost:8080/dags/kafka_reassign (grid, task logs) and "
+          "http://localhost:8080/kafka-reassign/ (progress page)")
     print("=" * 78)
-    ok = str(getattr(dr.state, "value", dr.state)) == "success" and same
-    return 0 if ok else 1
+    return 0 if state == "success" and same else 1
 
 
 if __name__ == "__main__":
