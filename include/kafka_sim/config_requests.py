@@ -26,6 +26,14 @@ class ConfigRequests:
             raw = self.configs.topic_fallback(None, TOPIC_CONFIGS["min.insync.replicas"])
         return int(raw or 1)
 
+    def _unclean_election_enabled(self, topic: str) -> bool:
+        """unclean.leader.election.enable of a topic (topic config, else broker default)."""
+        t = self.topics.get(topic)
+        raw = t.configs.get("unclean.leader.election.enable") if t is not None else None
+        if raw is None:
+            raw = self.configs.topic_fallback(None, TOPIC_CONFIGS["unclean.leader.election.enable"])
+        return str(raw).lower() == "true"
+
     @_locked
     def min_insync_replicas(self, topic: str) -> int:
         """Effective min.insync.replicas of a topic (topic config, else broker default).

@@ -1,11 +1,73 @@
 """Partition reassignment (KIP-455) as the KRaft controller runs it.
+
+Pure replica-list arithmetic first (what the controller writes in its
+PartitionChangeRecord), then the mixin that applies it to the model's partitions.
+Sources followed (apache/kafka, metadata module):
+
+- ``PartitionReassignmentReplicas(currentAssignment, targetAssignment)``: adding and
+  removing are sorted sets (TreeSet) computed against the partition's *current full*
+  replica list, and replicas = target + removing. A new target on an ongoing
+  reassignment is therefore merged: replicas the first target was adding stay.
+- ``PartitionReassignmentReplicas.maybeCompleteReassignment``: done once the ISR minus
+  removing holds every replica that is not being removed.
+- ``PartitionReassignmentRevert``: a cancel keeps replicas - adding and ISR - adding;
+  if that ISR is empty the revert is unclean, and
+  ``ReplicationControlManager.cancelPartitionReassignment`` refuses it with
+  INVALID_REPLICA_ASSIGNMENT unless unclean.leader.election.enable is on for the topic.
 """
 from __future__ import annotations
 
-from kafka_sim import errors as E
-from kafka_sim.state import _locked
-from kafka_sim.state import Partition
+from typing import NamedTuple
 
+from kafka_sim import errors as E
+from kafka_sim.state import Partition, _locked
+
+
+class ReassignmentReplicas(NamedTuple):
+    """Replica lists of an ongoing reassignment."""
+
+    replicas: list[int]
+    adding: list[int]
+    removing: list[int]
+
+
+def merge_target(current: list[int], target: list[int]) -> ReassignmentReplicas:
+    """Replicas, adding, removing for ``target`` against the current full replica list.
+
+    :param current: the partition's current replicas (including any being added or removed)
+    :param target: the requested target replicas
+    """
+    removing = sorted(set(current) - set(target))
+    adding = sorted(set(target) - set(current))
+    return ReassignmentReplicas(list(target) + removing, adding, removing)
+
+
+def revert(replicas: list[int], adding: list[int], isr: list[int]) -> tuple[list[int], list[int], bool]:
+    """(replicas, isr, unclean) after cancelling: what PartitionReassignmentRevert computes.
+
+    :param replicas: current full replica list
+    :param adding: replicas being added
+    :param isr: current ISR
+    """
+    original = [b for b in replicas if b not in adding]
+    new_isr = [b for b in isr if b not in adding]
+    if new_isr:
+        return original, new_isr, False
+    return original, original[:1], True
+
+
+def completed(replicas: list[int], removing: list[int], isr: list[int]) -> tuple[list[int], list[int]] | None:
+    """(replicas, isr) once the reassignment can complete, else None (maybeCompleteReassignment).
+
+    :param replicas: current full replica list
+    :param removing: replicas being removed
+    :param isr: current ISR
+    """
+    new_isr = [b for b in isr if b not in removing]
+    new_replicas = [b for b in replicas if b not in removing]
+    if not new_isr or not new_replicas or not set(new_replicas) <= set(new_isr):
+        return None
+    return new_replicas, new_isr
 
 
 class Reassignment:
@@ -25,8 +87,6 @@ class Reassignment:
                      if (t, i) in self._inflight]
         return [(t, i, list(p.replicas), list(p.adding), list(p.removing)) for (t, i), p in items]
 
-
-    # ------------------------------------------------------------ reassignment (KIP-455)
     def _validate_assignment(self, replicas: list[int]) -> str | None:
         if not replicas:
             return "The manual partition assignment includes an empty replica list."
@@ -44,16 +104,12 @@ class Reassignment:
                             ) -> list[tuple[str, int, int, str | None]]:
         """AlterPartitionReassignments: start, change or cancel (None) reassignments.
 
-        During a move the replica set is target + original replicas not in target; a new
-        target is relative to the original replicas; the move completes once every target
-        replica is in the ISR.
-
         :param items: (topic, partition, target replicas or None to cancel)
         :returns: (topic, partition, code, message) per item
         """
         self._run(self.now())
         out = []
-        cache: dict[int, dict[str, float]] = {}
+        cache: dict[int, dict[str, int]] = {}
         for topic, index, target in items:
             p = self._part(topic, index)
             if p is None:
@@ -63,9 +119,12 @@ class Reassignment:
             if target is None:
                 if not p.in_flight:
                     out.append((topic, index, E.NO_REASSIGNMENT_IN_PROGRESS,
-                                f"No ongoing reassignment for partition {topic}-{index}."))
+                                "No partition reassignment is in progress."))
                     continue
-                self._cancel(p)
+                msg = self._cancel(p)
+                if msg is not None:
+                    out.append((topic, index, E.INVALID_REPLICA_ASSIGNMENT, msg))
+                    continue
             else:
                 target = [int(b) for b in target]
                 msg = self._validate_assignment(target)
@@ -78,74 +137,69 @@ class Reassignment:
         self._flush_dirty()
         return out
 
-    def _reassign(self, p: Partition, target: list[int], cache: dict[int, dict[str, float]]) -> None:
-        original = p.original_replicas()
-        adding = [b for b in target if b not in original]
-        removing = [b for b in original if b not in target]
-        merged = target + removing
-        dropped = [b for b in p.replicas if b not in merged]  # added by an earlier target, now unwanted
-        if merged == p.replicas and adding == p.adding and removing == p.removing:
+    def _reassign(self, p: Partition, target: list[int], cache: dict[int, dict[str, int]]) -> None:
+        """ReplicationControlManager.changePartitionReassignment: merge against the current replicas."""
+        merged = merge_target(p.replicas, target)
+        if merged.replicas == p.replicas and merged.adding == p.adding and merged.removing == p.removing:
             return
         self._rebase(p)
-        for b in dropped:
-            self._remove_replica(p, b)
-        for b in merged:
+        for b in merged.replicas:
             if b not in p._reps:
                 self._add_replica(p, b, cache)
-        p.replicas = merged
-        p.adding = adding
-        p.removing = removing
-        p.isr = [b for b in p.isr if b in merged]
+        p.replicas = merged.replicas
+        p.adding = merged.adding
+        p.removing = merged.removing
+        self._track_inflight(p)
+        self._touch(p)
+        self._maybe_complete(p)
+
+    def _track_inflight(self, p: Partition) -> None:
         key = (p.topic, p.index)
         if p.in_flight:
             self._inflight[key] = p
         else:
             self._inflight.pop(key, None)
-        if p.leader not in merged:
-            self._change_leader(p, self._first_live_isr(p))
-        self._touch(p)
-        self._maybe_complete(p)
 
     def _maybe_complete(self, p: Partition) -> None:
-        """Finish a reassignment once every target replica is in the ISR (controller behaviour)."""
+        """PartitionChangeBuilder.completeReassignmentIfNeeded, then elect if the leader left."""
         if not p.in_flight:
             return
-        target = p.target_replicas()
-        if not all(b in p.isr for b in target):
+        done = completed(p.replicas, p.removing, p.isr)
+        if done is None:
             return
         removed = list(p.removing)
-        p.replicas = target
+        p.replicas, p.isr = done
         p.adding = []
         p.removing = []
-        p.isr = [b for b in p.isr if b in target]
         for b in removed:
             self._remove_replica(p, b)
         self._inflight.pop((p.topic, p.index), None)
-        if p.leader not in target or not self.brokers[p.leader].alive:
-            self._change_leader(p, self._first_live_isr(p, target))
+        if p.leader not in p.replicas or not self.brokers[p.leader].alive:
+            self._change_leader(p, self._first_live_isr(p))
         elif removed:
-            p.leader_epoch += 1  # KRaft bumps the epoch when replicas leave so they stop fetching
+            # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded: replicas left, so they stop fetching
+            p.leader_epoch += 1
         self._touch(p)
 
-    def _cancel(self, p: Partition) -> None:
-        """Revert to the original replicas; replicas being added are dropped with their data."""
-        original = p.original_replicas()
-        isr = [b for b in p.isr if b not in p.adding]
-        if not isr:
-            # Kafka's PartitionReassignmentRevert: keep the partition usable (unclean)
-            isr = [original[0]]
+    def _cancel(self, p: Partition) -> str | None:
+        """cancelPartitionReassignment; returns the refusal message, None when reverted."""
+        original, isr, unclean = revert(p.replicas, p.adding, p.isr)
+        if unclean and not self._unclean_election_enabled(p.topic):
+            return (f"Unable to revert partition assignment for {p.topic}:{p.index} because it would "
+                    "require an unclean leader election.")
         self._rebase(p)
-        dropped = bool(p.adding)
         for b in list(p.adding):
             self._remove_replica(p, b)
+        dropped = bool(p.adding)
         p.replicas = original
         p.adding = []
         p.removing = []
         p.isr = isr
         self._inflight.pop((p.topic, p.index), None)
-        if p.leader not in original or p.leader < 0:
+        if p.leader not in isr or p.leader < 0 or not self.brokers[p.leader].alive:
+            # electAnyLeader: the first target replica in the (reverted) ISR that is alive
             self._change_leader(p, self._first_live_isr(p))
         elif dropped:
             p.leader_epoch += 1  # replicas left the assignment
         self._touch(p)
-
+        return None

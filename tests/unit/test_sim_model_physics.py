@@ -158,19 +158,22 @@ def test_cancel_reverts_to_original_replicas():
     assert m.partition_state("t", 0)["replicas"] == [2, 3, 1]
 
 
-def test_altering_in_flight_reassignment_is_relative_to_original():
+def test_altering_in_flight_reassignment_merges_with_current_replicas():
+    # ReplicationControlManager.changePartitionReassignment: the new target is merged
+    # against the current full replica list, so the earlier addition (4) is now removing
     m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
     m.alter_reassignments([("t", 0, [4, 2, 3])])
     m.advance_by(2)
     m.alter_reassignments([("t", 0, [5, 2, 3])])
     st = m.partition_state("t", 0)
-    assert st["replicas"] == [5, 2, 3, 1] and st["adding"] == [5] and st["removing"] == [1]
-    assert m.partition("t", 0).replica(4) is None  # the earlier addition is dropped
-    # target back to the original replicas (in the original order) = revert, order kept
+    assert st["replicas"] == [5, 2, 3, 1, 4] and st["adding"] == [5] and st["removing"] == [1, 4]
+    assert m.partition("t", 0).replica(4) is not None  # kept until the reassignment completes
+    # target back to the original replicas: nothing to add, completes at once, order kept
     m.alter_reassignments([("t", 0, [1, 2, 3])])
     m.advance_by(0)
     st = m.partition_state("t", 0)
     assert st["replicas"] == [1, 2, 3] and not st["adding"] and not st["removing"]
+    assert m.partition("t", 0).replica(4) is None and m.partition("t", 0).replica(5) is None
 
 
 def test_reorder_and_shrink_complete_at_once():
