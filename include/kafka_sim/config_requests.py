@@ -140,8 +140,10 @@ class ConfigRequests:
             if validate_only:
                 return E.NONE, None
             topic.configs = new
+            old_throttles = (topic.leader_throttled, topic.follower_throttled)
             topic.refresh_throttles()
-            self._plan = None  # throttled-replica lists change which flows are throttled
+            self._throttles_changed(topic, *old_throttles)  # which traffic is recorded in and held back by the quotas
+            self._flush_dirty()
             self.writes[api] += 1
             self.state_version += 1
             return E.NONE, None

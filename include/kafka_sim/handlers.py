@@ -235,20 +235,47 @@ class Handlers:
             wanted.append((topic, rt.name, tid, code))
         return wanted
 
+    def _partition_entry(self, p: Any, alive: set[int]) -> Any:
+        PartCls = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+        # KRaft brokers report a leader only if it is alive (fenced otherwise).
+        leader = p.leader if p.leader in alive else -1
+        return PartCls(error_code=NONE if leader >= 0 else LEADER_NOT_AVAILABLE,
+                       partition_index=p.index, leader_id=leader, leader_epoch=p.leader_epoch,
+                       replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
+                       offline_replicas=[b for b in p.replicas if b not in alive])
+
     def _topic_entry(self, topic: Any, alive: set[int]) -> Any:
         TopicCls = MetadataResponse.MetadataResponseTopic
-        PartCls = TopicCls.MetadataResponsePartition
-        parts = []
-        for p in topic.partitions:
-            # KRaft brokers report a leader only if it is alive (fenced otherwise).
-            leader = p.leader if p.leader in alive else -1
-            parts.append(PartCls(
-                error_code=NONE if leader >= 0 else LEADER_NOT_AVAILABLE,
-                partition_index=p.index, leader_id=leader, leader_epoch=p.leader_epoch,
-                replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
-                offline_replicas=[b for b in p.replicas if b not in alive]))
+        parts = [self._partition_entry(p, alive) for p in topic.partitions]
         return TopicCls(error_code=NONE, name=topic.name, topic_id=topic.topic_id,
                         is_internal=topic.internal, partitions=parts)
+
+    def _encode_topic(self, topic: Any, alive: set[int], v: int, flexible: bool,
+                      previous: tuple[Any, ...] | None) -> tuple[bytes, list[Any], list[bytes]]:
+        """One topic's encoded entry, re-encoding only partitions whose metadata changed.
+
+        :returns: (bytes, partition keys, partition bytes) - the last two for the next call
+        """
+        TopicCls = MetadataResponse.MetadataResponseTopic
+        inner = MetadataResponse.fields["topics"].array_of.fields["partitions"].array_of
+        parts = topic.partitions
+        # partition_epoch is bumped by the model on every metadata-visible change
+        keys = [p.partition_epoch for p in parts]
+        if previous and len(previous[0]) == len(keys):
+            chunks = list(previous[1])
+            stale = [i for i, (a, b) in enumerate(zip(keys, previous[0])) if a != b]
+        else:
+            chunks = [b""] * len(keys)
+            stale = range(len(keys))
+        for i in stale:
+            chunks[i] = inner.encode(self._partition_entry(parts[i], alive), version=v, compact=flexible,
+                                     tagged=flexible)
+        empty = TopicCls(error_code=NONE, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
+                         partitions=[])
+        outer = MetadataResponse.fields["topics"].array_of
+        encoded = outer.encode(empty, version=v, compact=flexible, tagged=flexible)
+        suffix_len = (4 if v >= 8 else 0) + (1 if flexible else 0)  # authorized operations, tagged fields
+        return _splice_array(encoded, suffix_len, flexible, chunks), keys, chunks
 
     def _broker_entries(self) -> list[Any]:
         out = []
@@ -279,20 +306,19 @@ class Handlers:
         alive = {b.id for b in self._alive_brokers()}
         alive_key = frozenset(alive)
         cache = self._topic_bytes.setdefault(v, {})
-        inner = R.fields["topics"].array_of
         chunks = []
         names = sorted(self.model.topics)
         for name in names:
             topic = self.model.topics[name]
-            key = (topic.topic_id, alive_key,
-                   tuple((p.leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr))
-                         for p in topic.partitions))
+            key = (topic.topic_id, topic.version, len(topic.partitions))
             hit = cache.get(name)
-            if hit is None or hit[0] != key:
-                hit = (key, inner.encode(self._topic_entry(topic, alive), version=v,
-                                         compact=flexible, tagged=flexible))
+            if hit is None or hit[0] != key or hit[1] != alive_key:
+                # partition bytes are reusable only while the same brokers are alive
+                previous = hit[3:] if hit is not None and hit[0][0] == topic.topic_id and hit[1] == alive_key else None
+                body, pkeys, pchunks = self._encode_topic(topic, alive, v, flexible, previous)
+                hit = (key, alive_key, body, pkeys, pchunks)
                 cache[name] = hit
-            chunks.append(hit[1])
+            chunks.append(hit[2])
         for gone in set(cache) - set(self.model.topics):
             del cache[gone]
         # Encode the envelope with an empty topic array, then splice the topics in.
@@ -300,11 +326,7 @@ class Handlers:
                   cluster_id=self.model.cluster_id, controller_id=self.model.controller_id,
                   topics=[], error_code=NONE).encode(version=v)
         suffix_len = (4 if 8 <= v <= 10 else 0) + (2 if v >= 13 else 0) + (1 if flexible else 0)
-        marker_len = 1 if flexible else 4
-        head = empty[:len(empty) - suffix_len - marker_len]
-        tail = empty[len(empty) - suffix_len:] if suffix_len else b""
-        count = _uvarint(len(chunks) + 1) if flexible else struct.pack(">i", len(chunks))
-        return b"".join([head, count, *chunks, tail])
+        return _splice_array(empty, suffix_len, flexible, chunks)
 
     # ------------------------------------------------------------------ DescribeCluster
     def describe_cluster(self, ctx: RequestContext, request: Any) -> Any:
@@ -948,6 +970,22 @@ class Handlers:
         return R(version=v, throttle_time_ms=0, error_code=NONE,
                  replica_election_results=[ResR(topic=k, partition_result=v_)
                                            for k, v_ in by_topic.items()])
+
+
+def _splice_array(encoded_empty: bytes, suffix_len: int, flexible: bool, items: list[bytes]) -> bytes:
+    """Put pre-encoded array items into a structure encoded with that (last) array empty.
+
+    :param encoded_empty: the structure encoded with an empty array
+    :param suffix_len: bytes after the array (fields that follow it, tagged-field section)
+    :param flexible: compact array (uvarint length + 1) rather than int32 length
+    :param items: the encoded items
+    """
+    marker_len = 1 if flexible else 4
+    end = len(encoded_empty) - suffix_len
+    head = encoded_empty[:end - marker_len]
+    tail = encoded_empty[end:]
+    count = _uvarint(len(items) + 1) if flexible else struct.pack(">i", len(items))
+    return b"".join([head, count, *items, tail])
 
 
 def _uvarint(n: int) -> bytes:

@@ -2,13 +2,61 @@
 """
 from __future__ import annotations
 
-from kafka_sim import errors as E
-from kafka_sim.state import _locked
+import bisect
+from typing import Iterable
 
+from kafka_sim import errors as E
+from kafka_sim.state import _CATCH_UP_EPS, Partition, Replica, _locked
 
 
 class Leadership:
-    """Mixin of ClusterModel: leader elections."""
+    """Mixin of ClusterModel: leader changes and elections."""
+
+    # ------------------------------------------------------------ leadership
+    def _first_live_isr(self, p: Partition, among: Iterable[int] | None = None) -> int:
+        isr = set(p.isr)
+        for b in (among if among is not None else p.replicas):
+            if b in isr and self.brokers[b].alive and b in p._reps:
+                return b
+        return -1
+
+    def _change_leader(self, p: Partition, new: int) -> None:
+        """Make ``new`` the leader (-1: none), bump the epoch; the log becomes the new leader's."""
+        if new == p.leader:
+            return
+        self._rebase(p)
+        if new >= 0:
+            r = p._reps[new]
+            if not r.tracking:
+                self._truncate(p, r._bytes)
+                r.tracking = True
+                r._bytes = 0.0
+                r.caught_up_at = self._t
+        p.leader = new
+        p.leader_epoch += 1
+        self._rebase(p)
+        self._touch(p)
+
+    def _truncate(self, p: Partition, nbytes: float) -> None:
+        """The log becomes the first ``nbytes`` bytes (a shorter replica became leader)."""
+        if nbytes < p._base_bytes:
+            p._base_bytes = nbytes
+            if p._rec_pos:
+                cut = bisect.bisect_right(p._rec_pos, nbytes + _CATCH_UP_EPS)
+                del p._rec_base[cut:], p._rec_end[cut:], p._rec_pos[cut:], p._rec_data[cut:], p._rec_maxts[cut:]
+            p.leo = p._rec_end[-1] if p._rec_end else 0
+            for r in p._reps.values():
+                if not r.tracking and r._bytes > nbytes:
+                    r._bytes = nbytes
+                if r.future_log_dir is not None and r.future_bytes > nbytes:
+                    r.future_bytes = nbytes
+
+    def _materialize(self, p: Partition, r: Replica) -> None:
+        """Give a tracking replica its own byte count (it stops following the leader)."""
+        if r.tracking:
+            r._bytes = p.log_bytes()
+            r.tracking = False
+            r.caught_up_at = self._t
 
     # ------------------------------------------------------------ elections
     @_locked

@@ -6,60 +6,52 @@ import bisect
 import struct
 
 from kafka_sim import errors as E
-from kafka_sim.state import _locked
 from kafka_sim.configs import TOPIC_CONFIGS
-from kafka_sim.state import _NO_RECORDS, Partition, Replica
+from kafka_sim.state import _NO_RECORDS, Partition, Replica, _locked
 
 _BATCH_HEADER = 61
-
 
 
 class Logs:
     """Mixin of ClusterModel: log dirs, produce, fetch, offsets."""
 
     # ------------------------------------------------------------ replicas
-    def _dir_usage(self, broker: int) -> dict[str, float]:
-        """Bytes held per log dir of a broker (current and future replicas)."""
-        usage = {d.path: 0.0 for d in self.brokers[broker].log_dirs}
-        t = self._t
-        for p in self._by_broker[broker]:
-            r = p._reps[broker]
-            # inlined log_bytes(): this loops over every replica of the broker
-            size = p._base_bytes + p._rate * (t - p._base_t) if r.tracking else r._bytes
-            usage[r.log_dir] = usage.get(r.log_dir, 0.0) + size
-            if r.future_log_dir is not None:
-                usage[r.future_log_dir] = usage.get(r.future_log_dir, 0.0) + r.future_bytes
-        return usage
+    def _count_log(self, broker: int, path: str | None, delta: int) -> None:
+        """Keep the number of logs (current and future replicas) per log dir up to date."""
+        if path is not None:
+            counts = self._dir_logs.setdefault(broker, {})
+            counts[path] = counts.get(path, 0) + delta
 
-    def _pick_dir(self, broker: int, expected: float, cache: dict[int, dict[str, float]]) -> str:
-        """Log dir for a new replica: the one with the most free bytes (counting what is coming)."""
-        if len(self.brokers[broker].log_dirs) == 1:
-            return self.brokers[broker].log_dirs[0].path
-        if broker not in cache:
-            cache[broker] = self._dir_usage(broker)
-        usage = cache[broker]
-        dirs = self.brokers[broker].log_dirs
-        # most free bytes; on a tie the first configured dir
-        best = max(range(len(dirs)), key=lambda i: (dirs[i].capacity_bytes - usage.get(dirs[i].path, 0.0), -i))
-        path = dirs[best].path
-        usage[path] = usage.get(path, 0.0) + expected
-        return path
-
-    def _add_replica(self, p: Partition, broker: int, cache: dict[int, dict[str, float]]) -> None:
-        path = self._preferred_dirs.pop((broker, p.topic, p.index), None)
-        if path is None:
-            path = self._pick_dir(broker, p.log_bytes(), cache)
-        r = Replica(p, broker, path, False, 0.0, self._t)
+    def _place(self, p: Partition, broker: int, path: str, tracking: bool) -> Replica:
+        """Create the replica of ``p`` on ``broker`` in log dir ``path``."""
+        r = Replica(p, broker, path, tracking, 0.0, self._t)
         p._reps[broker] = r
         self._by_broker[broker][p] = None
+        self._count_log(broker, path, 1)
+        return r
+
+    def _pick_dir(self, broker: int) -> str:
+        """Log dir for a new replica: LogManager.nextLogDirs, the dir holding the fewest logs."""
+        dirs = self.brokers[broker].log_dirs
+        if len(dirs) == 1:
+            return dirs[0].path
+        counts = self._dir_logs.get(broker, {})
+        # fewest logs; on a tie the first configured dir
+        return min(dirs, key=lambda d: counts.get(d.path, 0)).path
+
+    def _add_replica(self, p: Partition, broker: int) -> None:
+        path = self._preferred_dirs.pop((broker, p.topic, p.index), None)
+        self._place(p, broker, path or self._pick_dir(broker), False)
 
     def _remove_replica(self, p: Partition, broker: int) -> None:
         """Delete a replica and its data (and any future replica)."""
-        p._reps.pop(broker, None)
+        r = p._reps.pop(broker, None)
         self._by_broker[broker].pop(p, None)
+        if r is not None:
+            self._count_log(broker, r.log_dir, -1)
+            self._count_log(broker, r.future_log_dir, -1)
         if broker in p.isr:
             p.isr.remove(broker)
-
 
     @_locked
     def high_watermark(self, topic: str, partition: int) -> int:
@@ -277,9 +269,12 @@ class Logs:
                 out.append((topic, index, E.REPLICA_NOT_AVAILABLE))
                 continue
             if path == r.log_dir:
+                self._count_log(broker_id, r.future_log_dir, -1)
                 r.future_log_dir = None  # moving back home cancels a running copy
                 r.future_bytes = 0.0
             elif r.future_log_dir != path:
+                self._count_log(broker_id, r.future_log_dir, -1)
+                self._count_log(broker_id, path, 1)
                 r.future_log_dir = path
                 r.future_bytes = 0.0
             self._touch(p)

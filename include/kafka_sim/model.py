@@ -81,7 +81,16 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._by_broker: dict[int, dict[Partition, None]] = {}
         self._active: set[Partition] = set()
         self._dirty: set[Partition] = set()
-        self._contrib: dict[Partition, tuple[tuple[int, float, float], ...]] = {}
+        # per partition: (broker, out, in, leader-quota recorded, follower-quota recorded)
+        self._contrib: dict[Partition, tuple[tuple[int, float, float, float, float], ...]] = {}
+        self._steady_rec: dict[tuple[str, int], float] = {}  # in-sync bytes/s recorded per quota
+        self._flow_rec: dict[tuple[str, int], float] = {}  # flows' bytes/s recorded per quota
+        self._meters: dict[tuple[str, int], Any] = {}  # QuotaMeter per (side, broker)
+        self._quota_keys: list[tuple[str, int]] = []  # quotas the current plan's flows cross
+        self._flow_cache: dict[Partition, list[Any]] = {}  # flows of each active partition
+        self._fresh: set[Partition] = set()  # flushed since the last zero-time check
+        self._lag_cache: dict[int, float] = {}
+        self._dir_logs: dict[int, dict[str, int]] = {}  # logs per log dir of each broker  # replica.lag.time.max.ms per broker, in seconds
         self._steady_out: dict[int, float] = {}
         self._steady_in: dict[int, float] = {}
         self._inflight: dict[tuple[str, int], Partition] = {}
@@ -164,8 +173,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
             path = d if d not in (None, "any") else broker.log_dirs[0].path
             if path != broker.log_dirs[0].path and path not in broker.dir_paths():
                 raise ValueError(f"{topic.name}-{index}: broker {b} has no log dir {path!r}")
-            part._reps[b] = Replica(part, b, path, True, 0.0, self._t)
-            self._by_broker[b][part] = None
+            self._place(part, b, path, True)
         part._rate = bytes_in if self.brokers[leader].alive else 0.0
         return part
 
@@ -274,6 +282,40 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
             self._rebase(p)
             self._touch(p)
         self.state_version += 1
+        self._flush_dirty()
+
+    @_locked
+    def set_write_rate(self, topic: str, partition: int, bytes_per_sec: float) -> None:
+        """Change how fast producers write to a partition (a traffic spike or lull).
+
+        :param topic: topic name
+        :param partition: partition index
+        :param bytes_per_sec: the new write rate
+        """
+        self._run(self.now())
+        p = self._part(topic, partition)
+        if p is None:
+            raise KeyError(f"{topic}-{partition}")
+        if bytes_per_sec < 0:
+            raise ValueError("a write rate cannot be negative")
+        self._rebase(p)
+        p.bytes_in_per_sec = float(bytes_per_sec)
+        self._dirty.add(p)
+        self._flush_dirty()
+
+    @_locked
+    def set_network(self, broker_id: int, bytes_per_sec: float) -> None:
+        """Change a broker's network capacity (each direction), e.g. a degraded link.
+
+        :param broker_id: the broker
+        :param bytes_per_sec: the new capacity
+        """
+        self._run(self.now())
+        if bytes_per_sec <= 0:
+            raise ValueError("network capacity must be positive")
+        self.brokers[broker_id].network_bytes_per_sec = float(bytes_per_sec)
+        self._plan = None
+        self._relieve_congestion({broker_id})
         self._flush_dirty()
 
     # ------------------------------------------------------------ read side

@@ -109,7 +109,6 @@ class Reassignment:
         """
         self._run(self.now())
         out = []
-        cache: dict[int, dict[str, int]] = {}
         for topic, index, target in items:
             p = self._part(topic, index)
             if p is None:
@@ -131,13 +130,13 @@ class Reassignment:
                 if msg is not None:
                     out.append((topic, index, E.INVALID_REPLICA_ASSIGNMENT, msg))
                     continue
-                self._reassign(p, target, cache)
+                self._reassign(p, target)
             self.writes["AlterPartitionReassignments"] += 1
             out.append((topic, index, E.NONE, None))
         self._flush_dirty()
         return out
 
-    def _reassign(self, p: Partition, target: list[int], cache: dict[int, dict[str, int]]) -> None:
+    def _reassign(self, p: Partition, target: list[int]) -> None:
         """ReplicationControlManager.changePartitionReassignment: merge against the current replicas."""
         merged = merge_target(p.replicas, target)
         if merged.replicas == p.replicas and merged.adding == p.adding and merged.removing == p.removing:
@@ -145,7 +144,7 @@ class Reassignment:
         self._rebase(p)
         for b in merged.replicas:
             if b not in p._reps:
-                self._add_replica(p, b, cache)
+                self._add_replica(p, b)
         p.replicas = merged.replicas
         p.adding = merged.adding
         p.removing = merged.removing

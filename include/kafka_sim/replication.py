@@ -1,37 +1,72 @@
-"""Replication physics: followers fetching, future replicas copying, the ISR, leadership.
+"""Replication physics: followers fetching from leaders, future replicas copying, the ISR.
+
+Every transfer that is not simply "a caught-up follower tracking its leader" is a flow
+crossing capacitated resources: the leader's outbound and the follower's inbound network
+(``network_bytes_per_sec`` minus the steady in-sync traffic), the KIP-73 quotas
+(:mod:`kafka_sim.quotas`) for out-of-sync replicas of throttled partitions, the disk and
+the KIP-113 quota for future replicas. Rates are max-min fair (:mod:`kafka_sim.fairshare`)
+and constant between events (a flow catching up, a quota running out or recovering, an
+ISR member's lag deadline), so a tick only integrates bytes.
+
+Kafka behaviour followed (apache/kafka):
+
+- Quota accounting and throttling: see :mod:`kafka_sim.quotas` (KafkaApis.handleFetchRequest,
+  ReplicaManager.shouldLeaderThrottle, ReplicaFetcherThread.processPartitionData,
+  RemoteLeaderEndPoint.shouldFollowerThrottle).
+- A follower falls behind when its broker's link (or its leader's) cannot carry the
+  partition's write rate; it leaves the ISR once it has not caught up for
+  replica.lag.time.max.ms, checked every half of it (Partition.getOutOfSyncReplicas, the
+  "isr-expiration" task of ReplicaManager), and rejoins once its log end reaches the
+  leader's (Partition.maybeExpandIsr / isFollowerInSync).
 """
 from __future__ import annotations
 
-import bisect
 import math
-from typing import Iterable
 
 from kafka_sim.fairshare import allocate
+from kafka_sim.quotas import DEFAULT_SAMPLE_SECONDS, DEFAULT_SAMPLES, QuotaMeter
 from kafka_sim.state import _CATCH_UP_EPS, _MAX_SUBSTEPS, Partition, Replica, _throttled
+
+_LEADER_QUOTA = "lt"
+_FOLLOWER_QUOTA = "ft"
+#: a flow keeps up when its rate is at least its partition's write rate, within rounding
+_KEEP_UP = 1.0 - 1e-9
 
 
 class _Flow:
     """One transfer in a physics step."""
 
-    __slots__ = ("kind", "partition", "replica", "resources", "gap", "grow", "rate")
+    __slots__ = ("kind", "partition", "replica", "resources", "recorded", "gap", "grow", "rate", "follows")
 
     def __init__(self, kind: int, partition: Partition, replica: Replica, resources: tuple, gap: float,
-                 grow: float) -> None:
+                 grow: float, recorded: tuple = ()) -> None:
         self.kind = kind  # 0 follower fetch, 1 future replica copy
         self.partition = partition
         self.replica = replica
-        self.resources = resources
+        self.resources = resources  # what limits it
+        self.recorded = recorded  # quota meters its bytes are recorded in
         self.gap = gap
         self.grow = grow
         self.rate = 0.0
+        self.follows = False
+
+    def keeps_up(self) -> bool:
+        return self.rate >= self.grow * _KEEP_UP
 
 
+def _changed_indices(old: object, new: object) -> set[int] | None:
+    """Partition indices whose throttled status may differ between two specs (None: all)."""
+    if old is True or new is True:
+        return None if old != new else set()
+    a = old if isinstance(old, frozenset) else frozenset()
+    b = new if isinstance(new, frozenset) else frozenset()
+    return {i for i, _b in a ^ b}
 
 
 class Replication:
     """Mixin of ClusterModel: advances replication in simulated time."""
 
-    # ------------------------------------------------------------ physics
+    # ------------------------------------------------------------ quotas and capacities
     def _refresh_rates(self) -> None:
         """Cache the three quota rates of every broker (inf = unthrottled)."""
         for bid in self.brokers:
@@ -41,16 +76,75 @@ class Replication:
                 v = self.configs.long_value(bid, name)
                 vals.append(math.inf if v >= 9223372036854775807 else float(v))
             self._rates[bid] = (vals[0], vals[1], vals[2])
+        self._lag_cache.clear()
         self._plan = None
 
-    def _lag_max(self, broker: int) -> float:
-        return self.configs.long_value(broker, "replica.lag.time.max.ms") / 1000.0
+    def _meter(self, key: tuple[str, int]) -> QuotaMeter:
+        meter = self._meters.get(key)
+        if meter is None:
+            samples = self.configs.long_value(key[1], "replication.quota.window.num") or DEFAULT_SAMPLES
+            size = self.configs.long_value(key[1], "replication.quota.window.size.seconds") or DEFAULT_SAMPLE_SECONDS
+            meter = self._meters[key] = QuotaMeter(int(samples), float(size), aged=key[0] == _LEADER_QUOTA)
+        return meter
 
+    def _bound(self, key: tuple[str, int]) -> float:
+        return self._rates[key[1]][0 if key[0] == _LEADER_QUOTA else 1]
+
+    def _record_rate(self, key: tuple[str, int]) -> None:
+        """Set a meter's recording rate: in-sync traffic plus the current plan's flows."""
+        rate = self._steady_rec.get(key, 0.0) + self._flow_rec.get(key, 0.0)
+        meter = self._meters.get(key)
+        if meter is None and rate <= 0:
+            return
+        (meter or self._meter(key)).set_rate(self._t, rate)
+
+    def quota_state(self, broker: int) -> dict[str, dict[str, float]]:
+        """Leader and follower quota of one broker: bound, recorded rate, window bytes, allowance.
+
+        :param broker: broker id
+        """
+        with self.lock:
+            self._run(self.now())
+            out = {}
+            for side, key in (("leader", (_LEADER_QUOTA, broker)), ("follower", (_FOLLOWER_QUOTA, broker))):
+                meter = self._meter(key)
+                meter.advance(self._t)
+                bound = self._bound(key)
+                out[side] = {"bound": bound, "recorded_rate": meter.rate, "window_bytes": meter.total,
+                             "allowance": meter.allowance(bound) if bound < math.inf else math.inf,
+                             "in_sync_rate": self._steady_rec.get(key, 0.0)}
+            return out
+
+    def _lag_max(self, broker: int) -> float:
+        lag = self._lag_cache.get(broker)
+        if lag is None:
+            lag = self._lag_cache[broker] = self.configs.long_value(broker, "replica.lag.time.max.ms") / 1000.0
+        return lag
+
+    # ------------------------------------------------------------ change tracking
     def _touch(self, p: Partition) -> None:
         """Mark a partition changed: aggregates and active set are refreshed before physics."""
         self._dirty.add(p)
         p.partition_epoch += 1
         self.state_version += 1
+        topic = self.topics.get(p.topic)
+        if topic is not None:
+            topic.version += 1  # the server re-encodes only changed topics' metadata
+        self._plan = None
+
+    def _throttles_changed(self, topic: object, old_leader: object, old_follower: object) -> None:
+        """A topic's throttled-replica lists changed: re-derive what the affected partitions record."""
+        indices = _changed_indices(old_leader, topic.leader_throttled)  # type: ignore[attr-defined]
+        more = _changed_indices(old_follower, topic.follower_throttled)  # type: ignore[attr-defined]
+        parts = topic.partitions  # type: ignore[attr-defined]
+        if indices is None or more is None:
+            candidates = parts
+        else:
+            candidates = [parts[i] for i in indices | more if i < len(parts)]
+        active = self._active
+        for p in candidates:
+            if p.bytes_in_per_sec > 0 or p in active:
+                self._dirty.add(p)
         self._plan = None
 
     def _rebase(self, p: Partition) -> None:
@@ -61,90 +155,180 @@ class Replication:
         p._rate = p.bytes_in_per_sec if leader_up else 0.0
 
     def _flush_dirty(self) -> None:
-        """Refresh in-sync traffic aggregates and the active set of changed partitions."""
-        if not self._dirty:
+        """Refresh steady traffic aggregates and the active set of changed partitions.
+
+        Then hand every congested broker's tracking followers to the physics, so that the
+        ones its link cannot carry fall behind.
+        """
+        while self._dirty:
+            self._plan = None
+            before: dict[int, tuple[float, float]] = {}
+            rec_changed: set[tuple[str, int]] = set()
+            for p in self._dirty:
+                self._flush_one(p, before, rec_changed)
+            self._dirty.clear()
+            for key in rec_changed:
+                self._record_rate(key)
+            # only more in-sync traffic can newly overload a link
+            grown = {b for b, (out, inn) in before.items()
+                     if self._steady_out.get(b, 0.0) > out or self._steady_in.get(b, 0.0) > inn}
+            self._relieve_congestion(grown)
+
+    def _flush_one(self, p: Partition, before: dict[int, tuple[float, float]],
+                   rec_changed: set[tuple[str, int]]) -> None:
+        self._flow_cache.pop(p, None)
+        self._fresh.add(p)
+        steady_out, steady_in = self._steady_out, self._steady_in
+        for b, out, inn, lrec, frec in self._contrib.pop(p, ()):
+            if b not in before:
+                before[b] = (steady_out.get(b, 0.0), steady_in.get(b, 0.0))
+            steady_out[b] = steady_out.get(b, 0.0) - out
+            steady_in[b] = steady_in.get(b, 0.0) - inn
+            self._add_rec(rec_changed, (_LEADER_QUOTA, b), -lrec)
+            self._add_rec(rec_changed, (_FOLLOWER_QUOTA, b), -frec)
+        topic = self.topics.get(p.topic)
+        exists = topic is not None and p.index < len(topic.partitions) and topic.partitions[p.index] is p
+        if not exists:  # deleted topic: its contributions are gone, nothing to simulate
+            self._active.discard(p)
             return
-        self._plan = None
+        self._rebase(p)
         brokers = self.brokers
-        for p in self._dirty:
-            old = self._contrib.pop(p, ())
-            for b, out, inn in old:
-                self._steady_out[b] = self._steady_out.get(b, 0.0) - out
-                self._steady_in[b] = self._steady_in.get(b, 0.0) - inn
-            topic = self.topics.get(p.topic)
-            exists = topic is not None and p.index < len(topic.partitions) and topic.partitions[p.index] is p
-            if not exists:  # deleted topic: its contributions are gone, nothing to simulate
-                self._active.discard(p)
+        leader_up = p.leader >= 0 and brokers[p.leader].alive
+        active = False
+        contrib: list[tuple[int, float, float, float, float]] = []
+        rate = p._rate
+        followers = 0
+        for b in p.replicas:
+            r = p._reps[b]
+            alive = brokers[b].alive
+            if r.future_log_dir is not None and alive:
+                active = True
+            if b == p.leader:
                 continue
-            self._rebase(p)
-            leader_up = p.leader >= 0 and brokers[p.leader].alive
-            active = False
-            contrib: list[tuple[int, float, float]] = []
-            rate = p._rate
-            followers = 0
-            for b in p.replicas:
-                r = p._reps[b]
-                alive = brokers[b].alive
-                if r.future_log_dir is not None and alive:
-                    active = True
-                if b == p.leader:
+            if r.tracking and alive and leader_up:
+                if rate > 0:
+                    frec = rate if _throttled(topic.follower_throttled, p.index, b) else 0.0
+                    contrib.append((b, 0.0, rate, 0.0, frec))
+                    followers += 1
+            elif alive and leader_up:
+                active = True
+        if leader_up and rate > 0:
+            lrec = rate * followers if _throttled(topic.leader_throttled, p.index, p.leader) else 0.0
+            contrib.append((p.leader, rate * followers, rate, lrec, 0.0))
+        for b, out, inn, lrec, frec in contrib:
+            if b not in before:
+                before[b] = (steady_out.get(b, 0.0), steady_in.get(b, 0.0))
+            steady_out[b] = steady_out.get(b, 0.0) + out
+            steady_in[b] = steady_in.get(b, 0.0) + inn
+            self._add_rec(rec_changed, (_LEADER_QUOTA, b), lrec)
+            self._add_rec(rec_changed, (_FOLLOWER_QUOTA, b), frec)
+        if contrib:
+            self._contrib[p] = tuple(contrib)
+        if active:
+            self._active.add(p)
+        else:
+            self._active.discard(p)
+
+    def _add_rec(self, rec_changed: set[tuple[str, int]], key: tuple[str, int], delta: float) -> None:
+        if delta:
+            self._steady_rec[key] = self._steady_rec.get(key, 0.0) + delta
+            rec_changed.add(key)
+
+    def _relieve_congestion(self, brokers: set[int]) -> None:
+        """Brokers whose link cannot carry their in-sync traffic: their followers become flows.
+
+        A follower fetching through a saturated link gets a fair share of it; the ones
+        whose partition is written faster than that share fall behind (and leave the ISR
+        after replica.lag.time.max.ms), the others catch up and track again at once.
+        """
+        for b in brokers:
+            broker = self.brokers.get(b)
+            if broker is None or not broker.alive:
+                continue
+            cap = broker.network_bytes_per_sec * (1.0 + 1e-9)
+            inbound = self._steady_in.get(b, 0.0) > cap
+            outbound = self._steady_out.get(b, 0.0) > cap
+            if not (inbound or outbound):
+                continue
+            for p in list(self._by_broker[b]):
+                if p._rate <= 0 or p.leader < 0:
                     continue
-                if r.tracking and alive and leader_up:
-                    if rate > 0:
-                        contrib.append((b, 0.0, rate))
-                        followers += 1
-                elif alive and leader_up:
-                    active = True
-            if leader_up and rate > 0:
-                contrib.append((p.leader, rate * followers, rate))
-            for b, out, inn in contrib:
-                self._steady_out[b] = self._steady_out.get(b, 0.0) + out
-                self._steady_in[b] = self._steady_in.get(b, 0.0) + inn
-            if contrib:
-                self._contrib[p] = tuple(contrib)
-            if active:
-                self._active.add(p)
-            else:
-                self._active.discard(p)
-        self._dirty.clear()
+                if inbound and p.leader != b:
+                    self._release(p, p._reps[b])
+                if outbound and p.leader == b:
+                    for f, r in p._reps.items():
+                        if f != b:
+                            self._release(p, r)
+
+    def _release(self, p: Partition, r: Replica) -> None:
+        if r.tracking and self.brokers[r.broker].alive:
+            self._materialize(p, r)
+            self._dirty.add(p)
+
+    # ------------------------------------------------------------ flows
+    def _partition_flows(self, p: Partition) -> list[_Flow]:
+        """The flows of one active partition (cached until the partition changes)."""
+        brokers = self.brokers
+        topic = self.topics[p.topic]
+        leader = p.leader
+        leader_up = leader >= 0 and brokers[leader].alive
+        lead_thr = leader_up and _throttled(topic.leader_throttled, p.index, leader)
+        out: list[_Flow] = []
+        fetching: set[int] = set()
+        for b in p.replicas:
+            r = p._reps[b]
+            if not brokers[b].alive:
+                continue
+            if b != leader and not r.tracking and leader_up:
+                follow_thr = _throttled(topic.follower_throttled, p.index, b)
+                res: list = [("o", leader), ("i", b)]
+                if b not in p.isr:  # shouldLeaderThrottle / shouldFollowerThrottle: ISR members never held back
+                    if lead_thr:
+                        res.append((_LEADER_QUOTA, leader))
+                    if follow_thr:
+                        res.append((_FOLLOWER_QUOTA, b))
+                recorded = (((_LEADER_QUOTA, leader),) if lead_thr else ()) + (
+                    ((_FOLLOWER_QUOTA, b),) if follow_thr else ())
+                out.append(_Flow(0, p, r, tuple(res), 0.0, 0.0, recorded))
+                fetching.add(b)
+        for b in p.replicas:
+            r = p._reps[b]
+            if r.future_log_dir is not None and brokers[b].alive:
+                f = _Flow(1, p, r, (("d", b), ("a", b)), 0.0, 0.0)
+                f.follows = b in fetching  # its source is itself catching up
+                out.append(f)
+        return out
 
     def _collect_flows(self) -> list[_Flow]:
-        brokers = self.brokers
+        cache = self._flow_cache
         flows: list[_Flow] = []
-        follow_of: dict[int, _Flow] = {}
-        futures: list[_Flow] = []
         for p in self._active:
-            topic = self.topics[p.topic]
-            leader = p.leader
-            leader_up = leader >= 0 and brokers[leader].alive
+            fl = cache.get(p)
+            if fl is None:
+                fl = cache[p] = self._partition_flows(p)
+            if not fl:
+                continue
             log = p.log_bytes()
-            for b in p.replicas:
-                r = p._reps[b]
-                if not brokers[b].alive:
-                    continue
-                if b != leader and not r.tracking and leader_up:
-                    res: list = [("o", leader), ("i", b)]
-                    if b not in p.isr:  # KAFKA-4313: replicas in the ISR are never throttled
-                        if _throttled(topic.leader_throttled, p.index, leader):
-                            res.append(("lt", leader))
-                        if _throttled(topic.follower_throttled, p.index, b):
-                            res.append(("ft", b))
-                    f = _Flow(0, p, r, tuple(res), max(0.0, log - r._bytes), p._rate)
-                    flows.append(f)
-                    follow_of[id(r)] = f
-                if r.future_log_dir is not None:
-                    src = r.exact_bytes()
-                    f = _Flow(1, p, r, (("d", b), ("a", b)), max(0.0, src - r.future_bytes),
-                              p._rate if r.tracking else 0.0)
-                    futures.append(f)
-        for f in futures:
-            src_flow = follow_of.get(id(f.replica))
-            if src_flow is not None:
-                f.grow = -1.0  # resolved after allocation: follows the current replica's fetch rate
-        return flows + futures
+            for f in fl:
+                r = f.replica
+                if f.kind == 0:
+                    f.gap = max(0.0, log - r._bytes)
+                    f.grow = p._rate
+                else:
+                    f.gap = max(0.0, r.exact_bytes() - r.future_bytes)
+                    f.grow = -1.0 if f.follows else (p._rate if r.tracking else 0.0)
+            flows.extend(fl)
+        return flows
 
     def _capacities(self, flows: list[_Flow]) -> dict:
         cap: dict = {}
+        quota_keys: list[tuple[str, int]] = []
+        self._quota_keys = quota_keys
+        unheld: dict[tuple[str, int], float] = {}  # recorded by ISR members, never held back
+        for f in flows:
+            if f.kind == 0 and f.replica.broker in f.partition.isr:
+                for key in f.recorded:
+                    unheld[key] = unheld.get(key, 0.0) + f.grow
         for f in flows:
             for key in f.resources:
                 if key in cap:
@@ -155,59 +339,109 @@ class Replication:
                     cap[key] = max(0.0, broker.network_bytes_per_sec - self._steady_out.get(b, 0.0))
                 elif kind == "i":
                     cap[key] = max(0.0, broker.network_bytes_per_sec - self._steady_in.get(b, 0.0))
-                elif kind == "lt":
-                    cap[key] = self._rates[b][0]
-                elif kind == "ft":
-                    cap[key] = self._rates[b][1]
+                elif kind in (_LEADER_QUOTA, _FOLLOWER_QUOTA):
+                    cap[key] = self._quota_capacity(key, unheld.get(key, 0.0))
+                    quota_keys.append(key)
                 elif kind == "a":
                     cap[key] = self._rates[b][2]
                 elif kind == "d":
                     cap[key] = broker.disk_bytes_per_sec
         return cap
 
-    def _make_plan(self) -> tuple[list[_Flow], float, list[tuple[Partition, Replica, float]]]:
-        """Rates of every flow and the next event time; valid until something changes.
+    def _quota_capacity(self, key: tuple[str, int], unheld: float) -> float:
+        """What out-of-sync throttled replicas may fetch through one quota right now."""
+        bound = self._bound(key)
+        if math.isinf(bound):
+            return math.inf
+        meter = self._meter(key)
+        meter.advance(self._t)
+        allowance = meter.allowance(bound)
+        band = meter.band(bound)
+        if allowance > band:
+            return math.inf  # quota not exceeded: fetches are not held back
+        if allowance < -band:
+            return 0.0  # in-sync traffic alone overran it: held back until the window drains
+        return max(0.0, bound - self._steady_rec.get(key, 0.0) - unheld)
 
-        Between events (a flow finishing, an ISR lag deadline) every rate is constant, so
-        ticks only integrate bytes; any state or config change drops the plan.
-        """
+    def _quota_event(self, key: tuple[str, int]) -> float:
+        """When a quota next changes mode: an open one is spent, an overrun one recovers."""
+        bound = self._bound(key)
+        if math.isinf(bound):
+            return math.inf
+        meter = self._meters[key]
+        allowance = meter.allowance(bound)
+        band = meter.band(bound)
+        if allowance > band:
+            return self._t + meter.seconds_to_cross(bound, 0.0)
+        if allowance < -band:
+            return self._t + meter.seconds_to_cross(bound, -band * 0.5)
+        return math.inf
+
+    def _make_plan(self) -> tuple[list[_Flow], float, list[tuple[Partition, Replica, float]]]:
+        """Rates of every flow and the next event time; valid until something changes."""
         flows = self._collect_flows()
         rates = allocate([f.resources for f in flows], self._capacities(flows))
         follow_rate = {id(f.replica): r for f, r in zip(flows, rates) if f.kind == 0}
         now = self._t
         event = math.inf
+        flow_rec: dict[tuple[str, int], float] = {}
         for f, rate in zip(flows, rates):
             f.rate = rate
             if f.grow < 0:
                 f.grow = follow_rate.get(id(f.replica), 0.0)
+            for key in f.recorded:
+                flow_rec[key] = flow_rec.get(key, 0.0) + rate
             net = rate - f.grow
             if f.gap <= _CATCH_UP_EPS:
-                event = now
+                if f.kind == 1 or f.keeps_up():
+                    event = now
             elif net > 0:
                 event = min(event, now + f.gap / net)
-        # ISR members that stopped being caught up leave after replica.lag.time.max.ms
-        lagging: list[tuple[Partition, Replica, float]] = []
-        for p in self._active:
-            if p.leader < 0 or len(p.isr) < 2:
-                continue  # the ISR never shrinks below the leader itself
-            for b in p.isr:
-                r = p._reps.get(b)
-                if r is not None and b != p.leader and not r.tracking and self.brokers[b].alive:
-                    deadline = r.caught_up_at + self._lag_max(p.leader)
-                    lagging.append((p, r, deadline))
-                    event = min(event, max(now, deadline))
+        event = min(event, self._set_flow_records(flow_rec))
+        lagging = self._lagging(flows)
+        if lagging:
+            event = min(event, max(now, min(d for _p, _r, d in lagging)))
         return flows, event, lagging
 
+    def _set_flow_records(self, flow_rec: dict[tuple[str, int], float]) -> float:
+        """Record the new flows in the quota meters; returns when a quota next flips."""
+        old, self._flow_rec = self._flow_rec, flow_rec
+        event = math.inf
+        for key in set(old) | set(flow_rec):
+            self._record_rate(key)
+        for key in self._quota_keys:
+            event = min(event, self._quota_event(key))
+        return event
+
+    def _lagging(self, flows: list[_Flow]) -> list[tuple[Partition, Replica, float]]:
+        """ISR members not caught up, with the time the isr-expiration task removes them."""
+        lagging: list[tuple[Partition, Replica, float]] = []
+        for f in flows:
+            p, r = f.partition, f.replica
+            if f.kind != 0 or p.leader < 0 or len(p.isr) < 2 or r.broker not in p.isr:
+                continue
+            if f.gap <= _CATCH_UP_EPS and f.keeps_up():
+                continue
+            lag = self._lag_max(p.leader)
+            deadline = r.caught_up_at + lag
+            # ReplicaManager schedules maybeShrinkIsr every replica.lag.time.max.ms / 2
+            period = lag / 2 if lag > 0 else 0.0
+            if period > 0:
+                deadline = math.ceil(deadline / period - 1e-9) * period
+            lagging.append((p, r, deadline))
+        return lagging
+
+    # ------------------------------------------------------------ time
     def _run(self, until: float) -> None:
         """Advance the physics from ``self._t`` to ``until``, event by event."""
         self._flush_dirty()
+        self._finish_trivial()
         steps = 0
-        first = True
-        # one pass even for zero elapsed time, so empty partitions finish their moves at once
-        while self._t < until or first:
-            first = False
+        while self._t < until:
             if not self._active:
-                self._t = max(self._t, until)
+                if self._flow_rec:
+                    self._set_flow_records({})
+                self._t = until
                 self._plan = None
                 break
             if self._plan is None:
@@ -218,27 +452,70 @@ class Replication:
             stop_at = until if forced else min(until, event_at)
             dt = max(0.0, stop_at - self._t)
             if dt > 0:
-                for f in flows:
-                    if f.kind == 0:
-                        f.replica._bytes += f.rate * dt
-                    else:
-                        f.replica.future_bytes += f.rate * dt
+                self._integrate(flows, dt)
                 self._t = stop_at
             if self._t >= event_at or forced:
                 self._settle(flows, lagging)
                 self._plan = None
                 self._flush_dirty()
+                self._finish_trivial()
+
+    def _finish_trivial(self) -> None:
+        """Finish at once what needs no time: empty logs, caught-up copies of idle partitions.
+
+        Done without a physics plan, so a burst of admin requests at one instant costs no
+        re-planning; everything else waits for time to pass.
+        """
+        while self._fresh:
+            fresh, self._fresh = self._fresh, set()
+            done: list[_Flow] = []
+            for p in fresh:
+                if p not in self._active:
+                    continue
+                fl = self._flow_cache.get(p)
+                if fl is None:
+                    fl = self._flow_cache[p] = self._partition_flows(p)
+                log = p.log_bytes()
+                for f in fl:
+                    r = f.replica
+                    if f.kind == 0 and p._rate == 0 and log - r._bytes <= _CATCH_UP_EPS:
+                        f.grow = f.rate = 0.0
+                        done.append(f)
+                    elif (f.kind == 1 and not f.follows and p._rate == 0
+                          and r.exact_bytes() - r.future_bytes <= _CATCH_UP_EPS):
+                        f.grow = f.rate = 0.0
+                        done.append(f)
+            if not done:
+                return
+            self._settle(done, [])
+            self._plan = None
+            self._flush_dirty()
+
+    @staticmethod
+    def _integrate(flows: list[_Flow], dt: float) -> None:
+        # events end every step before a follower could pass the leader's log end
+        for f in flows:
+            rate = f.rate
+            if rate > 0:
+                if f.kind:
+                    f.replica.future_bytes += rate * dt
+                else:
+                    f.replica._bytes += rate * dt
 
     def _settle(self, flows: list[_Flow], lagging: list[tuple[Partition, Replica, float]]) -> None:
-        """At an event: clamp copies to their source, finish caught-up flows, expire lagging ISR members."""
+        """At an event: finish caught-up flows, swap finished future replicas, shrink the ISR."""
         finished: list[_Flow] = []
         for f in flows:
             r = f.replica
             if f.kind == 0:
                 target = f.partition.log_bytes()
                 if target - r._bytes <= _CATCH_UP_EPS:
-                    r._bytes = target
-                    finished.append(f)
+                    r._bytes = min(r._bytes, target)
+                    if f.keeps_up():
+                        r._bytes = target
+                        finished.append(f)
+                    elif r.broker not in f.partition.isr:
+                        self._join_isr(f.partition, r)  # reached the log end, even if it slips again
             else:
                 src = r.exact_bytes()
                 if src - r.future_bytes <= _CATCH_UP_EPS:
@@ -254,69 +531,29 @@ class Replication:
                     self._swap_future(f.partition, r)
         for p, r, deadline in lagging:
             if self._t >= deadline and not r.tracking and r.broker in p.isr and len(p.isr) > 1:
-                p.isr.remove(r.broker)
+                p.isr.remove(r.broker)  # Partition.maybeShrinkIsr
                 self._touch(p)
 
-    def _caught_up(self, p: Partition, r: Replica) -> None:
-        """A follower reached the leader's log end: it tracks the leader and joins the ISR."""
-        r.tracking = True
-        r._bytes = 0.0
+    def _join_isr(self, p: Partition, r: Replica) -> None:
+        """Partition.maybeExpandIsr: a follower whose log end reached the leader's joins the ISR."""
         r.caught_up_at = self._t
         if r.broker not in p.isr and self.brokers[r.broker].alive and p.leader >= 0:
             p.isr.append(r.broker)
-        self._touch(p)
-        self._maybe_complete(p)
+            self._touch(p)
+            self._maybe_complete(p)
+
+    def _caught_up(self, p: Partition, r: Replica) -> None:
+        """A follower keeps up with the leader's log end: it tracks the leader and is in the ISR."""
+        r.tracking = True
+        r._bytes = 0.0
+        self._dirty.add(p)
+        self._plan = None
+        self._join_isr(p, r)
 
     def _swap_future(self, p: Partition, r: Replica) -> None:
         """KIP-113: the future replica caught up; it replaces the current one in its dir."""
+        self._count_log(r.broker, r.log_dir, -1)  # the old copy is deleted
         r.log_dir = r.future_log_dir  # type: ignore[assignment]
         r.future_log_dir = None
         r.future_bytes = 0.0
         self._touch(p)
-
-    # ------------------------------------------------------------ leadership
-    def _first_live_isr(self, p: Partition, among: Iterable[int] | None = None) -> int:
-        isr = set(p.isr)
-        for b in (among if among is not None else p.replicas):
-            if b in isr and self.brokers[b].alive and b in p._reps:
-                return b
-        return -1
-
-    def _change_leader(self, p: Partition, new: int) -> None:
-        """Make ``new`` the leader (-1: none), bump the epoch; the log becomes the new leader's."""
-        if new == p.leader:
-            return
-        self._rebase(p)
-        if new >= 0:
-            r = p._reps[new]
-            if not r.tracking:
-                self._truncate(p, r._bytes)
-                r.tracking = True
-                r._bytes = 0.0
-                r.caught_up_at = self._t
-        p.leader = new
-        p.leader_epoch += 1
-        self._rebase(p)
-        self._touch(p)
-
-    def _truncate(self, p: Partition, nbytes: float) -> None:
-        """The log becomes the first ``nbytes`` bytes (a shorter replica became leader)."""
-        if nbytes < p._base_bytes:
-            p._base_bytes = nbytes
-            if p._rec_pos:
-                cut = bisect.bisect_right(p._rec_pos, nbytes + _CATCH_UP_EPS)
-                del p._rec_base[cut:], p._rec_end[cut:], p._rec_pos[cut:], p._rec_data[cut:], p._rec_maxts[cut:]
-            p.leo = p._rec_end[-1] if p._rec_end else 0
-            for r in p._reps.values():
-                if not r.tracking and r._bytes > nbytes:
-                    r._bytes = nbytes
-                if r.future_log_dir is not None and r.future_bytes > nbytes:
-                    r.future_bytes = nbytes
-
-    def _materialize(self, p: Partition, r: Replica) -> None:
-        """Give a tracking replica its own byte count (it stops following the leader)."""
-        if r.tracking:
-            r._bytes = p.log_bytes()
-            r.tracking = False
-            r.caught_up_at = self._t
-

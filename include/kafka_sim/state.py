@@ -214,6 +214,7 @@ class Topic:
     configs: dict[str, str] = field(default_factory=dict)
     leader_throttled: bool | frozenset[tuple[int, int]] | None = None
     follower_throttled: bool | frozenset[tuple[int, int]] | None = None
+    version: int = 0  # bumped when any partition's metadata changes
 
     def refresh_throttles(self) -> None:
         """Re-parse the KIP-73 throttled-replica lists after a config change."""

@@ -9,7 +9,7 @@ from kafka_sim import errors as E
 from kafka_sim.state import _locked
 from kafka_sim.configs import ConfigValueError, validate_topic_configs
 from kafka_sim.placement import assign_replicas
-from kafka_sim.state import Partition, Replica, Topic
+from kafka_sim.state import Partition, Topic
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
@@ -89,14 +89,12 @@ class Topics:
         return E.NONE, None
 
     def _add_partitions(self, topic: Topic, placement: dict[int, list[int]]) -> None:
-        cache: dict[int, dict[str, float]] = {}
         for i in sorted(placement):
             replicas = placement[i]
             part = Partition(self, topic.name, i, replicas, replicas[0], 0.0, 0.0)
             for b in replicas:
-                path = self._preferred_dirs.pop((b, topic.name, i), None) or self._pick_dir(b, 0.0, cache)
-                part._reps[b] = Replica(part, b, path, True, 0.0, self._t)
-                self._by_broker[b][part] = None
+                path = self._preferred_dirs.pop((b, topic.name, i), None) or self._pick_dir(b)
+                self._place(part, b, path, True)
             # Kafka elects the first live replica; offline replicas stay out of the ISR
             part.isr = [b for b in replicas if self.brokers[b].alive] or [replicas[0]]
             part.leader = self._first_live_isr(part)
@@ -119,7 +117,7 @@ class Topics:
             return E.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
         for p in topic.partitions:
             for b in list(p._reps):
-                self._by_broker[b].pop(p, None)
+                self._remove_replica(p, b)
             self._inflight.pop((name, p.index), None)
             self._dirty.add(p)
         for key in [k for k in self._preferred_dirs if k[1] == name]:

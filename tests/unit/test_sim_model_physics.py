@@ -34,7 +34,9 @@ def test_throttled_move_takes_bytes_over_rate(rate):
     throttle(m, [1, 2, 3, 4], rate, leader="0:1,0:2,0:3", follower="0:4")
     assert m.alter_reassignments([("t", 0, [4, 2, 3])]) == [("t", 0, E.NONE, None)]
     took = run_until(m, done(m, "t", 0), step=0.1)
-    expected = GB / rate
+    # SimpleRate.windowSize: a fresh quota sensor's window is at least one 1 s sample,
+    # so one second's worth goes through at once, the rest at the rate
+    expected = (GB - rate * 1.0) / rate
     assert abs(took - expected) / expected < 0.02, (took, expected)
 
 
@@ -71,10 +73,12 @@ def test_star_throttles_every_replica_and_flows_share_the_quota():
     m.alter_reassignments([("t", 0, [4, 2, 3]), ("t", 1, [5, 2, 3])])
     m.advance_by(50)
     st0, st1 = m.partition_state("t", 0), m.partition_state("t", 1)
-    # one leader quota of 10 MB/s shared fairly by two throttled flows
-    assert abs(st0["sizes"][4] - 250 * MB) < MB and abs(st1["sizes"][5] - 250 * MB) < MB
+    # one leader quota of 10 MB/s shared fairly by two throttled flows, after the burst an
+    # idle leader sensor allows: its window is full (KafkaApis records every follower fetch,
+    # zero bytes too), so 11 samples x 10 MB/s = 110 MB go through at once
+    assert abs(st0["sizes"][4] - 305 * MB) < 5 * MB and abs(st1["sizes"][5] - 305 * MB) < 5 * MB
     took = run_until(m, lambda: done(m, "t", 0)() and done(m, "t", 1)(), step=0.1)
-    assert abs(took - 200) / 200 < 0.02
+    assert abs(took - 189) / 189 < 0.02
 
 
 def test_in_sync_replicas_are_never_throttled():
@@ -85,11 +89,13 @@ def test_in_sync_replicas_are_never_throttled():
     st = m.partition_state("t", 0)
     assert st["isr"] == [1, 2, 3]
     assert st["sizes"][1] == st["sizes"][2] == st["sizes"][3] == GB + 100 * 20 * MB
-    # ...while a replica out of the ISR is throttled: 1 MB/s cannot catch up with 20 MB/s
+    # ...but their 2 x 20 MB/s is recorded in the leader's 1 MB/s quota (KafkaApis.handleFetchRequest
+    # records every follower fetch of a throttled partition), so the quota stays exceeded and
+    # the out-of-sync new replica is held back entirely (ReplicaManager.shouldLeaderThrottle)
     m.alter_reassignments([("t", 0, [4, 2, 3])])
     m.advance_by(100)
     st = m.partition_state("t", 0)
-    assert 4 not in st["isr"] and abs(st["sizes"][4] - 100 * MB) < MB
+    assert 4 not in st["isr"] and st["sizes"][4] == 0
 
 
 def test_bytes_in_growth_is_followed_during_move():

@@ -1,0 +1,121 @@
+"""KIP-73 quota accounting and ISR shrink/expand, each test citing the apache/kafka source it follows."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kafka_sim import errors as E
+from kafka_sim.quotas import QuotaMeter
+
+from test_sim_model_helpers import GB, MB, done, manual, run_until, snapshot, topic
+
+SET = 0
+
+
+def throttle(model, brokers, rate, leader, follower, t="t"):
+    for b in brokers:
+        ops = [("leader.replication.throttled.rate", SET, str(int(rate))),
+               ("follower.replication.throttled.rate", SET, str(int(rate)))]
+        assert model.incremental_alter_configs(4, str(b), ops) == (E.NONE, None)
+    ops = [("leader.replication.throttled.replicas", SET, leader),
+           ("follower.replication.throttled.replicas", SET, follower)]
+    assert model.incremental_alter_configs(2, t, ops) == (E.NONE, None)
+
+
+def moving(write_rate: float, quota: float, warm_up: float = 0.0, size: float = 2 * GB):
+    """[1,2,3] -> [4,2,3] of a partition written at ``write_rate``, throttled as kafka-reassign-partitions does."""
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=size, bytes_in=write_rate)]))
+    throttle(m, [1, 2, 3, 4], quota, leader="0:1,0:2,0:3", follower="0:4")
+    m.advance_by(warm_up)
+    start = m.sim_time()
+    size = m.partition_state("t", 0)["size_bytes"]
+    assert m.alter_reassignments([("t", 0, [4, 2, 3])]) == [("t", 0, E.NONE, None)]
+    return m, start, size
+
+
+@pytest.mark.parametrize("quota", [3 * MB, 2.5 * MB])
+def test_move_stalls_when_in_sync_traffic_fills_the_leader_quota(quota):
+    # KafkaApis.handleFetchRequest records the two in-sync followers' 2 x 2 MB/s in the
+    # leader quota; ReplicaManager.shouldLeaderThrottle holds back only the new replica,
+    # which gets R - 2P <= P: it never closes the gap (Kafka stalls at R <= 3P)
+    m, _, _ = moving(2 * MB, quota)
+    m.advance_by(100)
+    gap_early = m.partition_state("t", 0)["size_bytes"] - m.partition_state("t", 0)["sizes"][4]
+    m.advance_by(2000)
+    st = m.partition_state("t", 0)
+    assert st["adding"] == [4] and 4 not in st["isr"]
+    assert st["size_bytes"] - st["sizes"][4] >= gap_early - 1  # the gap never shrinks
+
+
+@pytest.mark.parametrize("warm_up", [0.0, 60.0])
+def test_move_above_the_stall_point_is_slowed_by_in_sync_traffic(warm_up):
+    # R = 10 MB/s, P = 2 MB/s, S = 2 GB: once the leader quota's 11 one-second samples hold
+    # the in-sync traffic (warm_up), Kafka takes between (S - 11(R-2P))/(R-3P) and S/(R-3P)
+    # seconds; throttled at the moment the move starts, the window is still empty and up
+    # to 11 R can go through at first. S/R (200 s) would be less than half of either.
+    quota, rate = 10 * MB, 2 * MB
+    m, start, size = moving(rate, quota, warm_up=warm_up)
+    took = run_until(m, done(m, "t", 0), step=1.0) - start
+    burst = 11 * (quota - 2 * rate) if warm_up >= 11 else 11 * quota
+    low = (size - burst) / (quota - 3 * rate)
+    high = size / (quota - 3 * rate)
+    assert low - 1 <= took <= high + 1, (low, took, high)
+
+
+def test_follower_quota_records_in_sync_followers_too():
+    # ReplicaFetcherThread.processPartitionData records every fetched byte of a throttled
+    # partition: broker 4 follows partition 1 in sync at 3 MB/s, so the 2 MB/s follower
+    # quota stays exceeded and partition 0's new replica on broker 4 is held back
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3], [2, 4, 5]], size=GB, bytes_in=3 * MB)]))
+    throttle(m, [4], 2 * MB, leader="", follower="0:4,1:4")
+    m.advance_by(30)  # the sensor has recorded the in-sync traffic for a while
+    m.alter_reassignments([("t", 0, [4, 2, 3])])
+    m.advance_by(300)
+    q = m.quota_state(4)["follower"]
+    assert q["in_sync_rate"] == 3 * MB and q["allowance"] < 0
+    assert m.partition_state("t", 0)["sizes"][4] == 0
+
+
+def test_quota_meter_window_follows_simple_rate():
+    # SimpleRate.windowSize: at least one sample; the window grows to samples x size
+    assert QuotaMeter(samples=11, sample_seconds=1.0, aged=True).allowance(10 * MB) == 110 * MB
+    meter = QuotaMeter(samples=11, sample_seconds=1.0)
+    meter.set_rate(0.0, 4 * MB)
+    assert meter.allowance(10 * MB) == 10 * MB  # a fresh sensor: one window of bytes
+    meter.advance(100.0)
+    # steady 4 MB/s recorded over an 11 s window: 11 x (10 - 4) MB of allowance left
+    assert abs(meter.allowance(10 * MB) - 11 * 6 * MB) < 0.01 * MB
+    meter.set_rate(100.0, 20 * MB)
+    t = meter.seconds_to_cross(10 * MB)
+    meter.advance(100.0 + t)
+    assert abs(meter.allowance(10 * MB)) < 1 and 0 < t < 11
+    meter.set_rate(100.0 + t, 0.0)
+    assert math.isinf(meter.seconds_to_cross(10 * MB))
+
+
+def test_follower_on_a_slow_link_leaves_the_isr_and_rejoins():
+    # Partition.getOutOfSyncReplicas: not caught up for replica.lag.time.max.ms (30 s),
+    # checked every 15 s by ReplicaManager's isr-expiration task -> out within 30-45 s;
+    # Partition.maybeExpandIsr: back in once its log end reaches the leader's
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB, bytes_in=2 * MB)]))
+    m.set_network(3, 1 * MB)
+    left = run_until(m, lambda: 3 not in m.partition_state("t", 0)["isr"], step=0.5)
+    assert 30 <= left <= 45.5, left
+    behind = m.partition_state("t", 0)["size_bytes"] - m.partition_state("t", 0)["sizes"][3]
+    assert abs(behind - left * MB) < 2 * MB  # 1 MB/s short from the start
+    m.set_network(3, 125 * MB)
+    back = run_until(m, lambda: 3 in m.partition_state("t", 0)["isr"], step=0.5) - left
+    assert back < 5
+    assert m.partition_state("t", 0)["sizes"][3] == m.partition_state("t", 0)["size_bytes"]
+
+
+def test_congested_link_is_shared_and_slow_partitions_fall_behind():
+    # broker 3 follows three partitions (0.5, 0.5, 3 MB/s) over a 2 MB/s link: max-min fair
+    # shares keep the two small ones in sync, the big one falls behind and leaves the ISR
+    m = manual(snapshot(topics=[topic("a", [[1, 3], [2, 3]], size=GB, bytes_in=0.5 * MB),
+                                topic("b", [[1, 3]], size=GB, bytes_in=3 * MB)]))
+    m.set_network(3, 2 * MB)
+    m.advance_by(60)
+    assert m.partition_state("a", 0)["isr"] == [1, 3] and m.partition_state("a", 1)["isr"] == [2, 3]
+    assert m.partition_state("b", 0)["isr"] == [1]
