@@ -155,6 +155,10 @@ class KafkaAdmin:
         :param topics: restrict topics (default all)
         """
         cluster = self.describe_cluster()
+        # In-flight moves first: one that completes before Metadata is read still carries its
+        # own full replica list here, while one read after could show old + new replicas
+        # in Metadata with nothing in flight (a spurious replication-factor change).
+        in_flight = self.list_partition_reassignments()
         metas = self.topic_metadata(topics)
         alive: dict[int, dict[str, Any]] = {}
         for b in cluster.get("brokers", []):
@@ -208,7 +212,6 @@ class KafkaAdmin:
                                                replica_dirs=dirs.get((name, idx), {}))
             topics_out[name] = TopicInfo(name=name, partitions=parts_out, internal=internal.get(name, False),
                                          configs=configs.get(name, {}))
-        in_flight = self.list_partition_reassignments()
         return ClusterState(brokers=brokers, topics=topics_out, in_flight=in_flight,
                             cluster_id=cluster.get("cluster_id"), controller_id=cluster.get("controller_id"),
                             default_min_isr=default_min_isr)

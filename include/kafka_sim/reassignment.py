@@ -8,6 +8,9 @@ Sources followed (apache/kafka, metadata module):
   removing are sorted sets (TreeSet) computed against the partition's *current full*
   replica list, and replicas = target + removing. A new target on an ongoing
   reassignment is therefore merged: replicas the first target was adding stay.
+- ``ReplicationControlManager.changePartitionReassignment`` hands the PartitionChangeBuilder
+  only non-empty adding/removing lists, so re-submitting the target of an ongoing
+  reassignment keeps its adding list.
 - ``PartitionReassignmentReplicas.maybeCompleteReassignment``: done once the ISR minus
   removing holds every replica that is not being removed.
 - ``PartitionReassignmentRevert``: a cancel keeps replicas - adding and ISR - adding;
@@ -40,6 +43,21 @@ def merge_target(current: list[int], target: list[int]) -> ReassignmentReplicas:
     removing = sorted(set(current) - set(target))
     adding = sorted(set(target) - set(current))
     return ReassignmentReplicas(list(target) + removing, adding, removing)
+
+
+def change_reassignment(replicas: list[int], adding: list[int], removing: list[int],
+                        target: list[int]) -> ReassignmentReplicas:
+    """What changePartitionReassignment writes: the merged lists, except that an empty
+    adding or removing list leaves the partition's current one in place (the
+    PartitionChangeBuilder starts from the current lists and is only given non-empty ones).
+
+    :param replicas: current full replica list
+    :param adding: replicas currently being added
+    :param removing: replicas currently being removed
+    :param target: the requested target replicas
+    """
+    merged = merge_target(replicas, target)
+    return ReassignmentReplicas(merged.replicas, merged.adding or list(adding), merged.removing or list(removing))
 
 
 def revert(replicas: list[int], adding: list[int], isr: list[int]) -> tuple[list[int], list[int], bool]:
@@ -138,7 +156,7 @@ class Reassignment:
 
     def _reassign(self, p: Partition, target: list[int]) -> None:
         """ReplicationControlManager.changePartitionReassignment: merge against the current replicas."""
-        merged = merge_target(p.replicas, target)
+        merged = change_reassignment(p.replicas, p.adding, p.removing, target)
         if merged.replicas == p.replicas and merged.adding == p.adding and merged.removing == p.removing:
             return
         self._rebase(p)

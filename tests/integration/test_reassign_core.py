@@ -179,7 +179,9 @@ def test_execute_batch_refuses_someone_elses_move(env):
 def test_resume_after_killed_run_finishes_without_moving_finished_partitions(env):
     cluster, admin, store = env()
     before = configs(cluster)
-    params = {"throttle_bytes_per_sec": 10_000_000, "max_partition_movements": 6, **FAST}
+    # 2 MB/s: a 20 MB step takes ~10 simulated seconds, so the moves in flight when run 1
+    # dies are still in flight when run 2 reads the cluster (the bound below relies on it)
+    params = {"throttle_bytes_per_sec": 2_000_000, "max_partition_movements": 6, **FAST}
     # Run 1 applies the throttle, runs batch 0 to completion, starts batch 1 and dies (no cleanup).
     p1 = prepare(admin, plan_for(TARGET), params, run_id="killed")
     apply_throttle(admin, p1, store, "killed")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kafka_sim import errors as E
-from kafka_sim.reassignment import merge_target, revert
+from kafka_sim.reassignment import change_reassignment, merge_target, revert
 
 from test_sim_model_helpers import GB, manual, snapshot, topic
 
@@ -12,6 +12,9 @@ def test_merge_target_matches_partition_reassignment_replicas():
     # full replica list, replicas = target + removing
     assert merge_target([3, 2, 1], [4, 5, 1]) == ([4, 5, 1, 2, 3], [4, 5], [2, 3])
     assert merge_target([4, 5, 6, 1, 2, 3], [1, 2, 7]) == ([1, 2, 7, 3, 4, 5, 6], [7], [3, 4, 5, 6])
+    # changePartitionReassignment only sets non-empty lists: the same target again keeps adding
+    assert change_reassignment([4, 5, 6, 1, 2, 3], [4, 5, 6], [1, 2, 3], [4, 5, 6]) == (
+        [4, 5, 6, 1, 2, 3], [4, 5, 6], [1, 2, 3])
     # PartitionReassignmentRevert: replicas - adding, ISR - adding (unclean when empty)
     assert revert([1, 2, 7, 3, 4, 5, 6], [7], [1, 2]) == ([1, 2, 3, 4, 5, 6], [1, 2], False)
     assert revert([3, 4, 1, 2], [3, 4], [3]) == ([1, 2], [1], True)
