@@ -10,7 +10,6 @@ import argparse
 import json
 import logging
 import os
-import re
 import signal
 import sys
 import threading
@@ -38,36 +37,18 @@ def _err(msg: str) -> None:
 
 # -- connection ---------------------------------------------------------------------------
 
-_JAAS_RE = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
-
-
 def properties_to_admin_kwargs(props: dict[str, str]) -> dict[str, Any]:
     """Map Kafka client properties (as in kafka-*.sh --command-config) to kafka-python kwargs.
 
     :param props: e.g. {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", ...}
     """
-    out: dict[str, Any] = {}
-    simple = {"security.protocol": "security_protocol", "sasl.mechanism": "sasl_mechanism",
-              "sasl.username": "sasl_plain_username", "sasl.password": "sasl_plain_password",
-              "ssl.ca.location": "ssl_cafile", "ssl.certificate.location": "ssl_certfile",
-              "ssl.key.location": "ssl_keyfile", "ssl.key.password": "ssl_password",
-              "client.id": "client_id", "request.timeout.ms": "request_timeout_ms"}
-    for k, v in props.items():
-        if k in simple:
-            out[simple[k]] = int(v) if simple[k].endswith("_ms") else v
-        elif k == "sasl.jaas.config":
-            fields = dict(_JAAS_RE.findall(v))
-            if "username" in fields:
-                out["sasl_plain_username"] = fields["username"]
-            if "password" in fields:
-                out["sasl_plain_password"] = fields["password"]
-        elif k == "ssl.endpoint.identification.algorithm":
-            out["ssl_check_hostname"] = v.strip().lower() == "https"
-        elif k == "bootstrap.servers":
-            out["bootstrap_servers"] = v
-        else:
-            raise BadInput(f"--command-config: unsupported property {k!r}")
-    return out
+    from kafka_reassign.auth import AuthConfigError, client_kwargs
+
+    try:
+        # The file is the user's own: an oauth_cb it names is trusted (no allowlist).
+        return client_kwargs(props, callback_allowlist=None, strict=True)
+    except AuthConfigError as exc:
+        raise BadInput(f"--command-config: {exc}") from None
 
 
 def _read_properties(path: str) -> dict[str, str]:

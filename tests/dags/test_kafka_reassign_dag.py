@@ -161,19 +161,20 @@ def test_dag_file_parses_without_kafka_or_spark_imports():
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_hook_maps_librdkafka_security_settings_without_leaking_secrets():
+def test_hook_maps_librdkafka_security_settings_without_leaking_secrets(tmp_path):
     from kafka_reassign_airflow.hooks.kafka_admin import librdkafka_to_kafka_python, redacted
 
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
     kw = librdkafka_to_kafka_python({
         "bootstrap.servers": "b1:9093, b2:9093", "security.protocol": "sasl_ssl",
         "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "ops", "sasl.password": "s3cret",
-        "ssl.ca.location": "/etc/ca.pem", "ssl.certificate.location": "/etc/c.pem",
-        "ssl.key.location": "/etc/k.pem", "ssl.key.password": "k3y",
+        "ssl.ca.location": str(ca), "ssl.key.password": "k3y",
         "ssl.endpoint.identification.algorithm": "none", "group.id": "ignored"})
     assert kw == {"bootstrap_servers": ["b1:9093", "b2:9093"], "security_protocol": "SASL_SSL",
                   "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "ops",
-                  "sasl_plain_password": "s3cret", "ssl_cafile": "/etc/ca.pem", "ssl_certfile": "/etc/c.pem",
-                  "ssl_keyfile": "/etc/k.pem", "ssl_password": "k3y", "ssl_check_hostname": False}
+                  "sasl_plain_password": "s3cret", "ssl_cafile": str(ca), "ssl_password": "k3y",
+                  "ssl_check_hostname": False}
     shown = json.dumps(redacted(kw))
     assert "s3cret" not in shown and "k3y" not in shown
     with pytest.raises(ValueError, match="bootstrap.servers"):

@@ -19,36 +19,6 @@ from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
 if TYPE_CHECKING:
     from kafka_reassign.admin import KafkaAdmin
 
-# librdkafka key -> kafka-python KafkaAdminClient keyword. Keys not listed (group.id,
-# client.rack, consumer/producer tuning) mean nothing to an admin client and are ignored.
-_DIRECT_KEYS: dict[str, str] = {
-    "client.id": "client_id",
-    "security.protocol": "security_protocol",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
-    "sasl.kerberos.principal": "sasl_kerberos_name",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "ssl.crl.location": "ssl_crlfile",
-}
-# Integer-valued librdkafka keys that have a kafka-python twin with the same meaning.
-_INT_KEYS: dict[str, str] = {
-    "request.timeout.ms": "request_timeout_ms",
-    "socket.timeout.ms": "request_timeout_ms",
-    "reconnect.backoff.ms": "reconnect_backoff_ms",
-    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
-    "retry.backoff.ms": "retry_backoff_ms",
-    "metadata.max.age.ms": "metadata_max_age_ms",
-    "connections.max.idle.ms": "connections_max_idle_ms",
-}
-_SECRET_KEYS = frozenset({"sasl.password", "ssl.key.password", "ssl.key.pem", "sasl.oauthbearer.client.secret"})
-_SECRET_KWARGS = frozenset({"sasl_plain_password", "ssl_password"})
-_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
-_MECHANISMS = frozenset({"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"})
-
 
 def _mask(value: Any) -> None:
     """Register a secret with Airflow's masker so it is redacted wherever it is logged."""
@@ -61,71 +31,32 @@ def _mask(value: Any) -> None:
     mask_secret(str(value))
 
 
-def librdkafka_to_kafka_python(config: dict[str, Any]) -> dict[str, Any]:
-    """Map a librdkafka config dict (the Kafka connection's extra) to KafkaAdminClient kwargs.
+def librdkafka_to_kafka_python(config: dict[str, Any], callback_allowlist: Any = ()) -> dict[str, Any]:
+    """Map a Kafka connection's extra (a librdkafka config dict) to KafkaAdminClient kwargs.
+
+    Secrets are registered with the log masker first. The mapping itself is
+    :func:`kafka_reassign.auth.client_kwargs`, shared with the CLI.
 
     :param config: the connection extra, e.g. ``{"bootstrap.servers": "b1:9092,b2:9092",
         "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", ...}``
-    :raises ValueError: when bootstrap.servers is missing or a value cannot be mapped
+    :param callback_allowlist: dotted paths an ``oauth_cb`` may name
+    :raises ValueError: when bootstrap.servers is missing or a setting cannot be used
     """
-    servers = config.get("bootstrap.servers") or config.get("metadata.broker.list")
-    if not servers:
-        raise ValueError("the Kafka connection's extra has no 'bootstrap.servers'")
-    if isinstance(servers, str):
-        servers = [s.strip() for s in servers.split(",") if s.strip()]
-    kwargs: dict[str, Any] = {"bootstrap_servers": list(servers)}
-    for key in _SECRET_KEYS:
+    from kafka_reassign.auth import SECRET_KEYS, client_kwargs
+
+    for key in SECRET_KEYS:
         _mask(config.get(key))
-
-    for key, kw in _DIRECT_KEYS.items():
-        if config.get(key) not in (None, ""):
-            kwargs[kw] = config[key]
-    for key, kw in _INT_KEYS.items():
-        if config.get(key) not in (None, ""):
-            try:
-                kwargs[kw] = int(config[key])
-            except (TypeError, ValueError):
-                raise ValueError(f"the Kafka connection's {key!r} must be an integer") from None
-
-    if "security_protocol" in kwargs:
-        proto = str(kwargs["security_protocol"]).upper()
-        if proto not in _PROTOCOLS:
-            raise ValueError(f"unsupported security.protocol {kwargs['security_protocol']!r}; "
-                             f"expected one of {sorted(_PROTOCOLS)}")
-        kwargs["security_protocol"] = proto
-
-    # librdkafka accepts both spellings; 'sasl.mechanisms' may be a list, of which a client
-    # uses one.
-    mechanism = config.get("sasl.mechanism") or config.get("sasl.mechanisms")
-    if mechanism:
-        mechanism = str(mechanism).split(",")[0].strip().upper()
-        if mechanism not in _MECHANISMS:
-            raise ValueError(f"unsupported sasl.mechanism {mechanism!r}; expected one of {sorted(_MECHANISMS)}")
-        kwargs["sasl_mechanism"] = mechanism
-
-    algo = config.get("ssl.endpoint.identification.algorithm")
-    if algo is not None:
-        # librdkafka: "https" checks the broker's hostname against its certificate, "none" doesn't.
-        kwargs["ssl_check_hostname"] = str(algo).strip().lower() == "https"
-    if str(config.get("enable.ssl.certificate.verification", "true")).lower() == "false":
-        # kafka-python has no "verify nothing" switch short of a custom SSLContext; build one.
-        import ssl
-
-        ctx = ssl.create_default_context(cafile=kwargs.get("ssl_cafile"))
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        if kwargs.get("ssl_certfile"):
-            ctx.load_cert_chain(kwargs["ssl_certfile"], kwargs.get("ssl_keyfile"), kwargs.get("ssl_password"))
-        kwargs["ssl_context"] = ctx
+    kwargs = client_kwargs(config, callback_allowlist=callback_allowlist)
+    if not kwargs.get("bootstrap_servers"):
+        raise ValueError("the Kafka connection's extra has no 'bootstrap.servers'")
     return kwargs
 
 
 def redacted(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """A copy of admin kwargs that is safe to log (secrets replaced by ``***``).
+    """A copy of admin kwargs that is safe to log (secrets replaced by ``***``)."""
+    from kafka_reassign.admin import redact
 
-    :param kwargs: KafkaAdminClient keyword arguments
-    """
-    return {k: ("***" if k in _SECRET_KWARGS and v else v) for k, v in kwargs.items() if k != "ssl_context"}
+    return redact(kwargs)
 
 
 class KafkaAdminHook(KafkaBaseHook):
@@ -150,8 +81,8 @@ class KafkaAdminHook(KafkaBaseHook):
             extra["sasl.password"] = conn.password
         if conn.login and not extra.get("sasl.username"):
             extra["sasl.username"] = conn.login
-        kwargs = librdkafka_to_kafka_python(extra)
-        self.log.info("Kafka admin connection %r: %s", self.kafka_config_id, redacted(kwargs))
+        kwargs = librdkafka_to_kafka_python(extra, self._get_callback_allowlist())
+        self.log.debug("Kafka admin connection %r: %s", self.kafka_config_id, redacted(kwargs))
         return kwargs
 
     @staticmethod
@@ -171,9 +102,19 @@ class KafkaAdminHook(KafkaBaseHook):
             "bootstrap_timeout_ms": conf.getint("kafka_reassign", "admin_bootstrap_timeout_ms", fallback=10_000),
         }
 
+    @staticmethod
+    def client_log_level() -> str:
+        """``[kafka_reassign] kafka_client_log_level`` (default WARNING): kafka-python's log level."""
+        from airflow.sdk import conf
+
+        return conf.get("kafka_reassign", "kafka_client_log_level", fallback="WARNING")
+
     def get_admin(self) -> KafkaAdmin:
         """A connected :class:`kafka_reassign.admin.KafkaAdmin`; close it when done."""
         from kafka_reassign.admin import KafkaAdmin
+        from kafka_reassign.client_logs import set_client_log_level
+
+        set_client_log_level(self.client_log_level())
 
         return KafkaAdmin(**{**self.retry_settings(), **self.get_admin_kwargs()})
 

@@ -1,0 +1,31 @@
+"""How loud the Kafka client libraries are in task logs and CLI output.
+
+kafka-python logs every connection, metadata refresh and coordinator lookup at INFO: in a small
+run that was most of the task log. Our own lines tell the story (what will be done, each write,
+progress, the result); the client's lines are kept for when the user asks for them.
+"""
+from __future__ import annotations
+
+import logging
+
+#: Loggers of the Kafka client libraries we use.
+CLIENT_LOGGERS = ("kafka", "aws_msk_iam_sasl_signer", "botocore", "urllib3")
+DEFAULT_LEVEL = "WARNING"
+
+
+def set_client_log_level(level: str | int | None = None) -> int:
+    """Set the Kafka client libraries' log level (default WARNING); returns the level used.
+
+    :param level: a level name (``INFO``, ``debug``) or number; None/empty = WARNING
+    :raises ValueError: for a name that is not a logging level
+    """
+    if level in (None, ""):
+        level = DEFAULT_LEVEL
+    if isinstance(level, str):
+        number = logging.getLevelName(level.strip().upper())
+        if not isinstance(number, int):
+            raise ValueError(f"kafka client log level {level!r} is not one of DEBUG, INFO, WARNING, ERROR")
+        level = number
+    for name in CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+    return int(level)
