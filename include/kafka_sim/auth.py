@@ -115,9 +115,31 @@ class ListenerSecurity:
     def sasl(self) -> bool:
         return self.protocol.startswith("SASL")
 
-    def connection(self) -> ConnectionAuth:
-        """A fresh authentication state for one accepted connection."""
-        return ConnectionAuth(self)
+    def install(self, runtime: Any) -> None:
+        """Make a cluster runtime's listeners speak this security (call before they open).
+
+        :param runtime: the :class:`kafka_sim.server.ClusterRuntime`
+        """
+        from kafka_sim.server import CLOSE
+
+        runtime.ssl_context = self.ssl_context
+
+        async def hook(conn: Any, api_key: int, version: int, correlation_id: int, frame: bytes) -> Any:
+            state = conn.attrs.get("auth")
+            if state is None:
+                state = conn.attrs["auth"] = ConnectionAuth(self)
+            if conn.attrs.get("auth_closing"):
+                return CLOSE
+            reply = state.intercept(frame)
+            if reply is None:
+                return None
+            if reply.close:
+                # Kafka sends the failure response, then closes: close on the next frame (a
+                # kafka-python or librdkafka client closes first on its own).
+                conn.attrs["auth_closing"] = True
+            return reply.data if reply.data is not None else CLOSE
+
+        runtime.connection_hook = hook
 
 
 class _Failed(Exception):

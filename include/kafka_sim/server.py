@@ -259,14 +259,17 @@ class SimulatedCluster:
     :param time_scale: simulated seconds per wall-clock second
     :param host: address to bind and advertise
     :param base_port: 0 for ephemeral ports, else broker i (in id order) listens on base_port + i
+    :param security: listener security (:class:`kafka_sim.auth.ListenerSecurity`); None = PLAINTEXT
     """
 
     def __init__(self, snapshot: dict, time_scale: float = 1.0, host: str = "127.0.0.1",
-                 base_port: int = 0) -> None:
+                 base_port: int = 0, security: Any = None) -> None:
         self.model = ClusterModel(snapshot, time_scale=time_scale)
         self.host = host
         self.base_port = base_port
         self._runtime = ClusterRuntime(self.model, host)
+        if security is not None:  # a kafka_sim.auth.ListenerSecurity: TLS and/or SASL listeners
+            security.install(self._runtime)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
