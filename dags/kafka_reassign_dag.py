@@ -14,6 +14,7 @@ from airflow.sdk import DAG
 
 from kafka_reassign_airflow.operators.workflow import planning_tasks, reassignment_tasks
 from kafka_reassign_airflow.params import reassign_params
+from kafka_reassign_airflow.notifications import run_notifiers
 
 DOC_MD = """
 # kafka_reassign — safe Kafka partition reassignment
@@ -91,5 +92,7 @@ with DAG(
     doc_md=DOC_MD,
     tags=["kafka", "reassignment"],
     default_args={"owner": "kafka-ops", "retries": 0},
+    on_failure_callback=run_notifiers("failure", "kafka_reassign"),
+    on_success_callback=run_notifiers("success", "kafka_reassign"),
 ) as dag:
     reassignment_tasks(planning=planning_tasks())

@@ -19,6 +19,7 @@ from airflow.sdk import DAG, Param, TriggerRule, task
 
 from kafka_reassign_airflow.operators.workflow import PLAN_TASK_ID, planning_tasks, reassignment_tasks
 from kafka_reassign_airflow.params import dag_schedule, reassign_params
+from kafka_reassign_airflow.notifications import run_notifiers
 
 SUMMARY_XCOM_KEY = "summary"
 
@@ -92,6 +93,8 @@ with DAG(
     doc_md=DOC_MD,
     tags=["kafka", "reassignment", "rebalance"],
     default_args={"owner": "kafka-ops", "retries": 0},
+    on_failure_callback=run_notifiers("failure", "kafka_rebalance"),
+    on_success_callback=run_notifiers("success", "kafka_rebalance"),
 ) as dag:
 
     @task.short_circuit(task_id="should_rebalance")

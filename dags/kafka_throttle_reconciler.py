@@ -23,6 +23,7 @@ import pendulum
 from airflow.sdk import Param, dag, task
 
 from kafka_reassign_airflow.params import dag_schedule
+from kafka_reassign_airflow.notifications import run_notifiers
 
 #: DAGs whose runs set throttles; a run of one of them still queued/running owns its throttle.
 THROTTLING_DAG_IDS = ["kafka_reassign", "kafka_rebalance"]
@@ -37,6 +38,8 @@ THROTTLING_DAG_IDS = ["kafka_reassign", "kafka_rebalance"]
     tags=["kafka", "reassignment", "throttle"],
     doc_md=__doc__,
     default_args={"retries": 1, "retry_delay": pendulum.duration(minutes=2)},
+    on_failure_callback=run_notifiers("failure", "kafka_throttle_reconciler"),
+    on_success_callback=run_notifiers("success", "kafka_throttle_reconciler"),
     params={
         "kafka_conn_id": Param("kafka_default", type="string", minLength=1, title="Kafka connection",
                                description="Airflow connection id of the cluster to reconcile."),

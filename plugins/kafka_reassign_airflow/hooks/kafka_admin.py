@@ -6,6 +6,11 @@ reassignment, log-dir or ListPartitionReassignments calls, so this hook maps the
 kafka-python's ``KafkaAdminClient`` keyword arguments and hands them to
 :class:`kafka_reassign.admin.KafkaAdmin`, the one class that talks to Kafka.
 
+Either connection type works: the Kafka provider's ``kafka`` (config dict in the extra) or this
+provider's ``kafka_reassign`` (bootstrap servers in host, SASL user/password in login/password,
+the rest of the config in the extra). The mapping, with every auth mechanism, is
+:func:`kafka_reassign.auth.client_kwargs`.
+
 Secrets (SASL password, SSL key password) are registered with Airflow's secrets masker as
 soon as they are read and never appear in log lines, XComs or trigger kwargs: triggers carry
 the connection id, not the config.
@@ -65,6 +70,7 @@ class KafkaAdminHook(KafkaBaseHook):
     :param kafka_config_id: the Airflow connection id (conn_type ``kafka``)
     """
 
+    conn_type = "kafka_reassign"
     hook_name = "Apache Kafka (reassignment admin)"
 
     def __init__(self, kafka_config_id: str = KafkaBaseHook.default_conn_name, *args: Any, **kwargs: Any) -> None:
@@ -76,7 +82,9 @@ class KafkaAdminHook(KafkaBaseHook):
         extra = dict(conn.extra_dejson or {})
         # Airflow UI users sometimes type host/port instead of the extra: honour that too.
         if not extra.get("bootstrap.servers") and conn.host:
-            extra["bootstrap.servers"] = f"{conn.host}:{conn.port or 9092}"
+            # The kafka_reassign connection form takes "b1:9092,b2:9092" in host.
+            host = str(conn.host)
+            extra["bootstrap.servers"] = host if ":" in host or "," in host else f"{host}:{conn.port or 9092}"
         if conn.password and not extra.get("sasl.password"):
             extra["sasl.password"] = conn.password
         if conn.login and not extra.get("sasl.username"):

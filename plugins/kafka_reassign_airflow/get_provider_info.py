@@ -1,0 +1,87 @@
+"""Provider metadata: what ``pip install kafka-reassign`` registers in an Airflow installation.
+
+Airflow reads it through the ``apache_airflow_provider`` entry point (``airflow providers
+list``, ``airflow providers hooks``, ``... notifications``, ``... plugins``, ``airflow config
+list --defaults``). Nothing here is imported at DAG parse time.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+PACKAGE_NAME = "kafka-reassign"
+VERSION = "0.1.0"
+CONN_TYPE = "kafka_reassign"
+_INTEGRATION = "Apache Kafka partition reassignment"
+
+
+def _option(description: str, kind: str, default: Any, example: Any = None) -> dict[str, Any]:
+    return {"description": description, "version_added": "0.1.0", "type": kind,
+            "example": example, "default": None if default is None else str(default)}
+
+
+CONFIG_OPTIONS: dict[str, dict[str, Any]] = {
+    "admin_retry_attempts": _option("Attempts of a Kafka admin call before the task fails.", "integer", 5),
+    "admin_retry_max_seconds": _option("Longest time an admin call is retried (seconds).", "float", 60.0),
+    "admin_bootstrap_timeout_ms": _option("How long to try reaching the cluster at all (ms).", "integer", 10000),
+    "kafka_client_log_level": _option(
+        "Log level of the Kafka client libraries (kafka-python) in task logs. WARNING keeps the "
+        "logs to the run's story; INFO or DEBUG show every connection and request.", "string", "WARNING", "INFO"),
+    "min_return_seconds": _option("Earliest return of a batch task that rescheduled or deferred itself "
+                                  "(seconds; apache/airflow#10790).", "float", 15.0),
+    "work_dir": _option("Directory of snapshots, plans, summaries and charts; empty = "
+                        "$AIRFLOW_HOME/kafka_reassign.", "string", "", "/data/kafka_reassign"),
+    "rebalance_schedule": _option("Schedule of the kafka_rebalance DAG; none = only when triggered.",
+                                  "string", "@daily", "0 3 * * *"),
+    "reconciler_schedule": _option("Schedule of the kafka_throttle_reconciler DAG; none = only when triggered.",
+                                   "string", "*/15 * * * *", "none"),
+    "notify_on_failure": _option(
+        "Where failed runs are reported: channels separated by ';' - smtp:<addresses>, slack:#<channel>, "
+        "slack-webhook, log. <dag_id>_notify_on_failure overrides it for one DAG.", "string", "",
+        "smtp:kafka-ops@example.com; slack:#kafka-ops"),
+    "notify_on_success": _option("Where finished runs are reported (same format as notify_on_failure).",
+                                 "string", "", "slack:#kafka-ops"),
+    "notify_smtp_conn_id": _option("SMTP connection of smtp: channels; empty = [email] email_conn_id.",
+                                   "string", "", "smtp_default"),
+    "notify_slack_conn_id": _option("Slack API connection of slack: channels.", "string", "slack_api_default"),
+}
+
+
+def get_provider_info() -> dict[str, Any]:
+    """The provider's registration, in Airflow's ``provider_info.schema.json`` format."""
+    return {
+        "package-name": PACKAGE_NAME,
+        "name": "Kafka Reassign",
+        "description": "Safe Apache Kafka partition reassignment: KIP-435 moves under a KIP-73 "
+                       "throttle, planned on Spark, with live progress in the Airflow UI.",
+        "versions": [VERSION],
+        "integrations": [{"integration-name": _INTEGRATION, "tags": ["service"],
+                          "external-doc-url": "https://kafka.apache.org/documentation/#basic_ops_cluster_expansion"}],
+        "hooks": [{"integration-name": _INTEGRATION, "python-modules": ["kafka_reassign_airflow.hooks.kafka_admin"]}],
+        "operators": [{"integration-name": _INTEGRATION, "python-modules": _modules("operators", (
+            "planning", "prepare", "throttle", "execute", "cancel", "report"))}],
+        "sensors": [{"integration-name": _INTEGRATION, "python-modules": _modules("sensors", ("reassignment", "watch"))}],
+        "triggers": [{"integration-name": _INTEGRATION, "python-modules": _modules("triggers", ("reassignment",))}],
+        "connection-types": [{
+            "hook-class-name": "kafka_reassign_airflow.hooks.kafka_admin.KafkaAdminHook",
+            "hook-name": "Apache Kafka (reassignment admin)",
+            "connection-type": CONN_TYPE,
+            "ui-field-behaviour": {
+                "hidden-fields": ["schema", "port"],
+                "relabeling": {"host": "Bootstrap servers", "login": "SASL username", "password": "SASL password",
+                               "extra": "Client config (librdkafka keys)"},
+                "placeholders": {
+                    "host": "b1:9092,b2:9092",
+                    "extra": '{"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", '
+                             '"ssl.ca.pem": "-----BEGIN CERTIFICATE-----..."}',
+                },
+            },
+        }],
+        "notifications": ["kafka_reassign_airflow.notifications.KafkaReassignNotifier"],
+        "plugins": [{"name": "kafka_reassign", "plugin-class": "kafka_reassign_airflow.plugin.KafkaReassignPlugin"}],
+        "config": {"kafka_reassign": {"description": "Kafka partition reassignment (kafka-reassign provider).",
+                                      "options": CONFIG_OPTIONS}},
+    }
+
+
+def _modules(package: str, names: tuple[str, ...]) -> list[str]:
+    return [f"kafka_reassign_airflow.{package}.{n}" for n in names]

@@ -1,0 +1,41 @@
+"""A failing kafka_reassign run calls its notifier: real Airflow (dag.test), the simulator over
+TCP and a real SMTP exchange with a local sink; the channel comes from [kafka_reassign] config."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import airflow_env  # noqa: E402
+
+airflow_env.configure_env()
+
+from smtp_sink import SmtpSink  # noqa: E402
+from test_dag_reassign import airflow_db, kafka_conn, plan_of, six_broker_snapshot  # noqa: E402,F401
+
+pytestmark = [pytest.mark.airflow]
+
+
+def test_failing_run_mails_its_failure(airflow_db, sim_cluster, kafka_conn, monkeypatch):
+    cluster = sim_cluster(six_broker_snapshot(), time_scale=10.0)
+    kafka_conn(cluster)
+    with SmtpSink() as sink:
+        monkeypatch.setenv("AIRFLOW__KAFKA_REASSIGN__KAFKA_REASSIGN_NOTIFY_ON_FAILURE", "smtp:kafka-ops@example.com; log")
+        monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", json.dumps({
+            "conn_type": "smtp", "host": "127.0.0.1", "port": sink.port,
+            "extra": {"disable_tls": True, "disable_ssl": True, "from_email": "airflow@example.com"}}))
+        # Broker 99 does not exist: prepare refuses the plan, nothing is written, the run fails.
+        dr = airflow_env.run_dag({"plan": plan_of(("orders", 0, [1, 2, 99]))})
+        assert dr.state == "failed"
+        assert len(sink.messages) == 1, "the DAG's failure notifier sent no mail"
+    mail = sink.messages[0]
+    assert mail["To"] == "kafka-ops@example.com"
+    assert mail["Subject"].startswith(f"[kafka-reassign] kafka_reassign {dr.run_id}: FAILED")
+    body = "".join(part.get_payload(decode=True).decode() for part in mail.walk() if not part.is_multipart())
+    assert "prepare" in body  # the failed task is named
+    assert "THROTTLE LEFT" not in mail["Subject"]
+    assert os.environ.get("AIRFLOW__KAFKA_REASSIGN__KAFKA_REASSIGN_NOTIFY_ON_FAILURE")
