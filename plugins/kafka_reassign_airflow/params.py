@@ -17,6 +17,26 @@ from kafka_reassign.units import format_rate
 
 GOALS = ["rebalance", "add-brokers", "remove-brokers", "replication-factor", "rack-repair"]
 
+#: JSON schema of a reassignment plan (Kafka's kafka-reassign-partitions.sh format), checked by
+#: the trigger form and the REST API before a run exists; prepare checks it against the cluster.
+PLAN_SCHEMA: dict[str, Any] = {
+    "required": ["version", "partitions"],
+    "properties": {
+        "version": {"const": 1, "description": "always 1 (Kafka's reassignment format)"},
+        "partitions": {"type": "array", "items": {
+            "type": "object",
+            "required": ["topic", "partition", "replicas"],
+            "properties": {
+                "topic": {"type": "string", "minLength": 1},
+                "partition": {"type": "integer", "minimum": 0},
+                "replicas": {"type": "array", "minItems": 1, "uniqueItems": True,
+                             "items": {"type": "integer", "minimum": 0}},
+                "log_dirs": {"type": "array", "items": {"type": "string", "pattern": "^(any|/.*)$"}},
+            },
+        }},
+    },
+}
+
 #: Section names used by the trigger form to group the fields.
 _WHAT = "What to move"
 _HOW = "How fast and how much at once"
@@ -32,7 +52,7 @@ def reassign_params() -> dict[str, Param]:
                         "config with bootstrap.servers and security settings).",
             section=_WHAT),
         "plan": Param(
-            None, type=["object", "null"], title="Reassignment plan",
+            None, type=["object", "null"], **PLAN_SCHEMA, title="Reassignment plan",
             description='Kafka reassignment JSON, as kafka-reassign-partitions.sh, Cruise Control '
                         'or topicmappr write it: {"version": 1, "partitions": [{"topic": "t", '
                         '"partition": 0, "replicas": [4, 2, 3], "log_dirs": ["any", "any", "any"]}]}. '

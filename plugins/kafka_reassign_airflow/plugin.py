@@ -31,6 +31,8 @@ from airflow.plugins_manager import AirflowPlugin
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 
+from kafka_reassign_airflow.conf_check import TriggerConfMiddleware
+
 log = logging.getLogger(__name__)
 
 URL_PREFIX = "/kafka-reassign"
@@ -425,6 +427,9 @@ class KafkaReassignPlugin(AirflowPlugin):
 
     name = "kafka_reassign"
     fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "Kafka reassignment progress"}]
+    # Checks a reassignment DAG's whole conf when a run is triggered (REST API and UI form).
+    fastapi_root_middlewares = [{"middleware": TriggerConfMiddleware, "args": [], "kwargs": {},
+                                 "name": "Kafka reassignment conf check"}]
     external_views = [
         {
             "name": "Kafka reassignment",
