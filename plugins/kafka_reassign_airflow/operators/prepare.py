@@ -122,4 +122,19 @@ class ReassignmentPrepareOperator(BaseOperator):
                              cluster_id, stale.get("run_id"))
         ti.xcom_push(key=PREPARED_XCOM_KEY, value={**data, "dry_run": False, "started_at": time.time(),
                                                    "before": before})
+        from kafka_reassign_airflow import metrics
+
+        metrics.plan_size(moves=len(prepared.plan.moves), bytes_to_move=sum(b.bytes_to_copy for b in prepared.batches),
+                          moved_over_bound=self._moved_over_bound(context), dag_id=ti.dag_id, cluster=cluster_id)
         return batches
+
+    def _moved_over_bound(self, context: Context) -> float | None:
+        """The planner's data moved / lower bound, when this run's plan was computed."""
+        if self.plan is not None or not self.plan_task_id:
+            return None
+        planned = context["ti"].xcom_pull(task_ids=self.plan_task_id) or {}
+        try:
+            summary = json.loads(Path(planned["summary_file"]).read_text(encoding="utf-8"))
+            return float(summary["moved_over_lower_bound"])
+        except (KeyError, TypeError, ValueError, OSError):
+            return None

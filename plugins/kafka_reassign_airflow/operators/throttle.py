@@ -43,6 +43,12 @@ class ThrottleSetOperator(RunStepOperator):
         written = [c.describe() for c in record.changes]
         self.log.info("Throttle set; %d recorded change(s), prior values in Variable %s:\n%s", len(written),
                       store.key_for(run_id), "\n".join(written) or "(none needed)")
+        from kafka_reassign_airflow import metrics
+
+        rate = data.get("params", {}).get("throttle_bytes_per_sec")
+        brokers = {c.name for c in record.changes if c.resource_type == "broker"}
+        metrics.throttle_set(rate_bytes_per_sec=rate or 0, brokers=len(brokers), dag_id=context["ti"].dag_id,
+                             cluster=data.get("cluster_id"))
         return {"record_key": store.key_for(run_id), "changes": len(written)}
 
 class ThrottleRemoveOperator(RunStepOperator):
@@ -89,6 +95,11 @@ class ThrottleRemoveOperator(RunStepOperator):
             finally:
                 admin.close()
             out["restore"] = result.to_json()
+            from kafka_reassign.notices import leftover_changes
+            from kafka_reassign_airflow import metrics
+
+            left = {c.name for c in leftover_changes(store.get(run_id)) if c.resource_type == "broker"}
+            metrics.throttle_leftovers(len(left), dag_id=context["ti"].dag_id, cluster=data.get("cluster_id"))
             if result.no_record:
                 self.log.info("Run %s set no throttle: nothing to restore", run_id)
             else:

@@ -46,6 +46,11 @@ class BatchWatch:
 
         progress = poll_batch(admin, self.batch, previous=self.previous, now=now)
         self.previous = progress
+        from kafka_reassign_airflow import metrics
+
+        metrics.progress(done=len(progress.done_partitions), in_flight=len(progress.pending_partitions), queued=0,
+                         bytes_moved=max(0, progress.bytes_total - progress.bytes_left),
+                         bytes_left=progress.bytes_left, rate_bytes_per_sec=progress.rate_bytes_per_sec)
         self.polls += 1
         self.log.info("batch %s progress (poll %d):\n%s", self.index, self.polls, progress.format_table())
         base = {"batch": self.index, "polls": self.polls, "summary": progress.summary(),
