@@ -3,6 +3,8 @@ project's own mapping (kafka_reassign.auth -> kafka-python) and against confluen
 (librdkafka, the Kafka provider's client), with a certificate authority made at test time."""
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from kafka_reassign.admin import KafkaAdmin
@@ -51,6 +53,7 @@ def test_a_wrong_password_is_refused_by_the_broker(sim_cluster, small_snapshot, 
     cluster = _secured(sim_cluster, small_snapshot, pki, "SASL_PLAINTEXT")
     extra = {"bootstrap.servers": cluster.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
              "sasl.mechanism": mechanism, "sasl.username": "ops", "sasl.password": "wrong"}
+    caplog.set_level(logging.WARNING, logger="kafka")  # whatever an earlier test set it to
     with pytest.raises(KafkaAdminError):
         KafkaAdmin(retry_attempts=1, bootstrap_timeout_ms=1500, **client_kwargs(extra))
     # The broker's answer, as kafka-python logs it (Kafka never says whether the user exists).
