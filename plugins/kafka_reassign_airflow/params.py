@@ -29,8 +29,8 @@ PLAN_SCHEMA: dict[str, Any] = {
             "properties": {
                 "topic": {"type": "string", "minLength": 1},
                 "partition": {"type": "integer", "minimum": 0},
-                "replicas": {"type": "array", "minItems": 1, "uniqueItems": True,
-                             "items": {"type": "integer", "minimum": 0}},
+                # Duplicates are left to prepare, which names them with every other problem.
+                "replicas": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
                 "log_dirs": {"type": "array", "items": {"type": "string", "pattern": "^(any|/.*)$"}},
             },
         }},

@@ -43,7 +43,6 @@ def test_the_plan_param_checks_the_plan_schema():
     assert param.resolve(PLAN) == PLAN
     for bad in ({"version": 2, "partitions": []}, {"version": 1},
                 {"version": 1, "partitions": [{"topic": "t", "partition": -1, "replicas": [1]}]},
-                {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 1]}]},
                 {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1], "log_dirs": ["d"]}]}):
         with pytest.raises(ParamValidationError):
             param.resolve(bad)

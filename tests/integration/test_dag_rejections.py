@@ -28,6 +28,7 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("unknown partition", {"plan": plan_of(("orders", 42, [1, 2, 3]))}, ["orders-42"]),
     ("unknown broker", {"plan": plan_of(("orders", 0, [1, 2, 77]))}, ["77"]),
     ("RF change not allowed", {"plan": plan_of(("orders", 0, [1, 2, 3, 4]))}, ["orders-0", "replication"]),
+    ("duplicate replicas", {"plan": plan_of(("orders", 0, [4, 4, 3]))}, ["orders-0", "more than once"]),
     ("duplicate partition entries", {"plan": plan_of(OK_MOVE, ("orders", 0, [5, 2, 3]))}, ["orders-0"]),
     ("log dir not on the broker", {"plan": {"version": 1, "partitions": [
         {"topic": "orders", "partition": 0, "replicas": [4, 2, 3], "log_dirs": ["/nope", "any", "any"]}]}},
@@ -90,7 +91,7 @@ def test_invalid_param_types_refused_by_airflow(cluster):
 
     writes = cluster.write_count
     for bad in ({"throttle_bytes_per_sec": "fast"}, {"max_movements_per_broker": 0}, {"goal": "shuffle"},
-                {"plan": plan_of(("orders", 0, [4, 4, 3]))}, {"plan": {"version": 2, "partitions": []}},
+                {"plan": {"version": 2, "partitions": []}},
                 {"plan": {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": ["4", 2, 3]}]}}):
         with pytest.raises(ParamValidationError):
             airflow_env.run_dag({"plan": plan_of(OK_MOVE), **bad})
