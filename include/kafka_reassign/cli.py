@@ -238,6 +238,34 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
     return EXIT_OK
 
 
+#: execute's options that are run parameters (``_params``), shared with ``rehearse``.
+_RUN_OPTION_DESTS = frozenset({
+    "throttle", "no_throttle", "log_dir_throttle", "max_partition_movements", "max_movements_per_broker",
+    "max_leader_movements", "batch_timeout_minutes", "stall_window_seconds", "poll_interval_seconds",
+    "allow_rf_change", "allow_internal_topics", "dry_run", "no_cancel_on_failure", "allow_stalling_moves",
+    "produce_sample_seconds", "json"})
+
+
+def cmd_rehearse(args: argparse.Namespace) -> int:
+    from kafka_reassign.rehearse import read_rehearsal_snapshot, rehearse
+    from kafka_reassign.validate import validate_params
+    params = validate_params(_params(args))
+    raw, _ = _raw_plan(args.plan)
+    if args.snapshot:
+        from kafka_reassign.snapshot import load_snapshot
+        snap = load_snapshot(args.snapshot)
+    else:
+        if not args.bootstrap_server and not args.command_config:
+            raise BadInput("give --bootstrap-server (live cluster, read only) or --snapshot FILE")
+        with _admin(args) as admin:
+            snap = read_rehearsal_snapshot(admin, sample_seconds=args.sample_seconds)
+    report = rehearse(snap, raw, params, network_bytes_per_sec=args.network_bytes_per_sec, on_event=lambda m: None)
+    if args.out:
+        Path(args.out).write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(report.to_json()) if args.json else report.format())
+    return EXIT_OK if report.outcome == "done" else EXIT_FAILED
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from kafka_reassign.progress import BatchProgress
     from kafka_reassign.steps import Batch, StepMove
@@ -393,6 +421,22 @@ def build_parser() -> argparse.ArgumentParser:
                                       "estimates and throttle-below-produce-rate warnings")
     p.add_argument("--json", action="store_true", help="JSON lines instead of tables")
     p.set_defaults(func=cmd_execute)
+
+    execute = p
+    p = sub.add_parser("rehearse", help="run a plan on a simulated copy of the cluster (or a snapshot) and "
+                                        "report its moving time and risks; writes nothing to the cluster")
+    _add_conn(p, required=False)
+    p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
+    p.add_argument("--snapshot", help="rehearse on this snapshot (offline) instead of reading the live cluster")
+    p.add_argument("--sample-seconds", type=float, default=5.0,
+                   help="live cluster: measure produce rates over this many seconds (default 5)")
+    p.add_argument("--network-bytes-per-sec", type=_rate, default=None, metavar="RATE",
+                   help="broker network capacity where the snapshot does not say (default 1 Gbit/s)")
+    p.add_argument("--out", help="also write the report as JSON to this file")
+    for action in execute._actions:  # the same run options as execute, so the rehearsal runs with them
+        if action.dest in _RUN_OPTION_DESTS:
+            p._add_action(action)
+    p.set_defaults(func=cmd_rehearse)
 
     p = sub.add_parser("status", help="in-flight reassignments, per-replica progress and throttles set")
     _add_conn(p)
