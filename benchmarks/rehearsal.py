@@ -190,7 +190,7 @@ def accuracy(time_scale: float = 10.0) -> bool:
 
 def big_plan_cost(partitions: int = 20_000) -> bool:
     from kafka_reassign.rehearse import rehearse
-    snap = _generated(60, 20, partitions // 20, seed=11, median=1e9, produce_scale=50)
+    snap = _generated(60, 20, partitions // 20, seed=11, median=1e9, produce_scale=5)
     plan = hottest_moves(snap, partitions, 2)
     params = {"throttle_bytes_per_sec": 50 * MB, "poll_interval_seconds": 10.0, "produce_sample_seconds": 0}
     cpu0, wall0 = time.process_time(), time.monotonic()

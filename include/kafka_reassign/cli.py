@@ -140,7 +140,8 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
             "poll_interval_seconds": args.poll_interval_seconds,
             "allow_rf_change": args.allow_rf_change, "allow_internal_topics": args.allow_internal_topics,
             "dry_run": args.dry_run, "cancel_on_failure": not args.no_cancel_on_failure,
-            "allow_stalling_moves": args.allow_stalling_moves, "produce_sample_seconds": args.produce_sample_seconds}
+            "allow_stalling_moves": args.allow_stalling_moves, "produce_sample_seconds": args.produce_sample_seconds,
+            "rehearse": args.rehearse}
 
 
 # -- subcommands --------------------------------------------------------------------------
@@ -159,22 +160,33 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from kafka_reassign.state import ClusterState
-    from kafka_reassign.validate import validate_plan
+    """The plan against the cluster (or a snapshot), then the pre-flight stall check; writes nothing."""
+    from kafka_reassign.reassign import prepare
+    from kafka_reassign.validate import validate_params
+    params = validate_params(_params(args))
     raw, current = _raw_plan(args.plan)
     if args.snapshot:
+        from kafka_reassign.preflight import SnapshotView
         from kafka_reassign.snapshot import load_snapshot
-        state = ClusterState.from_snapshot(load_snapshot(args.snapshot))
+        from kafka_reassign.state import rates_from_snapshot
+        snap = load_snapshot(args.snapshot)
+        view = SnapshotView(snap)
+        prepared = prepare(view, raw, params, produce_rates=rates_from_snapshot(snap))
+        state = view.cluster_state()
     else:
         if not args.bootstrap_server and not args.command_config:
             raise BadInput("give --bootstrap-server (live cluster) or --snapshot FILE")
         with _admin(args) as admin:
             state = admin.cluster_state()
-    warnings = validate_plan(raw, state, allow_rf_change=args.allow_rf_change,
-                             allow_internal_topics=args.allow_internal_topics)
-    warnings = _drift_warnings(current, state) + warnings
+            prepared = prepare(admin, raw, params, state=state)
+    warnings = _drift_warnings(current, state) + prepared.warnings
     n = len(raw.get("partitions", [])) if isinstance(raw, dict) else 0
     print(f"plan OK: {n} partition(s) valid against the cluster")
+    if prepared.preflight:
+        print(f"pre-flight OK: no move stalls at this throttle ({prepared.preflight.get('rates')})")
+    if prepared.estimate:
+        from kafka_reassign.estimate import Estimate
+        print(Estimate.from_json(prepared.estimate).describe())
     for w in warnings:
         print(f"warning: {w}")
     return EXIT_OK
@@ -243,7 +255,7 @@ _RUN_OPTION_DESTS = frozenset({
     "throttle", "no_throttle", "log_dir_throttle", "max_partition_movements", "max_movements_per_broker",
     "max_leader_movements", "batch_timeout_minutes", "stall_window_seconds", "poll_interval_seconds",
     "allow_rf_change", "allow_internal_topics", "dry_run", "no_cancel_on_failure", "allow_stalling_moves",
-    "produce_sample_seconds", "json"})
+    "produce_sample_seconds", "rehearse", "json"})
 
 
 def cmd_rehearse(args: argparse.Namespace) -> int:
@@ -382,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-rf-change", action="store_true", help="accept replication-factor changes")
     p.add_argument("--allow-internal-topics", action="store_true", help="accept moves of internal topics")
     p.set_defaults(func=cmd_validate)
+    validate = p
 
     p = sub.add_parser("execute", help="run a plan: throttle, batches, wait, restore the throttle")
     _add_conn(p)
@@ -412,6 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave in-flight moves running when the run fails (default: cancel ours)")
     p.add_argument("--allow-stalling-moves", action="store_true",
                    help="start moves the pre-flight finds would never catch up at this throttle (default: refuse)")
+    p.add_argument("--rehearse", action="store_true",
+                   help="rehearse the run on a simulated copy of the cluster first; its prediction is the estimate")
     p.add_argument("--produce-sample-seconds", type=float, default=D.PRODUCE_SAMPLE_SECONDS,
                    help="measure the moving partitions' produce rates over this window before the run "
                         f"(default {D.PRODUCE_SAMPLE_SECONDS:g}; 0 = use --snapshot rates or skip the stall check)")
@@ -430,13 +445,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--snapshot", help="rehearse on this snapshot (offline) instead of reading the live cluster")
     p.add_argument("--sample-seconds", type=float, default=5.0,
                    help="live cluster: measure produce rates over this many seconds (default 5)")
-    p.add_argument("--network-bytes-per-sec", type=_rate, default=None, metavar="RATE",
+    p.add_argument("--network-bytes-per-sec", type=rate_argument, default=None, metavar="RATE",
                    help="broker network capacity where the snapshot does not say (default 1 Gbit/s)")
     p.add_argument("--out", help="also write the report as JSON to this file")
-    for action in execute._actions:  # the same run options as execute, so the rehearsal runs with them
-        if action.dest in _RUN_OPTION_DESTS:
-            p._add_action(action)
     p.set_defaults(func=cmd_rehearse)
+    # validate (pre-flight) and rehearse take execute's run options, so they check what execute would run.
+    for target in (validate, p):
+        have = {a.dest for a in target._actions}
+        for action in execute._actions:
+            if action.dest in _RUN_OPTION_DESTS and action.dest not in have:
+                target._add_action(action)
 
     p = sub.add_parser("status", help="in-flight reassignments, per-replica progress and throttles set")
     _add_conn(p)

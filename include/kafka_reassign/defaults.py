@@ -42,6 +42,9 @@ ALLOW_STALLING_MOVES: bool = False
 #: Window over which the moving partitions' produce rates are measured before a run
 #: (log-end offsets and leader log growth sampled twice); 0 = do not measure.
 PRODUCE_SAMPLE_SECONDS: float = 3.0
+#: Before the run, rehearse it on a simulated copy of the cluster (seeded from a snapshot read
+#: now) with the same limits; its predicted moving time becomes the run's estimate.
+REHEARSE: bool = False
 #: Give up reaching the cluster after this long.
 CONNECT_TIMEOUT_SECONDS: float = 10.0
 
@@ -61,4 +64,5 @@ RUN_DEFAULTS: dict[str, Any] = {
     "poll_interval_seconds": POLL_INTERVAL_SECONDS,
     "allow_stalling_moves": ALLOW_STALLING_MOVES,
     "produce_sample_seconds": PRODUCE_SAMPLE_SECONDS,
+    "rehearse": REHEARSE,
 }

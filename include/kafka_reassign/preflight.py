@@ -286,5 +286,33 @@ def enforce(report: PreflightReport, allow_stalling_moves: bool) -> list[str]:
             f"{fmt_bytes(report.smallest_throttle or 0)}/s"] + warnings
 
 
-__all__ = ["ProduceRates", "PreflightReport", "measure_produce_rates", "preflight", "enforce",
+class SnapshotView:
+    """The read side of an admin client over a snapshot, for offline checks (``validate --snapshot``).
+
+    :param snapshot: a snapshot dict; brokers' ``throttle_configs`` and topics' throttled-replica
+        configs are what ``describe_configs`` returns
+    """
+
+    def __init__(self, snapshot: Mapping[str, Any]) -> None:
+        self.snapshot = snapshot
+
+    def cluster_state(self, **_: Any) -> ClusterState:
+        return ClusterState.from_snapshot(dict(self.snapshot))
+
+    def describe_configs(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
+                         keys: Iterable[str] | None = None) -> dict[tuple[str, str], dict[str, str | None]]:
+        wanted = list(keys) if keys is not None else None
+        brokers = {str(b["id"]): b.get("throttle_configs") or {} for b in self.snapshot.get("brokers", [])}
+        configs = {t["name"]: t.get("configs") or {} for t in self.snapshot.get("topics", [])}
+        out: dict[tuple[str, str], dict[str, str | None]] = {}
+        for rtype, names, source in (("broker", [str(b) for b in broker_ids], brokers),
+                                     ("topic", list(topics), configs)):
+            for name in names:
+                have = source.get(name, {})
+                out[(rtype, name)] = {k: (None if have.get(k) is None else str(have[k]))
+                                      for k in (wanted if wanted is not None else have)}
+        return out
+
+
+__all__ = ["SnapshotView", "ProduceRates", "PreflightReport", "measure_produce_rates", "preflight", "enforce",
            "effective_rates", "smallest_working_throttle"]

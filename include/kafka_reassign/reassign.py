@@ -61,6 +61,8 @@ class PreparedRun:
     :param estimated_seconds: predicted moving time (``estimate`` says how it was obtained)
     :param estimate: the :class:`~kafka_reassign.estimate.Estimate` as JSON (formula, or a rehearsal's)
     :param preflight: the stall check (:class:`~kafka_reassign.preflight.PreflightReport` as JSON)
+    :param rehearsal: the rehearsal's report (:class:`~kafka_reassign.rehearse.RehearsalReport` as
+        JSON) when ``rehearse`` was set; then ``estimate`` is the rehearsal's
     """
 
     plan: ReassignmentPlan
@@ -75,6 +77,7 @@ class PreparedRun:
     batch_estimates: list[float] = field(default_factory=list)
     estimate: dict[str, Any] | None = None
     preflight: dict[str, Any] | None = None
+    rehearsal: dict[str, Any] | None = None
 
     @property
     def steps(self) -> list[StepMove]:
@@ -144,6 +147,8 @@ class PreparedRun:
         if self.warnings:
             lines.append("Warnings:")
             lines += [f"  {w}" for w in self.warnings]
+        if self.rehearsal:
+            lines.append(self.rehearsal.get("text", ""))
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -153,7 +158,7 @@ class PreparedRun:
                 "warnings": list(self.warnings), "notes": list(self.notes),
                 "estimated_seconds": None if self.estimated_seconds == float("inf") else self.estimated_seconds,
                 "batch_estimates": [None if x == float("inf") else x for x in self.batch_estimates],
-                "estimate": self.estimate, "preflight": self.preflight}
+                "estimate": self.estimate, "preflight": self.preflight, "rehearsal": self.rehearsal}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | str) -> "PreparedRun":
@@ -167,7 +172,7 @@ class PreparedRun:
                    cluster_id=d.get("cluster_id"), warnings=list(d.get("warnings", [])),
                    notes=list(d.get("notes", [])), estimated_seconds=float("inf") if est is None else est,
                    batch_estimates=[float("inf") if x is None else x for x in d.get("batch_estimates", [])],
-                   estimate=d.get("estimate"), preflight=d.get("preflight"))
+                   estimate=d.get("estimate"), preflight=d.get("preflight"), rehearsal=d.get("rehearsal"))
 
 
 def _read_throttle_configs(admin: Any, spec_or_resources: ThrottleSpec | tuple[list[int], list[str]]
@@ -230,10 +235,16 @@ def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
     limits = Limits(rate=params.throttle_bytes_per_sec, log_dir_rate=params.log_dir_throttle_bytes_per_sec,
                     broker_rates=check.kept_lower)
     estimate, per_batch = estimate_batches([b.steps for b in batches], state, limits)
+    rehearsal = None
+    if params.rehearse and any(s.adding or s.is_log_dir_only for s in steps):
+        from kafka_reassign.rehearse import rehearse_live
+        rehearsal = rehearse_live(admin, plan, params, rates.rates)
+        estimate = rehearsal.estimate()  # a rehearsal, when made, is the estimate shown
     return PreparedRun(plan=plan, params=params, batches=batches, throttle_spec=spec, throttle_changes=changes,
                        cluster_id=state.cluster_id, warnings=warnings, notes=notes,
                        estimated_seconds=estimate.seconds, batch_estimates=per_batch,
-                       estimate=estimate.to_json(), preflight=check.to_json())
+                       estimate=estimate.to_json(), preflight=check.to_json(),
+                       rehearsal=None if rehearsal is None else rehearsal.to_json())
 
 
 def _produce_rates(admin: Any, state: ClusterState, steps: list[StepMove], params: ReassignParams,

@@ -329,7 +329,7 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
     from kafka_sim import SimulatedCluster
 
     p = validate_params({**(params.to_json() if hasattr(params, "to_json") else dict(params or {})),
-                         "dry_run": False})
+                         "dry_run": False, "rehearse": False})
     snap = copy.deepcopy(dict(snapshot))
     if network_bytes_per_sec:
         for b in snap.get("brokers", []):
@@ -394,6 +394,24 @@ def _report(watch: ClusterWatch, prepared: Any, params: Any, outcome: str, sim_s
         throttle=params.throttle_bytes_per_sec, bytes_total=sum(s.bytes_to_copy for s in steps),
         sim_seconds=round(sim_seconds, 3), wall_seconds=round(wall, 3), cpu_seconds=round(cpu, 3),
         warnings=list(prepared.warnings) if prepared is not None else [])
+
+
+def rehearse_live(admin: Any, plan: Any, params: Any, rates: Mapping[tuple[str, int], float]) -> RehearsalReport:
+    """Rehearse on a snapshot read now from a live cluster (what ``prepare`` does with ``rehearse``).
+
+    :param admin: KafkaAdmin of the live cluster (only read)
+    :param plan: the plan
+    :param params: validated run parameters
+    :param rates: the moving partitions' produce rates prepare measured (bytes/s)
+    """
+    snap = read_rehearsal_snapshot(admin, sample_seconds=0.0)
+    for t in snap["topics"]:
+        for p in t["partitions"]:
+            rate = rates.get((t["name"], int(p["partition"])))
+            if rate is not None:
+                p["bytes_in_per_sec"] = rate
+    opts = {**params.to_json(), "rehearse": False, "produce_sample_seconds": 0}
+    return rehearse(snap, plan, opts)
 
 
 def read_rehearsal_snapshot(admin: Any, sample_seconds: float = 5.0) -> dict[str, Any]:

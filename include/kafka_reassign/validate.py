@@ -234,6 +234,8 @@ class ReassignParams:
         throttle (their produce rate and in-sync traffic exceed it); they stay under-replicated
     :param produce_sample_seconds: measure produce rates over this window before the run
         (0 = do not measure: the stall check needs rates from a snapshot then)
+    :param rehearse: rehearse the run on a simulated copy of the cluster first (its prediction
+        becomes the estimate; the report travels with the prepared run)
     """
 
     throttle_bytes_per_sec: int | None = defaults.THROTTLE_BYTES_PER_SEC
@@ -250,6 +252,7 @@ class ReassignParams:
     poll_interval_seconds: float = defaults.POLL_INTERVAL_SECONDS
     allow_stalling_moves: bool = defaults.ALLOW_STALLING_MOVES
     produce_sample_seconds: float = defaults.PRODUCE_SAMPLE_SECONDS
+    rehearse: bool = defaults.REHEARSE
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -340,6 +343,7 @@ def validate_params(raw: Mapping[str, Any] | ReassignParams | None = None) -> Re
         poll_interval_seconds=_pos_number(problems, "poll_interval_seconds", get("poll_interval_seconds")),
         allow_stalling_moves=_bool_param(problems, "allow_stalling_moves", get("allow_stalling_moves")),
         produce_sample_seconds=_non_negative(problems, "produce_sample_seconds", get("produce_sample_seconds")),
+        rehearse=_bool_param(problems, "rehearse", get("rehearse")),
     )
     for k in ("max_partition_movements", "max_movements_per_broker", "max_leader_movements"):
         if out[k] > INT_MAX:

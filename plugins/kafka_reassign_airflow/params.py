@@ -155,6 +155,14 @@ def reassign_params() -> dict[str, Param]:
                         "window (log-end offsets and leader log growth) for the stall check and the "
                         "estimate. 0 = do not measure (the stall check is skipped).",
             section=_HOW),
+        "rehearse": Param(
+            D.REHEARSE, type="boolean", title="Rehearse first",
+            description="Before moving anything, run the plan on a simulated copy of the cluster (a "
+                        "snapshot read now: brokers, racks, sizes, produce rates, throttles) with the "
+                        "same limits. Its predicted moving time becomes the estimate, and its report "
+                        "(timeline, slowest partitions, ISR risks, peak moves per broker) is in the "
+                        "prepare task's log and XCom.",
+            section=_HOW),
     }
 
 

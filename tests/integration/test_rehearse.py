@@ -112,3 +112,41 @@ def test_rehearsal_refuses_what_the_run_would_refuse():
                                                                 "bytes_in_per_sec": 1 * MB}})
     with pytest.raises(PreflightError):
         rehearse(snap, plan_for({0: [4, 2, 3]}), {"throttle_bytes_per_sec": 2 * MB})
+
+
+def test_prepare_with_rehearse_makes_the_rehearsal_the_estimate(sim_cluster):
+    snap = make_snapshot(brokers=6, racks=3, topics={"orders": {"partitions": 3, "rf": 3, "size_bytes": 10 * MB}})
+    cluster = sim_cluster(snap, time_scale=1.0)
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        plain = prepare(admin, plan_for({0: [4, 2, 3], 1: [5, 3, 1]}), {"throttle_bytes_per_sec": 2 * MB,
+                                                                        "produce_sample_seconds": 0.5})
+        prepared = prepare(admin, plan_for({0: [4, 2, 3], 1: [5, 3, 1]}),
+                           {"throttle_bytes_per_sec": 2 * MB, "produce_sample_seconds": 0.5, "rehearse": True,
+                            "poll_interval_seconds": 1.0})
+    assert plain.estimate["source"] == "formula" and plain.rehearsal is None
+    assert prepared.estimate["source"] == "rehearsal" and "rehearsal on a simulated copy" in prepared.report()
+    assert prepared.rehearsal["outcome"] == "done"
+    assert prepared.estimated_seconds == pytest.approx(prepared.rehearsal["predicted_seconds"])
+    assert prepared.estimated_seconds >= 5.0  # 10 MB per new replica at 2 MB/s
+    assert cluster.write_count == 0
+
+
+def test_cli_rehearse_and_validate_offline(tmp_path, capsys):
+    import json
+
+    from kafka_reassign import cli
+    snap = make_snapshot(brokers=6, racks=3, topics={"orders": {"partitions": 2, "rf": 3, "size_bytes": 4 * MB,
+                                                                "bytes_in_per_sec": 500_000}})
+    (tmp_path / "s.json").write_text(json.dumps(snap))
+    (tmp_path / "p.json").write_text(json.dumps(plan_for({0: [4, 2, 3]})))
+    base = ["--plan", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "s.json")]
+    assert cli.main(["validate", *base, "--throttle", "1MB/s"]) == cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "pre-flight" in err and "orders-0" in err and "1.5 MB/s (1501000)" in err
+    assert cli.main(["validate", *base, "--throttle", "5MB/s"]) == cli.EXIT_OK
+    assert "estimated moving time" in capsys.readouterr().out
+    out_file = tmp_path / "r.json"
+    assert cli.main(["rehearse", *base, "--throttle", "5MB/s", "--poll-interval-seconds", "1",
+                     "--out", str(out_file)]) == cli.EXIT_OK
+    assert "predicted moving time" in capsys.readouterr().out
+    assert json.loads(out_file.read_text())["outcome"] == "done"
