@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar
 
 from tenacity import (RetryError, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay,
                       wait_exponential)
@@ -61,6 +62,27 @@ def is_transient(exc: BaseException) -> bool:
 def redact(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of admin kwargs safe to log."""
     return {k: ("***" if k in SECRET_KWARGS and v is not None else v) for k, v in kwargs.items()}
+
+
+class ConfigChangeLike(Protocol):
+    """What :meth:`KafkaAdmin.alter_configs` needs of a change (a throttle ConfigChange)."""
+
+    resource_type: str
+    name: str
+    key: str
+    value: str | None
+
+
+@dataclass
+class ConfigsRead:
+    """Dynamic config values read, and the resources that could not be read.
+
+    :param values: {("broker", "1"): {key: value or None}, ("topic", "t"): {...}}
+    :param unreachable: {(resource_type, name): error} of resources not read
+    """
+
+    values: dict[tuple[str, str], dict[str, str | None]]
+    unreachable: dict[tuple[str, str], str]
 
 
 class KafkaAdmin:
@@ -115,10 +137,32 @@ class KafkaAdmin:
         self.close()
 
     # -- retry wrapper ---------------------------------------------------------------
+    def _retry_worthy(self, exc: BaseException) -> bool:
+        """Transient errors, and a broker missing from the client's cached broker list.
+
+        kafka-python keeps the broker list of its last metadata response for up to
+        ``metadata_max_age_ms`` (5 min): a broker that restarted meanwhile is unknown to it
+        and every request to it fails with UnknownBrokerIdError. Refresh and try again.
+        """
+        if type(exc).__name__ == "UnknownBrokerIdError":
+            self.refresh_metadata()
+            return True
+        return is_transient(exc)
+
+    def refresh_metadata(self) -> None:
+        """Ask for a new broker list now (best effort: a failure leaves the old one)."""
+        manager = getattr(self._client, "_manager", None)
+        if manager is None:
+            return
+        try:
+            manager.run(manager.cluster.refresh_metadata)
+        except Exception as exc:  # noqa: BLE001 - the retried call reports the real error
+            log.debug("metadata refresh failed: %s", exc)
+
     def _call(self, operation: str, fn: Callable[..., T], *args: Any, attempts: int | None = None,
               **kwargs: Any) -> T:
         retrying = Retrying(
-            retry=retry_if_exception(is_transient),
+            retry=retry_if_exception(self._retry_worthy),
             stop=stop_after_attempt(attempts or self.retry_attempts) | stop_after_delay(self.retry_max_seconds),
             wait=wait_exponential(multiplier=0.2, min=0.2, max=5.0),
             reraise=False,
@@ -269,6 +313,49 @@ class KafkaAdmin:
                     if key_list is not None and k not in key_list:
                         continue
                     d[k] = entry.get("value")
+        return out
+
+    def read_configs(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
+                     keys: Iterable[str] | None = None) -> ConfigsRead:
+        """Like :meth:`describe_configs`, but a resource that cannot be read does not hide the others.
+
+        One call for everything first; when it fails, topics are read together and each
+        broker alone (a broker's configs can only be read from that broker), and whatever
+        still fails is listed in ``unreachable`` with the error.
+        """
+        broker_ids, topics = list(broker_ids), list(topics)
+        key_list = list(keys) if keys is not None else None
+        try:
+            return ConfigsRead(self.describe_configs(broker_ids, topics, key_list), {})
+        except KafkaAdminError as exc:
+            log.warning("DescribeConfigs of %d broker(s) and %d topic(s) failed (%s): reading them one by one",
+                        len(broker_ids), len(topics), exc)
+        out = ConfigsRead({}, {})
+        groups: list[tuple[list[int], list[str]]] = [([], topics)] if topics else []
+        groups += [([b], []) for b in broker_ids]
+        for brokers, names in groups:
+            try:
+                out.values.update(self.describe_configs(brokers, names, key_list))
+            except KafkaAdminError as exc:
+                for res in [("broker", str(b)) for b in brokers] + [("topic", t) for t in names]:
+                    out.unreachable[res] = str(exc)
+        return out
+
+    def alter_configs_each(self, changes: Iterable[ConfigChangeLike]) -> dict[tuple[str, str], str | None]:
+        """Apply config changes resource by resource; one failing resource does not stop the others.
+
+        :returns: {(resource_type, name): None when written, else the error}
+        """
+        grouped: dict[tuple[str, str], list[ConfigChangeLike]] = {}
+        for c in changes:
+            grouped.setdefault((c.resource_type, c.name), []).append(c)
+        out: dict[tuple[str, str], str | None] = {}
+        for res, group in grouped.items():
+            try:
+                self.alter_configs(group)
+                out[res] = None
+            except KafkaAdminError as exc:
+                out[res] = str(exc)
         return out
 
     def list_partition_reassignments(self, partitions: Iterable[TopicPartition] | None = None

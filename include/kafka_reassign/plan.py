@@ -7,6 +7,10 @@ reads, which Cruise Control and topicmappr also produce::
      "partitions": [{"topic": "t", "partition": 0, "replicas": [4, 2, 3],
                      "log_dirs": ["any", "/d2", "any"]}]}
 
+An entry may also carry ``"original_replicas"``: the replicas the plan was computed from
+(the snapshot's placement). Validation compares it with the live cluster before the first
+write and refuses a stale plan; Kafka's own tool ignores the field.
+
 Reading is tolerant of extra fields (other tools add ``"reason"`` or ``"size"``) and strict
 about types: a replica id ``"4"`` or ``4.0`` is refused, because silently coercing ids is how
 a typo moves a partition to the wrong broker. Every problem found is reported, each naming
@@ -48,12 +52,14 @@ class PartitionMove(TopicPartitionName):
     :param partition: partition index
     :param replicas: target replicas, preferred leader first
     :param log_dirs: per replica an absolute log dir or ``"any"``; None = no preference
+    :param original_replicas: the replicas the plan was made from (optional, for the drift check)
     """
 
     topic: str
     partition: int
     replicas: tuple[int, ...]
     log_dirs: tuple[str, ...] | None = None
+    original_replicas: tuple[int, ...] | None = None
 
     def wanted_dirs(self) -> dict[int, str]:
         """Broker -> requested log dir, only for replicas that ask for a specific dir."""
@@ -66,6 +72,8 @@ class PartitionMove(TopicPartitionName):
                                "replicas": list(self.replicas)}
         if self.log_dirs is not None:
             out["log_dirs"] = list(self.log_dirs)
+        if self.original_replicas is not None:
+            out["original_replicas"] = list(self.original_replicas)
         return out
 
 
@@ -267,10 +275,18 @@ def parse_plan_entries(obj: Any) -> tuple[list[tuple[int, PartitionMove]], list[
                         problems.append(Problem(name, f"log_dirs[{j}] must be 'any' or an absolute path, "
                                                       f"got {d!r}", "bad_log_dirs"))
                         bad = True
+        original = entry.get("original_replicas")
+        if original is not None and (not isinstance(original, list) or not original
+                                     or not all(_is_int(r) and r >= 0 for r in original)):
+            problems.append(Problem(name, "original_replicas must be a non-empty list of broker ids (the "
+                                          f"placement the plan was made from), got {original!r}",
+                                    "bad_original_replicas"))
+            bad = True
         if bad:
             continue
         moves.append((i, PartitionMove(topic=topic, partition=part, replicas=tuple(replicas),
-                                       log_dirs=tuple(log_dirs) if log_dirs is not None else None)))
+                                       log_dirs=tuple(log_dirs) if log_dirs is not None else None,
+                                       original_replicas=tuple(original) if original is not None else None)))
     return moves, problems
 
 

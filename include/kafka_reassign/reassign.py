@@ -20,20 +20,19 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
-
 from kafka_reassign.errors import (BatchExecutionError, BatchTimeoutError, KafkaAdminError, ReassignError,
                                    StallError)
 from kafka_reassign.plan import ReassignmentPlan
 from kafka_reassign.progress import BatchProgress, StallDetector
-from kafka_reassign.record import RecordStore, ThrottleRecord
+from kafka_reassign.record import RecordStore, ThrottleRecord, note_submitted, submitted_targets
+from kafka_reassign.restore import RestoreResult, finish_hint, restore_throttle
 from kafka_reassign.state import ClusterState, TopicPartition, with_produce_rates
 from kafka_reassign.steps import Batch, StepMove, build_batches
 from kafka_reassign.estimate import Estimate, Limits, estimate_batches
 from kafka_reassign.preflight import ProduceRates, enforce, measure_produce_rates, preflight
 from kafka_reassign.throttle import (BROKER_KEYS, TOPIC_KEYS, ConfigChange, ThrottleSpec, fmt_bytes, restore_changes,
                                      throttle_changes)
-from kafka_reassign.validate import ReassignParams, is_own_in_flight, validate_params, validate_plan
+from kafka_reassign.validate import ReassignParams, validate_params, validate_plan
 
 log = logging.getLogger(__name__)
 
@@ -334,67 +333,6 @@ def apply_throttle(admin: Any, prepared: PreparedRun, store: RecordStore, run_id
     return record
 
 
-@dataclass
-class RestoreResult:
-    """What :func:`restore_throttle` did."""
-
-    run_id: str
-    changes: list[ConfigChange] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    already_restored: bool = False
-    no_record: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "changes": [c.to_json() for c in self.changes],
-                "warnings": list(self.warnings), "already_restored": self.already_restored,
-                "no_record": self.no_record}
-
-
-def restore_throttle(admin: Any, store: RecordStore, run_id: str, *, attempts: int = 5,
-                     wait_max_seconds: float = 10.0) -> RestoreResult:
-    """Put every config the run changed back to its prior value (DELETE what we added).
-
-    Idempotent: a restored record is a no-op; writes that change nothing are skipped.
-    Retries the whole read-compute-write-verify cycle on Kafka errors (tenacity).
-
-    :param admin: KafkaAdmin
-    :param store: where the run's record is
-    :param run_id: the run to undo
-    """
-    record = store.get(run_id)
-    if record is None:
-        log.info("run %s has no throttle record: nothing was written, nothing to restore", run_id)
-        return RestoreResult(run_id, no_record=True)
-    if record.restored:
-        log.info("throttle of run %s already restored", run_id)
-        return RestoreResult(run_id, already_restored=True)
-    brokers = sorted({int(c.name) for c in record.changes if c.resource_type == "broker"})
-    topics = sorted({c.name for c in record.changes if c.resource_type == "topic"})
-    result = RestoreResult(run_id)
-
-    def once() -> None:
-        current = _read_throttle_configs(admin, (brokers, topics))
-        warnings: list[str] = []
-        changes = restore_changes(record, current, warnings)
-        if changes:
-            admin.alter_configs(changes)
-        after = _read_throttle_configs(admin, (brokers, topics))
-        wrong = [c for c in changes if (after.get((c.resource_type, c.name)) or {}).get(c.key) != c.value]
-        if wrong:
-            raise KafkaAdminError("IncrementalAlterConfigs", "NOT_APPLIED",
-                                  "; ".join(f"{c.resource_type} {c.name} {c.key}" for c in wrong))
-        result.changes.extend(changes)
-        result.warnings.extend(w for w in warnings if w not in result.warnings)
-
-    for attempt in Retrying(retry=retry_if_exception_type(KafkaAdminError), stop=stop_after_attempt(attempts),
-                            wait=wait_exponential(multiplier=0.5, max=wait_max_seconds), reraise=True):
-        with attempt:
-            once()
-    store.mark_restored(run_id)
-    log.info("run %s: throttle restored (%d config write(s))", run_id, len(result.changes))
-    return result
-
-
 def restore_unrestored(admin: Any, store: Any, cluster_id: str | None = None) -> list[RestoreResult]:
     """Restore every unrestored record (of ``cluster_id`` when given): the reconciler's job."""
     out = []
@@ -572,8 +510,6 @@ def cancel_in_flight(admin: Any, what: Batch | PreparedRun | ReassignmentPlan,
     left: list[str] = []
     for key, inf in in_flight.items():
         ours = tuple(inf.target) in own.get(key, [])
-        if not ours and key in plan_targets and state is not None:
-            ours = is_own_in_flight(inf, plan_targets[key], state.min_isr(key[0]))
         if ours:
             cancel[key] = None
             restore_order[key] = origin.get((key, tuple(inf.target)), tuple(inf.original))
@@ -689,11 +625,15 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
     """
     run_id = run_id or new_run_id()
     say = on_event or (lambda m: log.info("%s", m))
-    prepared = prepare(admin, plan, params, run_id=run_id, produce_rates=produce_rates, sleep=sleep, clock=clock)
+    prepared = prepare(admin, plan, params, run_id=run_id, produce_rates=produce_rates, sleep=sleep, clock=clock,
+                       own_targets=submitted_targets(store, None, run_id))
     result = RunResult(run_id=run_id, prepared=prepared, dry_run=prepared.params.dry_run)
     say(prepared.report())
     if prepared.params.dry_run:
         say("dry run: nothing written")
+        return result
+    if not prepared.batches:
+        say(f"run {run_id}: nothing to move: every partition is already at its target; nothing written")
         return result
     p = prepared.params
     failure: BaseException | None = None
@@ -701,6 +641,8 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
         apply_throttle(admin, prepared, store, run_id)
         say(f"run {run_id}: throttle set ({len(prepared.throttle_changes)} config change(s))")
         for batch in prepared.batches:
+            note_submitted(store, run_id, prepared.cluster_id,
+                           {s.key: s.target for s in batch.steps if not s.is_log_dir_only})
             res = execute_batch(admin, batch, run_id=run_id)
             result.executions.append(res)
             say(f"batch {batch.index}/{len(prepared.batches) - 1}: submitted {len(res['submitted'])}, "
@@ -723,13 +665,15 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
         raise
     finally:
         try:
-            result.restore = restore_throttle(admin, store, run_id)
-            say(f"run {run_id}: throttle restored ({len(result.restore.changes)} config write(s))")
+            result.restore = restore_throttle(admin, store, run_id,
+                                              keep_while_moving=failure is not None and not p.cancel_on_failure)
+            say(result.restore.message())
             for w in result.restore.warnings:
                 say(f"warning: {w}")
         except Exception as rexc:  # noqa: BLE001
-            say(f"run {run_id}: RESTORING THE THROTTLE FAILED: {rexc}; run `kafka-reassign restore "
-                f"--run-id {run_id}` to retry")
+            say(f"run {run_id}: RESTORING THE THROTTLE FAILED: {rexc}; {finish_hint(run_id)}")
             if failure is None:
                 raise ReassignError(f"throttle restore failed for run {run_id}: {rexc}") from rexc
+        if failure is None and result.restore is not None and not result.restore.done:
+            raise ReassignError(result.restore.message())
     return result

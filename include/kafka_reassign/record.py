@@ -14,10 +14,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
 from kafka_reassign.errors import ThrottleRecordError
 from kafka_reassign.throttle import ConfigChange
+
+TopicPartition = tuple[str, int]
 
 
 @dataclass
@@ -31,6 +33,10 @@ class ThrottleRecord:
     :param restored: True once every change has been undone
     :param restored_at: unix time of the restore
     :param notes: free text (e.g. "superseded by run X")
+    :param pending: resources not restored yet, "broker 5" / "topic orders" -> why (unreachable,
+        moves still in flight); the reconciler retries them
+    :param submitted: partition -> every replica list this run asked Kafka for, written *before*
+        each AlterPartitionReassignments: an in-flight move is ours only when it is listed here
     """
 
     run_id: str
@@ -40,11 +46,16 @@ class ThrottleRecord:
     restored: bool = False
     restored_at: float | None = None
     notes: list[str] = field(default_factory=list)
+    pending: dict[str, str] = field(default_factory=dict)
+    submitted: dict[TopicPartition, list[tuple[int, ...]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": 1, "run_id": self.run_id, "cluster_id": self.cluster_id,
                 "created_at": self.created_at, "changes": [c.to_json() for c in self.changes],
-                "restored": self.restored, "restored_at": self.restored_at, "notes": list(self.notes)}
+                "restored": self.restored, "restored_at": self.restored_at, "notes": list(self.notes),
+                "pending": dict(sorted(self.pending.items())),
+                "submitted": [{"topic": t, "partition": p, "targets": [list(x) for x in targets]}
+                              for (t, p), targets in sorted(self.submitted.items())]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | str) -> "ThrottleRecord":
@@ -53,7 +64,20 @@ class ThrottleRecord:
         return cls(run_id=d["run_id"], cluster_id=d.get("cluster_id"), created_at=float(d["created_at"]),
                    changes=[ConfigChange.from_json(c) for c in d.get("changes", [])],
                    restored=bool(d.get("restored", False)), restored_at=d.get("restored_at"),
-                   notes=list(d.get("notes", [])))
+                   notes=list(d.get("notes", [])), pending=dict(d.get("pending") or {}),
+                   submitted={(e["topic"], int(e["partition"])): [tuple(int(b) for b in x) for x in e["targets"]]
+                              for e in d.get("submitted") or []})
+
+    def add_submitted(self, targets: Mapping[TopicPartition, Iterable[int]]) -> bool:
+        """Note replica lists about to be submitted; return whether anything was new."""
+        new = False
+        for key, target in targets.items():
+            known = self.submitted.setdefault(key, [])
+            t = tuple(int(b) for b in target)
+            if t not in known:
+                known.append(t)
+                new = True
+        return new
 
     @classmethod
     def new(cls, run_id: str, cluster_id: str | None, changes: list[ConfigChange]) -> "ThrottleRecord":
@@ -99,6 +123,56 @@ class RecordStoreBase:
         if not rec.restored:
             rec.restored, rec.restored_at = True, time.time()
             self.put(rec)
+
+
+def note_submitted(store: RecordStore, run_id: str, cluster_id: str | None,
+                   targets: Mapping[TopicPartition, Iterable[int]]) -> ThrottleRecord:
+    """Record, durably and *before* submitting them, the reassignments a run is about to start.
+
+    Call it right before AlterPartitionReassignments (not for cancellations). Validation,
+    cancellation and the reconciler treat an in-flight move as this project's only when a
+    record lists its exact target, so a move another tool started is never adopted or
+    cancelled. Creates the run's record when it has none (a run without throttle).
+
+    :param store: the record store
+    :param run_id: the submitting run
+    :param cluster_id: the cluster (for a new record)
+    :param targets: (topic, partition) -> replica list about to be submitted
+    """
+    record = store.get(run_id)
+    if record is None or record.restored:
+        fresh = ThrottleRecord.new(run_id, cluster_id, [])
+        if record is not None:
+            fresh.submitted = record.submitted
+        record = fresh
+        record.add_submitted(targets)
+        store.put(record)
+    elif record.add_submitted(targets):
+        store.put(record)
+    return record
+
+
+def submitted_targets(store: RecordStore, cluster_id: str | None, run_id: str | None = None
+                      ) -> dict[TopicPartition, list[tuple[int, ...]]]:
+    """Every target this project's unrestored records (and ``run_id``'s record) say were submitted.
+
+    These are the in-flight moves a run may adopt as its own: its own earlier tries and runs
+    of ours that died before finishing (the cluster lock makes sure none of them is running).
+
+    :param cluster_id: only records of this cluster (records without a cluster id count)
+    """
+    records = list(store.list_unrestored())
+    own = store.get(run_id) if run_id else None
+    if own is not None and own.restored:
+        records.append(own)
+    out: dict[TopicPartition, list[tuple[int, ...]]] = {}
+    for rec in records:
+        if cluster_id and rec.cluster_id and rec.cluster_id != cluster_id:
+            continue
+        for key, targets in rec.submitted.items():
+            known = out.setdefault(key, [])
+            known.extend(t for t in targets if t not in known)
+    return out
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")

@@ -20,12 +20,13 @@ Merging with throttles someone else already set (documented operator contract):
   clients, while lowering it to ours is what our run asked for. When theirs is lower, we
   leave it and say so in the notes (the move will be slower than estimated).
 
-Every change records the value before it (``prior``, None = not set). Restoring writes the
-prior value back exactly, or DELETEs the key when we added it. When the value found at
-restore time is no longer what we wrote, someone changed it during the run: we still
-restore (a throttle left behind slows every later replica movement), log a warning naming
-it, and for replica lists keep the entries *they* added since (we remove only ours).
-Applying twice changes nothing the second time; restoring twice is a no-op.
+Every change records the value before it (``prior``, None = not set). Restoring undoes only
+the run's own contribution, relative to the value found then: entries we added to a replica
+list are removed (entries someone else added since are kept); a rate goes back to its prior
+value only while it still holds ours (a value someone else set during the run is theirs, so
+it is kept, with a warning). When nobody else touched a key, the prior value comes back
+exactly, or the key is DELETEd when we added it. Applying twice changes nothing the second
+time; restoring twice is a no-op.
 """
 from __future__ import annotations
 
@@ -259,45 +260,97 @@ def throttle_changes(spec: ThrottleSpec, current_configs: CurrentConfigs,
     return changes
 
 
+def _group_by_key(changes: Iterable[ConfigChange]) -> dict[tuple[str, str, str], list[ConfigChange]]:
+    """Changes per (resource_type, name, key), oldest first (a key may be written several times)."""
+    out: dict[tuple[str, str, str], list[ConfigChange]] = {}
+    for c in changes:
+        out.setdefault((c.resource_type, c.name, c.key), []).append(c)
+    return out
+
+
+def _our_entries(changes: list[ConfigChange]) -> set[tuple[int, int]]:
+    """Replica-list entries a run added: what each of its writes held beyond the value before it."""
+    ours: set[tuple[int, int]] = set()
+    for c in changes:
+        value, prior = parse_replica_list(c.value), parse_replica_list(c.prior)
+        if isinstance(value, set):
+            ours |= value - (prior if isinstance(prior, set) else set())
+    return ours
+
+
+def _restore_list(changes: list[ConfigChange], now: str | None) -> tuple[str | None, str | None]:
+    """(value to leave, note or None) for a replica list: drop our entries, keep everyone else's."""
+    first_prior = changes[0].prior
+    now_set, prior_set = parse_replica_list(now), parse_replica_list(first_prior)
+    if now_set == WILDCARD:
+        if prior_set == WILDCARD:
+            return now, None
+        return now, "is now '*' (set by someone else during the run): kept"
+    left = now_set - _our_entries(changes)
+    if prior_set != WILDCARD and left == prior_set:
+        return first_prior, None  # exactly as before the run
+    desired = format_replica_list(left) if left else None
+    theirs = left - (prior_set if isinstance(prior_set, set) else set())
+    if theirs:
+        note = f"has entries added by someone else during the run ({format_replica_list(theirs)}): kept"
+    else:
+        note = "lost entries it had before the run (someone else removed them during the run): not re-added"
+    return desired, note
+
+
+def _restore_value(changes: list[ConfigChange], now: str | None) -> tuple[str | None, str | None]:
+    """(value to leave, note or None) for a rate: undo our writes newest first while ours is there."""
+    value = now
+    for i, c in enumerate(reversed(changes)):
+        if value != c.value:
+            if i == 0:
+                return now, f"is {now!r}, not the {c.value!r} we wrote: someone else changed it during the run; kept theirs"
+            return value, (f"was set to {value!r} by someone else during the run (the guard put ours back "
+                           "while moves were in flight): restored to theirs")
+        value = c.prior
+    return value, None
+
+
 def restore_changes(record: Any, current_configs: CurrentConfigs | None = None,
                     warnings: list[str] | None = None) -> list[ConfigChange]:
-    """The writes that undo a run's throttle changes.
+    """The writes that undo a run's throttle changes, relative to the values now.
+
+    Only the run's own contribution is undone: entries it added to a replica list are removed
+    (entries others added since stay); a rate goes back to the value before the run only while
+    it still holds the run's value (a value someone else set since is kept). Each kept value
+    gives one warning. Writes that change nothing are left out, so restoring twice is a no-op.
 
     :param record: a :class:`~kafka_reassign.record.ThrottleRecord` or a list of ConfigChange
-    :param current_configs: values now; when given, writes that change nothing are skipped and
-        values changed by someone else during the run are detected (and warned about)
-    :param warnings: receives one message per drifted value
+    :param current_configs: values now (None: as the run left them)
+    :param warnings: receives one message per value someone else changed
     """
     warnings = warnings if warnings is not None else []
     recorded: list[ConfigChange] = list(getattr(record, "changes", record))
     out: list[ConfigChange] = []
-    for c in reversed(recorded):
-        now = c.value if current_configs is None else _current(current_configs, c.resource_type, c.name, c.key)
-        desired = c.prior
-        if now != c.value:
-            where = f"{c.resource_type} {c.name} {c.key}"
-            if c.key in LIST_KEYS and now is not None and parse_replica_list(now) != WILDCARD \
-                    and parse_replica_list(c.value) != WILDCARD:
-                ours = set(parse_replica_list(c.value)) - set(parse_replica_list(c.prior))  # type: ignore[arg-type]
-                keep = set(parse_replica_list(now)) - ours  # type: ignore[arg-type]
-                prior_set = parse_replica_list(c.prior)
-                if keep == prior_set:
-                    desired = c.prior
-                else:
-                    desired = format_replica_list(keep) if keep else None
-                warnings.append(f"{where} is now {now!r}, not the {c.value!r} we wrote: someone changed it "
-                                f"during the run; removing only our entries -> "
-                                f"{'(delete)' if desired is None else repr(desired)}")
-            else:
-                warnings.append(f"{where} is now {now!r}, not the {c.value!r} we wrote: someone changed it "
-                                f"during the run; restoring the prior value "
-                                f"{'(delete)' if desired is None else repr(desired)} anyway")
-        if current_configs is not None and now == desired:
-            continue
-        out.append(ConfigChange(c.resource_type, c.name, c.key, now, desired))
+    for (rtype, name, key), changes in reversed(list(_group_by_key(recorded).items())):
+        if current_configs is None:
+            now = changes[-1].value
+        else:
+            now = _current(current_configs, rtype, name, key)
+        undo = _restore_list if key in LIST_KEYS else _restore_value
+        desired, note = undo(changes, now)
+        if note:
+            warnings.append(f"{rtype} {name} {key} {note}")
+        if desired != now:
+            out.append(ConfigChange(rtype, name, key, now, desired))
     for w in warnings:
         log.warning(w)
     return out
+
+
+def leftovers(record: Any, current_configs: CurrentConfigs) -> list[ConfigChange]:
+    """What of a run's throttle is still set now (empty once restored; others' values never count).
+
+    :param record: a ThrottleRecord or a list of ConfigChange
+    :param current_configs: values now
+    :returns: the writes a restore would still make
+    """
+    return restore_changes(record, current_configs, [])
 
 
 # -- KIP-73 time estimates and warnings ----------------------------------------------------

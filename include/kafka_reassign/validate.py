@@ -4,12 +4,18 @@ No I/O: everything is checked against a :class:`~kafka_reassign.state.ClusterSta
 Every problem is collected (not just the first) and each names the exact entry and the
 reason, e.g. ``partitions[3] (orders-7): broker 9 does not exist (brokers: 1, 2, 3, 4)``.
 
+A plan whose every partition is already at its target is not an error: it is a no-op (a
+re-run of a finished plan) and the first warning says "nothing to move". A plan entry may
+carry ``original_replicas`` (the placement the planner started from); when the live
+placement differs (and the partition is neither at its target nor moved by a run of ours)
+the plan is stale and refused, listing the partitions that changed.
+
 Kinds of rejection (``Problem.kind``): not_json, not_object, bad_version, bad_partitions,
 bad_entry, bad_topic, bad_partition_id, bad_replicas, bad_broker_id, bad_log_dirs,
 empty_plan, duplicate_entry, internal_topic, unknown_topic, unknown_partition,
 empty_replicas, duplicate_replicas, unknown_broker, broker_not_alive, rf_change,
 below_min_isr, log_dirs_length, unknown_log_dir, partition_offline, in_flight_foreign,
-foreign_in_flight_elsewhere, noop_plan; for parameters: bad_param, unknown_param.
+foreign_in_flight_elsewhere, stale_plan; for parameters: bad_param, unknown_param.
 """
 from __future__ import annotations
 
@@ -28,37 +34,34 @@ def _fmt(ids) -> str:
     return "[" + ",".join(str(i) for i in ids) + "]"
 
 
+def _short_names(items: list[str], limit: int = 20) -> str:
+    more = f"; ... ({len(items)} in all)" if len(items) > limit else ""
+    return "; ".join(items[:limit]) + more
+
+
 def _short_list(ids, limit: int = 12) -> str:
     ids = sorted(ids)
     s = ", ".join(str(i) for i in ids[:limit])
     return s + (f", ... ({len(ids)} in all)" if len(ids) > limit else "")
 
 
-def is_own_in_flight(inflight: InFlight, target: tuple[int, ...], min_isr: int,
-                     own_targets: Mapping[TopicPartition, Any] | None = None,
-                     key: TopicPartition | None = None) -> bool:
-    """Whether an in-flight reassignment is one of ours (so a re-run may adopt it).
+def is_own_in_flight(inflight: InFlight, key: TopicPartition,
+                     own_targets: Mapping[TopicPartition, Any] | None) -> bool:
+    """Whether an in-flight reassignment is this project's (so a run may adopt it).
 
-    Ours when it goes to the plan's final target, to a target we recorded as submitted, or
-    to exactly the first KIP-435 step we would compute from where the partition was before
-    that move (steps are deterministic, so an interrupted run of the same plan matches).
+    Only what a durable run record says was submitted counts
+    (:func:`kafka_reassign.record.submitted_targets`). A move that merely goes where the
+    plan goes may be another tool's: adopting it would throttle it and, on failure, cancel it.
 
     :param inflight: the ongoing reassignment
-    :param target: the plan's target replicas for that partition
-    :param min_isr: the topic's min.insync.replicas
-    :param own_targets: optional (topic, partition) -> replicas or list of replicas we submitted
-    :param key: the partition, to look up ``own_targets``
+    :param key: the partition
+    :param own_targets: (topic, partition) -> replica lists our records say we submitted
     """
-    going_to = tuple(inflight.target)
-    if going_to == tuple(target):
-        return True
-    if own_targets and key is not None and key in own_targets:
-        recorded = own_targets[key]
-        cands = recorded if recorded and isinstance(recorded[0], (list, tuple)) else [recorded]
-        if any(tuple(c) == going_to for c in cands):
-            return True
-    steps = plan_steps(inflight.original, target, min_isr)
-    return bool(steps) and tuple(steps[0]) == going_to
+    if not own_targets or key not in own_targets:
+        return False
+    recorded = own_targets[key]
+    cands = recorded if recorded and isinstance(recorded[0], (list, tuple)) else [recorded]
+    return any(tuple(c) == tuple(inflight.target) for c in cands)
 
 
 def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterState, *,
@@ -103,6 +106,7 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
         problems.append(Problem("partitions", "the plan is empty: no partition to move", "empty_plan"))
 
     who = f"run {own_run_id}" if own_run_id else "this run"
+    stale: list[str] = []
     seen: dict[TopicPartition, str] = {}
     changes = 0
     known_brokers = sorted(state.brokers)
@@ -178,10 +182,15 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
         elif adds and len(part.isr) < min_isr:
             warnings.append(f"{name}: {move.name} is under min ISR now (ISR {_fmt(part.isr)}, "
                             f"min.insync.replicas={min_isr}); the first step adds replicas to restore it")
-        if inflight is not None and not is_own_in_flight(inflight, tuple(target), min_isr, own_targets, key):
+        own_move = inflight is not None and is_own_in_flight(inflight, key, own_targets)
+        if inflight is not None and not own_move:
             problems.append(Problem(name, f"{move.name} is already being reassigned to {_fmt(inflight.target)} "
-                                          f"by someone else (not {who}); wait for it or cancel it",
+                                          f"by someone else (no record of {who} or an earlier run of ours "
+                                          "submitting it); wait for it to finish or have its owner cancel it",
                                     "in_flight_foreign"))
+        if move.original_replicas is not None and not own_move and part.replicas != tuple(target) \
+                and part.replicas != tuple(move.original_replicas):
+            stale.append(f"{move.name} {_fmt(move.original_replicas)} -> now {_fmt(part.replicas)}")
         racks = [state.brokers[b].rack for b in target if b in state.brokers]
         all_racks = {b.rack for b in state.brokers.values() if b.alive and b.rack is not None}
         if len(racks) == len(target) and None not in racks and len(set(racks)) < min(len(target), len(all_racks)):
@@ -202,10 +211,13 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
                                                     "by someone else (not in this plan); two reassignments at "
                                                     "once fight over the throttle: wait for it or cancel it",
                                         "foreign_in_flight_elsewhere"))
-    # Only when nothing else is wrong: a misspelt topic is one mistake, not also a "no-op plan".
+    if stale:
+        problems.append(Problem("partitions", f"stale plan: {len(stale)} partition(s) changed since the plan was "
+                                              f"made (plan's starting replicas -> live): {_short_names(stale)}; "
+                                              "make the plan again from a fresh snapshot", "stale_plan"))
     if moves and changes == 0 and not problems:
-        problems.append(Problem("partitions", "no-op plan: every partition is already at its target",
-                                "noop_plan"))
+        warnings.insert(0, f"nothing to move: every partition of the plan is already at its target "
+                           f"({len(moves)} partition(s)); no change is made")
     if problems:
         raise PlanValidationError(problems)
     return warnings

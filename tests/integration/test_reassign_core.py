@@ -13,7 +13,7 @@ from kafka_reassign.admin import KafkaAdmin
 from kafka_reassign.errors import BatchExecutionError, PlanValidationError, PreflightError, StallError
 from kafka_reassign.reassign import (apply_throttle, cancel_in_flight, execute_batch, poll_batch, prepare,
                                      restore_throttle, run_reassignment)
-from kafka_reassign.record import FileRecordStore
+from kafka_reassign.record import FileRecordStore, note_submitted
 from kafka_reassign.throttle import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS,
                                      ConfigChange)
 
@@ -185,9 +185,10 @@ def test_resume_after_killed_run_finishes_without_moving_finished_partitions(env
     # Run 1 applies the throttle, runs batch 0 to completion, starts batch 1 and dies (no cleanup).
     p1 = prepare(admin, plan_for(TARGET), params, run_id="killed")
     apply_throttle(admin, p1, store, "killed")
-    execute_batch(admin, p1.batches[0])
-    assert cluster.wait_for(lambda: not admin.list_partition_reassignments(), timeout=30)
-    execute_batch(admin, p1.batches[1])
+    for b in p1.batches[:2]:  # as a run does: record what it submits, then submit
+        assert cluster.wait_for(lambda: not admin.list_partition_reassignments(), timeout=30)
+        note_submitted(store, "killed", p1.cluster_id, {s.key: s.target for s in b.steps})
+        execute_batch(admin, b)
     in_flight_then = set(admin.list_partition_reassignments())
     done_then = {p for p, r in TARGET.items() if cluster.partition_state("orders", p)["replicas"] == r}
     submits_before = cluster.writes["AlterPartitionReassignments"]
@@ -244,7 +245,7 @@ def test_stall_when_throttle_below_produce_rate_cancels_and_restores(env):
     assert cluster.wait_for(lambda: cluster.partition_state("orders", 0)["replicas"] == [1, 2, 3], timeout=10)
 
 
-def test_restore_warns_when_someone_changed_our_value(env):
+def test_restore_keeps_values_someone_else_set_during_the_run(env):
     cluster, admin, store = env()
     prepared = prepare(admin, plan_for({0: [4, 5, 6]}), {"throttle_bytes_per_sec": 5_000_000})
     apply_throttle(admin, prepared, store, "drift")
@@ -252,9 +253,11 @@ def test_restore_warns_when_someone_changed_our_value(env):
                          ConfigChange("topic", "orders", FOLLOWER_REPLICAS, None,
                                       cluster.topic_configs("orders")[FOLLOWER_REPLICAS] + ",4:9")])
     res = restore_throttle(admin, store, "drift")
-    assert any("broker 4 leader.replication.throttled.rate is now '7000000'" in w for w in res.warnings)
-    assert LEADER_RATE not in cluster.broker_configs(4)
+    assert any("broker 4 leader.replication.throttled.rate is '7000000'" in w and "kept theirs" in w
+               for w in res.warnings), res.warnings
+    assert cluster.broker_configs(4)[LEADER_RATE] == "7000000", "a rate someone else set during the run is theirs"
     assert cluster.topic_configs("orders").get(FOLLOWER_REPLICAS) == "4:9", "their entry is kept"
+    assert res.done and store.get("drift").restored
 
 
 class RefusingStore(FileRecordStore):

@@ -7,7 +7,8 @@ from kafka_reassign.state import ClusterState
 from kafka_reassign.steps import StepMove
 from kafka_reassign.throttle import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE,
                                      ConfigChange, ThrottleSpec, estimate_batch_seconds, estimate_seconds,
-                                     parse_replica_list, produce_rate_warnings, restore_changes, throttle_changes)
+                                     leftovers, parse_replica_list, produce_rate_warnings, restore_changes,
+                                     throttle_changes)
 
 STEPS = [StepMove("orders", 3, (1, 2, 3), (4, 1, 2), size_bytes=1000),
          StepMove("orders", 5, (2, 3, 1), (2, 3, 5), size_bytes=1000),
@@ -84,9 +85,36 @@ def test_restore_when_someone_changed_values_during_the_run():
     undo = restore_changes(changes, during, warnings)
     by = {(c.resource_type, c.name, c.key): c for c in undo}
     assert by[("topic", "orders", LEADER_REPLICAS)].value == "0:7,9:9"     # their entry kept, ours removed
-    assert by[("broker", "1", LEADER_RATE)].value is None                   # restored (deleted) anyway
-    assert len(warnings) == 2 and "someone changed it" in warnings[0]
-    assert any("broker 1 leader.replication.throttled.rate is now '2000000'" in w for w in warnings)
+    assert ("broker", "1", LEADER_RATE) not in by                           # their rate is theirs: kept
+    assert len(warnings) == 2
+    assert any("broker 1 leader.replication.throttled.rate is '2000000'" in w and "kept theirs" in w
+               for w in warnings)
+    assert any("9:9" in w and "kept" in w for w in warnings)
+    assert leftovers(changes, apply(during, undo)) == []
+
+
+def test_restore_walks_back_writes_newest_first():
+    # Ours, then someone raised it to 5 MB/s, then the guard put ours back: theirs comes back.
+    changes = [ConfigChange("broker", "1", LEADER_RATE, "9000000", "1000000"),
+               ConfigChange("broker", "1", LEADER_RATE, "5000000", "1000000")]
+    undo = restore_changes(changes, {("broker", "1"): {LEADER_RATE: "1000000"}})
+    assert [(c.prior, c.value) for c in undo] == [("1000000", "5000000")]
+    # Untouched: the value before the run comes back exactly.
+    assert [(c.value) for c in restore_changes(changes[:1], {("broker", "1"): {LEADER_RATE: "1000000"}})] \
+        == ["9000000"]
+    # Somebody deleted ours and set nothing: nothing to write, and it says so.
+    warnings: list[str] = []
+    assert restore_changes(changes[:1], {("broker", "1"): {}}, warnings) == [] and warnings
+
+
+def test_restore_list_keeps_wildcard_someone_set_and_leftovers_ignore_theirs():
+    changes = [ConfigChange("topic", "t", FOLLOWER_REPLICAS, None, "0:4")]
+    warnings: list[str] = []
+    assert restore_changes(changes, {("topic", "t"): {FOLLOWER_REPLICAS: "*"}}, warnings) == []
+    assert "'*'" in warnings[0]
+    now = {("topic", "t"): {FOLLOWER_REPLICAS: "0:4,1:5"}}
+    assert [c.value for c in leftovers(changes, now)] == ["1:5"]
+    assert leftovers(changes, {("topic", "t"): {FOLLOWER_REPLICAS: "1:5"}}) == []
 
 
 def test_parse_replica_list_formats():

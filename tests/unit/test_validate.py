@@ -66,8 +66,11 @@ CASES = [
      "orders-3 is already being reassigned to [4,5,6] by someone else"),
     (plan(e(replicas=[4])), "below_min_isr", "would leave 1 replica(s), fewer than min.insync.replicas=2"),
     (plan(e(topic="dead", replicas=[1])), "partition_offline", "all replicas of dead-0 are offline"),
-    (plan(e(partition=1, replicas=[1, 2, 3]), e(partition=2, replicas=[1, 2, 3])), "noop_plan",
-     "no-op plan: every partition is already at its target"),
+    (plan(e(partition=3, replicas=[4, 5, 6])), "in_flight_foreign",
+     "orders-3 is already being reassigned to [4,5,6] by someone else (no record of this run"),
+    (plan(e(partition=1, replicas=[1, 2, 4], original_replicas=[2, 1, 3])), "stale_plan",
+     "stale plan: 1 partition(s) changed since the plan was made (plan's starting replicas -> live): "
+     "orders-1 [2,1,3] -> now [1,2,3]"),
     (plan(e(topic="__consumer_offsets", replicas=[1, 2, 4])), "internal_topic",
      "__consumer_offsets is an internal topic"),
     (plan(e(partition=0, replicas=[1, 2, 4])), "foreign_in_flight_elsewhere",
@@ -104,15 +107,35 @@ def test_rf_change_and_internal_topics_allowed_when_asked():
                   refuse_foreign_in_flight=False)
 
 
-def test_own_in_flight_is_adopted_not_refused():
-    # orders-3 is moving to [4,5,6]; a plan with that same target is ours (resume).
-    validate_plan(plan(e(partition=3, replicas=[4, 5, 6])), cluster())
-    # ... and so is the first KIP-435 step of a plan whose final target is elsewhere.
+def test_in_flight_move_is_ours_only_when_a_record_says_we_submitted_it():
+    # orders-3 is moving to [4,5,6]: the plan's own target, yet nobody of ours submitted it.
+    with pytest.raises(PlanValidationError, match="by someone else"):
+        validate_plan(plan(e(partition=3, replicas=[4, 5, 6])), cluster())
+    # A record of ours lists that exact target: adopted (resume).
+    validate_plan(plan(e(partition=3, replicas=[4, 5, 6])), cluster(), own_targets={("orders", 3): [(4, 5, 6)]})
+    # A first KIP-435 step we recorded, for a plan whose final target is elsewhere.
     st = cluster(in_flight=[{"topic": "orders", "partition": 0, "replicas": [4, 1, 2, 3], "adding": [4],
                              "removing": [3]}])
-    validate_plan(plan(e(partition=0, replicas=[4, 5, 6])), st)
+    validate_plan(plan(e(partition=0, replicas=[4, 5, 6])), st, own_targets={("orders", 0): [(4, 1, 2)]})
     with pytest.raises(PlanValidationError, match="by someone else"):
-        validate_plan(plan(e(partition=0, replicas=[5, 4, 6])), st)
+        validate_plan(plan(e(partition=0, replicas=[4, 5, 6])), st, own_targets={("orders", 0): [(5, 1, 2)]})
+
+
+def test_noop_plan_is_a_success_that_says_nothing_to_move():
+    warnings = validate_plan(plan(e(partition=1, replicas=[1, 2, 3]), e(partition=2, replicas=[1, 2, 3])),
+                             cluster(), refuse_foreign_in_flight=False)
+    assert warnings[0].startswith("nothing to move: every partition of the plan is already at its target")
+
+
+def test_drift_check_passes_for_unchanged_and_finished_partitions():
+    # Unchanged since the plan was made, and already at target (a re-run): both fine.
+    validate_plan(plan(e(partition=1, replicas=[1, 2, 4], original_replicas=[1, 2, 3]),
+                       e(partition=2, replicas=[1, 2, 3], original_replicas=[3, 2, 1])),
+                  cluster(), refuse_foreign_in_flight=False)
+    with pytest.raises(PlanValidationError) as info:
+        validate_plan(plan(e(partition=1, replicas=[1, 2, 4], original_replicas=[1, 2, "x"])), cluster(),
+                      refuse_foreign_in_flight=False)
+    assert "bad_original_replicas" in info.value.kinds
 
 
 def test_parsed_plan_object_accepted():

@@ -1,0 +1,174 @@
+"""Undo a run's throttle, broker by broker and topic by topic, and say exactly what is left.
+
+One unreachable broker must not keep the throttle on every other one: each resource (a
+broker's configs, a topic's configs) is read, restored and read back on its own. What could
+not be restored is kept in the run's record as *pending* (``record.pending``), the record
+stays unrestored, and :meth:`RestoreResult.message` names what is left and how to finish:
+``kafka-reassign restore --run-id ...`` or the ``kafka_throttle_reconciler`` DAG, which
+retries pending restores until they are done.
+
+Restores are relative (:func:`kafka_reassign.throttle.restore_changes`): only the run's own
+entries and values are undone; a value someone else set during the run is kept.
+
+With ``keep_while_moving`` (a failed run whose moves were not cancelled), nothing is undone
+while a move the record lists as submitted is still in flight: the throttle is what keeps
+that move from hurting clients. The record stays pending and the reconciler restores it
+once the moves are done.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kafka_reassign.record import RecordStore, ThrottleRecord
+from kafka_reassign.throttle import BROKER_KEYS, TOPIC_KEYS, ConfigChange, restore_changes
+
+log = logging.getLogger(__name__)
+
+ConfigKey = tuple[str, str]
+RECONCILER_DAG = "kafka_throttle_reconciler"
+MOVES_PENDING = "moves in flight"
+
+
+def finish_hint(run_id: str) -> str:
+    """How an operator finishes a pending restore of ``run_id``."""
+    return (f"it is retried by the {RECONCILER_DAG} DAG (every 15 minutes, or trigger it now), or run "
+            f"`kafka-reassign restore --run-id {run_id}` with the run's record directory")
+
+
+@dataclass
+class RestoreResult:
+    """What :func:`restore_throttle` did.
+
+    :param changes: config writes made
+    :param warnings: values someone else changed during the run (kept), and other notes
+    :param pending: resources left as they are, "broker 5" -> why
+    :param already_restored: the record was restored before: nothing done
+    :param no_record: the run wrote nothing
+    """
+
+    run_id: str
+    changes: list[ConfigChange] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    pending: dict[str, str] = field(default_factory=dict)
+    already_restored: bool = False
+    no_record: bool = False
+
+    @property
+    def done(self) -> bool:
+        return not self.pending
+
+    def message(self) -> str:
+        """One paragraph for logs and failure messages: what is left and what to do next."""
+        if self.done:
+            return f"run {self.run_id}: throttle restored ({len(self.changes)} config write(s))"
+        left = "; ".join(f"{res}: {why}" for res, why in sorted(self.pending.items()))
+        return (f"run {self.run_id}: throttle NOT fully restored ({len(self.changes)} config write(s) made). "
+                f"Left: {left}. The record keeps them pending: {finish_hint(self.run_id)}.")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "changes": [c.to_json() for c in self.changes],
+                "warnings": list(self.warnings), "pending": dict(self.pending),
+                "already_restored": self.already_restored, "no_record": self.no_record}
+
+
+def _label(res: ConfigKey) -> str:
+    return f"{res[0]} {res[1]}"
+
+
+def own_moves_in_flight(admin: Any, record: ThrottleRecord) -> list[str]:
+    """Partitions the record says we submitted that are still moving to one of those targets."""
+    if not record.submitted:
+        return []
+    in_flight = admin.list_partition_reassignments(sorted(record.submitted))
+    return [f"{t}-{p}" for (t, p), inf in sorted(in_flight.items())
+            if tuple(inf.target) in record.submitted.get((t, p), [])]
+
+
+def _restore_pass(admin: Any, record: ThrottleRecord, resources: set[ConfigKey],
+                  result: RestoreResult) -> dict[ConfigKey, str]:
+    """Restore ``resources`` once; return the ones that failed, with the error."""
+    brokers = sorted(int(n) for t, n in resources if t == "broker")
+    topics = sorted(n for t, n in resources if t == "topic")
+    read = admin.read_configs(brokers, topics, keys=[*BROKER_KEYS, *TOPIC_KEYS])
+    failed: dict[ConfigKey, str] = {res: f"unreachable ({err})" for res, err in read.unreachable.items()}
+    readable = [c for c in record.changes if c.resource in resources and c.resource not in failed]
+    warnings: list[str] = []
+    changes = restore_changes(readable, read.values, warnings)
+    by_res: dict[ConfigKey, list[ConfigChange]] = {}
+    for c in changes:
+        by_res.setdefault(c.resource, []).append(c)
+    for res, group in by_res.items():
+        try:
+            admin.alter_configs(group)
+        except Exception as exc:  # noqa: BLE001 - any failure leaves this resource pending
+            failed[res] = f"write failed ({exc})"
+    written = [c for c in changes if c.resource not in failed]
+    check = admin.read_configs(sorted({int(c.name) for c in written if c.resource_type == "broker"}),
+                               sorted({c.name for c in written if c.resource_type == "topic"}),
+                               keys=[*BROKER_KEYS, *TOPIC_KEYS]) if written else None
+    for c in written:
+        now = (check.values.get(c.resource) or {}).get(c.key) if check else None
+        if check and c.resource in check.unreachable:
+            failed[c.resource] = f"unreachable after the write ({check.unreachable[c.resource]})"
+        elif now != c.value:
+            failed[c.resource] = f"{c.key} is {now!r} after writing {c.value!r}"
+    result.changes.extend(c for c in written if c.resource not in failed)
+    result.warnings.extend(w for w in warnings if w not in result.warnings)
+    return failed
+
+
+def restore_throttle(admin: Any, store: RecordStore, run_id: str, *, attempts: int = 3,
+                     wait_max_seconds: float = 10.0, keep_while_moving: bool = False,
+                     sleep: Callable[[float], None] = time.sleep) -> RestoreResult:
+    """Undo the run's throttle per resource; keep what could not be undone pending in its record.
+
+    Idempotent: a restored record is a no-op, writes that change nothing are skipped, and a
+    second call only retries what is pending.
+
+    :param admin: KafkaAdmin
+    :param store: where the run's record is
+    :param run_id: the run to undo
+    :param attempts: passes over the resources still failing
+    :param wait_max_seconds: longest wait between passes
+    :param keep_while_moving: leave everything while a move the record lists is in flight
+    """
+    record = store.get(run_id)
+    if record is None:
+        log.info("run %s has no throttle record: nothing was written, nothing to restore", run_id)
+        return RestoreResult(run_id, no_record=True)
+    if record.restored:
+        log.info("throttle of run %s already restored", run_id)
+        return RestoreResult(run_id, already_restored=True)
+    result = RestoreResult(run_id)
+    if keep_while_moving:
+        moving = own_moves_in_flight(admin, record)
+        if moving:
+            result.pending = {MOVES_PENDING: f"{len(moving)} move(s) of this run still in flight "
+                                             f"({', '.join(moving[:10])}{' ...' if len(moving) > 10 else ''}); "
+                                             "the throttle stays until they finish"}
+            record.pending = dict(result.pending)
+            store.put(record)
+            log.warning("%s", result.message())
+            return result
+    remaining: set[ConfigKey] = {c.resource for c in record.changes}
+    failed: dict[ConfigKey, str] = {}
+    for attempt in range(max(1, attempts)):
+        failed = _restore_pass(admin, record, remaining, result)
+        remaining = set(failed)
+        if not remaining:
+            break
+        if attempt + 1 < attempts:
+            sleep(min(wait_max_seconds, 0.5 * 2 ** attempt))
+    result.pending = {_label(res): why for res, why in sorted(failed.items())}
+    record.pending = dict(result.pending)
+    if result.pending:
+        store.put(record)
+        log.error("%s", result.message())
+        return result
+    record.restored, record.restored_at = True, time.time()
+    store.put(record)
+    log.info("%s", result.message())
+    return result
