@@ -7,20 +7,25 @@ by the ``kafka_throttle_reconciler`` DAG every 15 minutes) finds those records a
 the prior values back with the teardown's own restore function, so there is one restore
 implementation.
 
-Rules, in order:
+Rules:
 
-1. Any reassignment in flight on the cluster: do nothing. A throttle may be what keeps
-   that move from hurting clients, and we cannot tell from Kafka alone whose move it is.
-2. A record whose run is still active (between two batches nothing is in flight, yet the
-   throttle is in use) is left alone; so is a record of another cluster.
+1. A record of another cluster is left alone; so is the record of a run still active
+   (between two batches nothing is in flight, yet its throttle is in use).
+2. A record some of whose submitted moves (``record.submitted``) are still in flight is
+   left alone: the run failed without cancelling them (cancel_on_failure off) and the
+   throttle is what keeps them from hurting clients. It is restored once they finish.
+   Moves nobody of ours submitted do not hold anything back: a restore only removes our
+   own entries and values, never theirs.
 3. Every other unrestored record is restored with
-   :func:`kafka_reassign.reassign.restore_throttle` (what the teardown task runs: read,
-   write prior values, read back, mark restored), newest first - an undo stack: when two
-   dead runs touched one key, the oldest prior value is the one that ends up set.
-4. Throttle configs still set afterwards and not owned by an active run are *foreign*
-   (set by a person or another tool). They are reported, and only removed when the caller
-   says so; the removal is recorded first (a restored record holding the values removed)
-   so it can be undone by hand.
+   :func:`kafka_reassign.restore.restore_throttle` (what the teardown task runs), newest
+   first - an undo stack: when two dead runs touched one key, the oldest prior value is the
+   one that ends up set. A resource that cannot be reached (a broker down) stays *pending*
+   in the record and is retried on the next reconciliation, until done.
+4. Throttle configs still set afterwards are labelled with the run of ours that set them
+   (active, moves in flight or restore pending) and otherwise *foreign* (a person or
+   another tool). Foreign ones are reported, and only removed when the caller says so;
+   the removal is recorded first (a restored record holding the values removed) so it can
+   be undone by hand.
 
 Nothing here imports Airflow; the DAG passes the admin client, the record store and the
 ids of runs that are still active.
@@ -32,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping
 
-from kafka_reassign.reassign import restore_throttle
+from kafka_reassign.restore import restore_throttle
 from kafka_reassign.record import RecordStore, ThrottleRecord
 from kafka_reassign.throttle import (
     BROKER_KEYS,
@@ -59,7 +64,8 @@ class ThrottleSetting:
     :param name: broker id as a string, or topic name
     :param key: the throttle config key
     :param value: its current value
-    :param owner: run id of the active run that set it, None when foreign
+    :param owner: run id of the run of ours that set it (active, or dead with its restore
+        pending or its moves still in flight), None when foreign
     """
 
     resource_type: str
@@ -69,7 +75,7 @@ class ThrottleSetting:
     owner: str | None = None
 
     def describe(self) -> str:
-        who = f"in use by active run {self.owner}" if self.owner else "not set by this project"
+        who = f"set by run {self.owner} of this project" if self.owner else "not set by this project"
         return f"{self.resource_type} {self.name}: {self.key}={self.value!r} ({who})"
 
     def to_json(self) -> dict[str, Any]:
@@ -85,16 +91,19 @@ class RunRestore:
     :param changes: writes that bring the configs back to their prior values
     :param warnings: values someone else changed while the run held them
     :param dropped: changes that no longer apply (their topic was deleted)
+    :param pending: resources still not restored ("broker 5" -> why); retried on the next run
     """
 
     run_id: str
     changes: list[ConfigChange] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     dropped: list[ConfigChange] = field(default_factory=list)
+    pending: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "changes": [c.to_json() for c in self.changes],
-                "warnings": list(self.warnings), "dropped": [c.to_json() for c in self.dropped]}
+                "warnings": list(self.warnings), "dropped": [c.to_json() for c in self.dropped],
+                "pending": dict(self.pending)}
 
 
 @dataclass
@@ -105,7 +114,8 @@ class ReconcileReport:
     :param restored: records restored (or to restore, in a dry run)
     :param left_alone: (run_id, reason) of unrestored records not touched
     :param foreign: throttle settings not owned by this project's active runs
-    :param in_use: throttle settings owned by active runs
+    :param in_use: throttle settings owned by runs of ours still holding them (active, moves
+        in flight, or restore pending)
     :param foreign_removed: writes that removed foreign throttles (only when asked)
     """
 
@@ -137,6 +147,8 @@ class ReconcileReport:
             lines += [f"    {c.describe()}" for c in r.changes] or ["    (already at prior values)"]
             lines += [f"    warning: {w}" for w in r.warnings]
             lines += [f"    dropped (topic gone): {c.describe()}" for c in r.dropped]
+            lines += [f"    PENDING {res}: {why} (retried on the next reconciliation)" for res, why in
+                      sorted(r.pending.items())]
         for run_id, reason in self.left_alone:
             lines.append(f"  left alone: run {run_id}: {reason}")
         for s in self.foreign:
@@ -181,7 +193,7 @@ def _apply(configs: dict[ConfigKey, dict[str, str | None]], changes: list[Config
 
 
 def _owned_by(setting: tuple[str, str, str, str], active: list[ThrottleRecord]) -> str | None:
-    """Run id of the active record that wrote this exact value (or includes these entries)."""
+    """Run id of the record (of a run still holding its throttle) that wrote this value or these entries."""
     rtype, name, key, value = setting
     for rec in active:
         for c in rec.changes:
@@ -196,12 +208,45 @@ def _owned_by(setting: tuple[str, str, str, str], active: list[ThrottleRecord]) 
     return None
 
 
+def _dead_record_changes(rec: ThrottleRecord, state: Any, rr: RunRestore) -> list[ConfigChange]:
+    """The record's changes that still apply; the others (topic deleted, broker gone) go to ``rr.dropped``."""
+    applicable: list[ConfigChange] = []
+    for c in rec.changes:
+        if c.resource_type == "topic" and c.name not in state.topics:
+            rr.dropped.append(c)   # a topic's configs are deleted with the topic
+        elif c.resource_type == "broker" and int(c.name) not in state.brokers:
+            rr.dropped.append(c)   # a decommissioned broker: nothing left to restore
+        else:
+            applicable.append(c)
+    return applicable
+
+
+def _restore_record(admin: Any, store: RecordStore, rec: ThrottleRecord, state: Any,
+                    configs: dict[ConfigKey, dict[str, str | None]], dry_run: bool) -> RunRestore:
+    """Restore one dead run's record (what is reachable); the rest stays pending in the record."""
+    rr = RunRestore(run_id=rec.run_id)
+    applicable = _dead_record_changes(rec, state, rr)
+    if dry_run:
+        rr.changes = restore_changes(applicable, configs, rr.warnings)
+        return rr
+    if rr.dropped:
+        # Keep the record truthful before restoring the rest from it.
+        rec.changes = applicable
+        rec.notes.append("reconciler dropped changes whose resource no longer exists: "
+                         + "; ".join(c.describe() for c in rr.dropped))
+        store.put(rec)
+    # The same restore the teardown task runs (per resource: read, write, read back).
+    result = restore_throttle(admin, store, rec.run_id, attempts=1)
+    rr.changes, rr.warnings, rr.pending = list(result.changes), list(result.warnings), dict(result.pending)
+    return rr
+
+
 def reconcile(admin: Any, store: RecordStore, *, active_run_ids: Collection[str] = (),
               remove_foreign: bool = False, dry_run: bool = False,
               reconciler_run_id: str | None = None) -> ReconcileReport:
     """Restore throttles left by dead runs; report (and optionally remove) foreign ones.
 
-    :param admin: a :class:`kafka_reassign.admin.KafkaAdmin` (cluster_state, describe_configs,
+    :param admin: a :class:`kafka_reassign.admin.KafkaAdmin` (cluster_state, read_configs,
         alter_configs, list_partition_reassignments)
     :param store: the durable throttle records
     :param active_run_ids: run ids still queued or running (their throttles are in use)
@@ -210,71 +255,44 @@ def reconcile(admin: Any, store: RecordStore, *, active_run_ids: Collection[str]
     :param reconciler_run_id: id under which a foreign removal is recorded
     """
     report = ReconcileReport(dry_run=dry_run)
-    in_flight = admin.list_partition_reassignments()
-    if in_flight:
-        names = ", ".join(f"{t}-{p}" for t, p in sorted(in_flight)[:5])
-        more = f" and {len(in_flight) - 5} more" if len(in_flight) > 5 else ""
-        report.skipped_reason = (f"{len(in_flight)} partition reassignment(s) in flight ({names}{more}); "
-                                 "throttles may be protecting them, nothing touched")
-        return report
-
     # Log-dir sizes are not needed here and cost one request per broker on big clusters.
     state = admin.cluster_state(include_log_dirs=False)
     report.cluster_id = state.cluster_id
-    broker_ids = sorted(state.alive_brokers)
-    topics = sorted(state.topics)
-    configs: dict[ConfigKey, dict[str, str | None]] = {
-        k: dict(v) for k, v in admin.describe_configs(broker_ids, topics, keys=THROTTLE_KEYS).items()}
+    read = admin.read_configs(sorted(state.alive_brokers), sorted(state.topics), keys=THROTTLE_KEYS)
+    configs: dict[ConfigKey, dict[str, str | None]] = {k: dict(v) for k, v in read.values.items()}
+    in_flight = state.in_flight
 
     active_ids = set(active_run_ids)
-    active: list[ThrottleRecord] = []
+    kept: list[ThrottleRecord] = []
     to_restore: list[ThrottleRecord] = []
     for rec in store.list_unrestored():
+        moving = sorted(f"{t}-{p}" for (t, p), inf in in_flight.items()
+                        if tuple(inf.target) in rec.submitted.get((t, p), []))
         if rec.cluster_id and state.cluster_id and rec.cluster_id != state.cluster_id:
             report.left_alone.append((rec.run_id, f"belongs to cluster {rec.cluster_id}"))
         elif rec.run_id in active_ids:
-            active.append(rec)
+            kept.append(rec)
             report.left_alone.append((rec.run_id, "run still active; its throttle is in use"))
+        elif moving:
+            # A failed run whose moves go on (cancel_on_failure off): the throttle protects them.
+            kept.append(rec)
+            report.left_alone.append((rec.run_id, f"{len(moving)} of its moves still in flight "
+                                                  f"({', '.join(moving[:5])}); restored once they finish"))
         else:
             to_restore.append(rec)
 
     # Newest first: undoing in reverse order of application leaves the oldest prior value.
     for rec in sorted(to_restore, key=lambda r: r.created_at, reverse=True):
-        rr = RunRestore(run_id=rec.run_id)
-        applicable: list[ConfigChange] = []
-        offline: list[int] = []
-        for c in rec.changes:
-            if c.resource_type == "topic" and c.name not in state.topics:
-                rr.dropped.append(c)   # a topic's configs are deleted with the topic
-            elif c.resource_type == "broker" and int(c.name) not in state.brokers:
-                rr.dropped.append(c)   # a decommissioned broker: nothing left to restore
-            elif c.resource_type == "broker" and int(c.name) not in state.alive_brokers:
-                offline.append(int(c.name))
-            else:
-                applicable.append(c)
-        if offline:
-            # Its dynamic configs live in the cluster metadata and come back with the broker.
-            report.left_alone.append((rec.run_id, f"broker(s) {sorted(set(offline))} it throttled are "
-                                                  "offline; retried on a later run"))
-            continue
-        rr.changes = restore_changes(applicable, configs, rr.warnings)
-        if not dry_run:
-            if rr.dropped:
-                # Keep the record truthful before restoring the rest from it.
-                rec.changes = applicable
-                rec.notes.append("reconciler dropped changes whose resource no longer exists: "
-                                 + "; ".join(c.describe() for c in rr.dropped))
-                store.put(rec)
-            # The same restore the teardown task runs (read, write, read back, mark restored).
-            result = restore_throttle(admin, store, rec.run_id)
-            rr.changes, rr.warnings = list(result.changes), list(result.warnings)
+        rr = _restore_record(admin, store, rec, state, configs, dry_run)
         _apply(configs, rr.changes)
         report.restored.append(rr)
-        log.info("%s throttles of run %s (%d writes)", "would restore" if dry_run else "restored",
-                 rec.run_id, len(rr.changes))
+        if rr.pending:
+            kept.append(rec)
+        log.info("%s throttles of run %s (%d writes, %d pending)", "would restore" if dry_run else "restored",
+                 rec.run_id, len(rr.changes), len(rr.pending))
 
     for setting in throttle_settings(configs):
-        owner = _owned_by(setting, active)
+        owner = _owned_by(setting, kept)
         item = ThrottleSetting(*setting, owner=owner)
         (report.in_use if owner else report.foreign).append(item)
 

@@ -14,7 +14,7 @@ import pytest
 from kafka_reassign.admin import KafkaAdmin
 from kafka_reassign.reassign import apply_throttle, execute_batch, prepare
 from kafka_reassign.reconcile import reconcile
-from kafka_reassign.record import FileRecordStore
+from kafka_reassign.record import FileRecordStore, note_submitted
 from kafka_reassign.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 from sim_snapshots import dynamic_configs
 
@@ -49,6 +49,7 @@ def _dead_run(admin: KafkaAdmin, store: FileRecordStore, run_id: str, targets: d
                                          for p, r in targets.items()]}
     prepared = prepare(admin, plan, {"throttle_bytes_per_sec": rate, "max_partition_movements": 10}, run_id=run_id)
     apply_throttle(admin, prepared, store, run_id)
+    note_submitted(store, run_id, prepared.cluster_id, {s.key: s.target for s in prepared.batches[0].steps})
     execute_batch(admin, prepared.batches[0], run_id=run_id)
     return prepared  # ...and the worker dies here: no teardown
 
@@ -65,7 +66,8 @@ def test_restores_dead_run_and_leaves_foreign_alone(setup: Any) -> None:
     # While the move is in flight, the reconciler must not touch anything.
     writes = cluster.write_count
     report = reconcile(admin, store)
-    assert report.skipped_reason and "in flight" in report.skipped_reason
+    assert any(r == "dead-run-1" and "moves still in flight" in why for r, why in report.left_alone), report.summary()
+    assert not report.foreign or {f.owner for f in report.in_use} == {"dead-run-1"}
     assert cluster.write_count == writes
     assert store.list_unrestored()[0].run_id == "dead-run-1"
 
