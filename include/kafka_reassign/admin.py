@@ -100,6 +100,9 @@ class KafkaAdmin:
         kwargs.setdefault("client_id", "kafka-reassign")
         kwargs.setdefault("bootstrap_timeout_ms", 10_000)
         kwargs.setdefault("request_timeout_ms", 30_000)
+        # kafka-python backs off up to 30 s from a broker that refused connections: a broker
+        # back from a restart would stay unreadable that long (its lag read as a stall).
+        kwargs.setdefault("reconnect_backoff_max_ms", 1_000)
         self._kwargs = kwargs
         self._client = None
         log.debug("KafkaAdmin(%s)", redact(kwargs))
@@ -144,6 +147,10 @@ class KafkaAdmin:
         ``metadata_max_age_ms`` (5 min): a broker that restarted meanwhile is unknown to it
         and every request to it fails with UnknownBrokerIdError. Refresh and try again.
         """
+        if type(exc).__name__ in ("UnknownBrokerIdError", "NodeNotReadyError", "KafkaConnectionError"):
+            # The controller kafka-python remembers may be the broker that went away: find it again.
+            if getattr(self._client, "_controller_id", None) is not None:
+                self._client._controller_id = None
         if type(exc).__name__ == "UnknownBrokerIdError":
             self.refresh_metadata()
             return True
@@ -333,12 +340,18 @@ class KafkaAdmin:
         out = ConfigsRead({}, {})
         groups: list[tuple[list[int], list[str]]] = [([], topics)] if topics else []
         groups += [([b], []) for b in broker_ids]
-        for brokers, names in groups:
+        for i, (brokers, names) in enumerate(groups):
             try:
                 out.values.update(self.describe_configs(brokers, names, key_list))
             except KafkaAdminError as exc:
-                for res in [("broker", str(b)) for b in brokers] + [("topic", t) for t in names]:
+                failed = [("broker", str(b)) for b in brokers] + [("topic", t) for t in names]
+                if names:
+                    # Topic configs may be read from any broker: none answered, Kafka is unreachable.
+                    failed += [("broker", str(b)) for g in groups[i + 1:] for b in g[0]]
+                for res in failed:
                     out.unreachable[res] = str(exc)
+                if names:
+                    break
         return out
 
     def alter_configs_each(self, changes: Iterable[ConfigChangeLike]) -> dict[tuple[str, str], str | None]:

@@ -32,6 +32,7 @@ from kafka_reassign.estimate import Estimate, Limits, estimate_batches
 from kafka_reassign.preflight import ProduceRates, enforce, measure_produce_rates, preflight
 from kafka_reassign.throttle import (BROKER_KEYS, TOPIC_KEYS, ConfigChange, ThrottleSpec, fmt_bytes, restore_changes,
                                      throttle_changes)
+from kafka_reassign.throttle_guard import ThrottleGuard
 from kafka_reassign.validate import ReassignParams, validate_params, validate_plan
 
 log = logging.getLogger(__name__)
@@ -603,6 +604,7 @@ class RunResult:
     error: str | None = None
     progress: list[dict[str, Any]] = field(default_factory=list)
     executions: list[dict[str, Any]] = field(default_factory=list)
+    throttle_reapplied: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "dry_run": self.dry_run, "batches": len(self.prepared.batches),
@@ -637,6 +639,15 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
         return result
     p = prepared.params
     failure: BaseException | None = None
+    guard = ThrottleGuard(admin, store, run_id)
+
+    def watch(prog: BatchProgress) -> None:
+        # Every poll: put the throttle back if someone removed or raised it (raises if it cannot).
+        for w in guard.check().warnings:
+            say(f"warning: {w}")
+        if on_progress is not None:
+            on_progress(prog)
+
     try:
         apply_throttle(admin, prepared, store, run_id)
         say(f"run {run_id}: throttle set ({len(prepared.throttle_changes)} config change(s))")
@@ -649,7 +660,7 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
                 f"adopted {len(res['adopted'])}, skipped {len(res['skipped'])}, "
                 f"log dirs {len(res['log_dirs_submitted'])}")
             prog = wait_for_batch(admin, batch, p, throttle_rate=p.throttle_bytes_per_sec,
-                                  on_progress=on_progress, sleep=sleep, clock=clock)
+                                  on_progress=watch, sleep=sleep, clock=clock)
             result.progress.append({"batch": batch.index, "bytes_total": prog.bytes_total})
             complete_batch(admin, batch)
             result.batches_done += 1
@@ -674,6 +685,9 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
             say(f"run {run_id}: RESTORING THE THROTTLE FAILED: {rexc}; {finish_hint(run_id)}")
             if failure is None:
                 raise ReassignError(f"throttle restore failed for run {run_id}: {rexc}") from rexc
+        result.throttle_reapplied = len(guard.reapplied)
+        if guard.summary():
+            say(f"warning: {guard.summary()}")
         if failure is None and result.restore is not None and not result.restore.done:
             raise ReassignError(result.restore.message())
     return result

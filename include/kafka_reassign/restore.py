@@ -154,6 +154,9 @@ def restore_throttle(admin: Any, store: RecordStore, run_id: str, *, attempts: i
             log.warning("%s", result.message())
             return result
     remaining: set[ConfigKey] = {c.resource for c in record.changes}
+    if record.pending and MOVES_PENDING not in record.pending:
+        # An earlier pass restored the rest: retry only what it left (no false "changed" warnings).
+        remaining = {r for r in remaining if _label(r) in record.pending}
     failed: dict[ConfigKey, str] = {}
     for attempt in range(max(1, attempts)):
         failed = _restore_pass(admin, record, remaining, result)

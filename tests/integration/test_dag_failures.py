@@ -145,7 +145,20 @@ def test_stall_below_produce_rate_says_what_to_change(airflow_db, sim_cluster, k
     assert dr.state == "failed", states
     assert states["batches.wait[0]"] == "failed"
     assert "stalled" in out and "throttle_bytes_per_sec" in out
-    # cancel_on_failure off: the move keeps going, unthrottled, and the teardown said so.
+    # cancel_on_failure off: the move keeps going, still throttled, and the teardown said so.
     assert states["cancel_on_failure"] == "skipped"
-    assert "WITHOUT a throttle" in out
+    assert "the throttle stays until they finish" in out
+    assert in_flight(cluster) == ["orders-0"]
+    assert airflow_env.throttle_configs(cluster) != before, "the throttle stays with the moves"
+    # Once the move is over (here an operator cancels it), the reconciler restores the throttle.
+    from kafka_reassign.admin import KafkaAdmin
+    from kafka_reassign.reconcile import reconcile
+    from kafka_reassign_airflow.record_store import VariableRecordStore
+
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers.split(",")) as admin:
+        kept = reconcile(admin, VariableRecordStore())
+        assert any(r == dr.run_id and "moves still in flight" in why for r, why in kept.left_alone), kept.summary()
+        admin.alter_partition_reassignments({("orders", 0): None})
+        report = reconcile(admin, VariableRecordStore())
+    assert [r.run_id for r in report.restored] == [dr.run_id], report.summary()
     assert airflow_env.throttle_configs(cluster) == before

@@ -60,10 +60,16 @@ class BatchExecuteOperator(RunStepOperator):
                 self.log.info("Batch %d is not finished yet (%s); checking again in %ss",
                               position - 1, prev or "not started", delay)
                 raise AirflowRescheduleException(datetime.now(timezone.utc) + timedelta(seconds=delay))
-        self.prepared(context)  # a skipped/failed prepare means nothing to do
+        data = self.prepared(context)  # a skipped/failed prepare means nothing to do
         from kafka_reassign.errors import BatchExecutionError
+        from kafka_reassign.record import note_submitted
+
+        from kafka_reassign_airflow.record_store import VariableRecordStore
 
         batch = Batch.from_json(self.batch)
+        # Recorded before submitting: only what a record lists counts as ours later.
+        note_submitted(VariableRecordStore(), context["run_id"], data.get("cluster_id"),
+                       {s.key: s.target for s in batch.steps if not s.is_log_dir_only})
         admin = admin_client(self.kafka_conn_id)
         try:
             result = execute_batch(admin, batch, run_id=context["run_id"])

@@ -82,6 +82,9 @@ class ReassignmentPrepareOperator(BaseOperator):
     def execute(self, context: Context) -> list[dict[str, Any]]:
         from kafka_reassign.errors import ReassignError
         from kafka_reassign.reassign import prepare
+        from kafka_reassign.record import submitted_targets
+
+        from kafka_reassign_airflow.record_store import VariableRecordStore
 
         options = self._domain_options(context)
         admin = admin_client(self.kafka_conn_id)
@@ -89,7 +92,9 @@ class ReassignmentPrepareOperator(BaseOperator):
             plan = self.plan if self.plan is not None else self._planned(context)
             state = admin.cluster_state()
             try:
-                prepared = prepare(admin, plan, options, run_id=context["run_id"], state=state)
+                # In-flight moves count as ours only when a record of ours lists them.
+                own = submitted_targets(VariableRecordStore(), state.cluster_id, context["run_id"])
+                prepared = prepare(admin, plan, options, run_id=context["run_id"], state=state, own_targets=own)
             except (ReassignError, ValueError) as exc:
                 # Bad plan or params: nothing was written; the message lists every problem.
                 raise AirflowFailException(str(exc)) from exc

@@ -13,12 +13,21 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
+def _by_key(changes: list[Any]) -> dict[tuple[str, str, str], list[Any]]:
+    out: dict[tuple[str, str, str], list[Any]] = {}
+    for c in changes:
+        out.setdefault((c.resource_type, c.name, c.key), []).append(c)
+    return out
+
+
 class ReassignmentReportOperator(RunStepOperator):
     """Final check and report: placement equals the plan, throttles are back, time taken.
 
     Runs after the throttle teardown. Prints before/after placement of every moved partition,
-    the time taken, and, for every config the run changed, its prior value next to its value
-    now. Fails when a partition is not where the plan wanted it or a config was not restored.
+    the time taken, and, for every config the run changed, its prior value, ours and its value
+    now. Fails when a partition is not where the plan wanted it or the run's own part of a
+    config is still set (entries or values others set during the run do not count). A broker
+    it cannot reach is reported as unknown, not a crash.
     """
 
     ui_color = "#e6f5e6"
@@ -42,6 +51,9 @@ class ReassignmentReportOperator(RunStepOperator):
         return bad
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from kafka_reassign.restore import finish_hint
+        from kafka_reassign.throttle import leftovers
+
         from kafka_reassign_airflow.record_store import VariableRecordStore
 
         data = self.prepared(context)
@@ -55,12 +67,15 @@ class ReassignmentReportOperator(RunStepOperator):
             topics = sorted({e["topic"] for e in data["plan"]["partitions"]})
             state = admin.cluster_state(include_log_dirs=False, topics=topics)
             changes = record.changes if record is not None else []
-            now_cfg = admin.describe_configs(
+            # Per resource: one broker down must not hide the others (nor crash the report).
+            read = admin.read_configs(
                 broker_ids=sorted({int(c.name) for c in changes if c.resource_type == "broker"}),
                 topics=sorted({c.name for c in changes if c.resource_type == "topic"}),
-                keys=sorted({c.key for c in changes})) if changes else {}
+                keys=sorted({c.key for c in changes})) if changes else None
         finally:
             admin.close()
+        now_cfg = read.values if read is not None else {}
+        unreachable = read.unreachable if read is not None else {}
         before = data.get("before") or {}
         lines = ["Placement (before -> after):"]
         wrong: list[str] = []
@@ -72,16 +87,29 @@ class ReassignmentReportOperator(RunStepOperator):
             if mark:
                 wrong.append(name)
             lines.append(f"  {name}: {before.get(name)} -> {after}{mark}")
-        lines.append("Throttle configs (prior -> now):")
+        lines.append("Throttle configs (prior -> ours -> now):")
+        # Only our own part counts: entries or values others set during the run are theirs.
+        left = {(c.resource_type, c.name, c.key)
+                for c in leftovers([c for c in changes if c.resource not in unreachable], now_cfg)}
         not_restored: list[str] = []
-        for c in changes:
-            now = (now_cfg.get((c.resource_type, c.name)) or {}).get(c.key)
-            flag = "" if now == c.prior else "   <-- NOT RESTORED"
-            if flag:
-                not_restored.append(f"{c.resource_type} {c.name} {c.key}")
-            lines.append(f"  {c.resource_type} {c.name} {c.key}: {c.prior!r} -> {now!r}{flag}")
+        for (rtype, name, key), group in _by_key(changes).items():
+            res = f"{rtype} {name} {key}"
+            if (rtype, name) in unreachable:
+                flag, now = "   <-- UNKNOWN (unreachable)", "?"
+                not_restored.append(f"{res} (unreachable)")
+            else:
+                now = repr((now_cfg.get((rtype, name)) or {}).get(key))
+                flag = "   <-- NOT RESTORED" if (rtype, name, key) in left else ""
+                if flag:
+                    not_restored.append(res)
+            lines.append(f"  {res}: {group[0].prior!r} -> {group[-1].value!r} -> {now}{flag}")
         if not changes:
             lines.append("  (this run changed no config)")
+        if record is not None and record.pending:
+            lines.append("Restore pending (retried by the kafka_throttle_reconciler DAG):")
+            lines += [f"  {res}: {why}" for res, why in sorted(record.pending.items())]
+        if record is not None and record.notes:
+            lines += ["Notes:"] + [f"  {n}" for n in record.notes]
         took = time.time() - float(data.get("started_at") or time.time())
         lines.append(f"Time taken: {took:.1f} s for {len(data.get('batches', []))} batch(es)")
         self.log.info("\n".join(lines))
@@ -89,6 +117,7 @@ class ReassignmentReportOperator(RunStepOperator):
             raise AirflowFailException(
                 (f"the reassignment did not complete ({', '.join(unfinished)}). " if unfinished else "")
                 + (f"partitions not at their planned replicas: {', '.join(wrong)}. " if wrong else "")
-                + (f"configs not back to their prior values: {', '.join(not_restored)}" if not_restored else ""))
+                + (f"configs of this run not restored: {', '.join(not_restored)}; {finish_hint(context['run_id'])}"
+                   if not_restored else ""))
         return {"partitions": len(data["plan"]["partitions"]), "seconds": round(took, 3),
                 "configs_restored": len(changes)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_reassign_airflow.operators.cancel import cancel_own_moves, own_in_flight
 from kafka_reassign_airflow.operators.common import RunStepOperator, admin_client, pull_prepared, truthy
@@ -52,12 +52,15 @@ class ThrottleSetOperator(RunStepOperator):
         return {"record_key": store.key_for(run_id), "changes": len(written)}
 
 class ThrottleRemoveOperator(RunStepOperator):
-    """Teardown: restore every throttle config this run changed to exactly its prior value.
+    """Teardown: undo every throttle config this run changed (only its own part, per resource).
 
     Runs whatever happened before (a failed batch, a run marked failed by hand). When the
     run ends with its own moves still in flight and cancel_on_failure is on, they are
-    cancelled first (nothing would watch them any more); with it off they keep going,
-    unthrottled, and a warning says so. Releases the cluster lock.
+    cancelled first (nothing would watch them any more); with it off they keep going and the
+    throttle stays with them: the record stays pending and the kafka_throttle_reconciler DAG
+    restores it once they finish. A broker or topic that cannot be reached is left pending
+    too; the task then fails with a message naming it and how to finish. Releases the
+    cluster lock.
 
     :param cancel_on_failure: the param (templated)
     """
@@ -70,7 +73,7 @@ class ThrottleRemoveOperator(RunStepOperator):
         self.cancel_on_failure = cancel_on_failure
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from kafka_reassign.reassign import restore_throttle
+        from kafka_reassign.restore import MOVES_PENDING, restore_throttle
 
         from kafka_reassign_airflow.record_store import ClusterLock, VariableRecordStore
 
@@ -78,10 +81,12 @@ class ThrottleRemoveOperator(RunStepOperator):
         data = pull_prepared(context, self.prepare_task_id) or {}
         store = VariableRecordStore()
         out: dict[str, Any] = {"cancelled": [], "restore": None}
+        result = None
         if data and not data.get("dry_run"):
             admin = admin_client(self.kafka_conn_id)
             try:
                 moving = own_in_flight(admin, data)
+                keep = False
                 if moving:
                     names = ", ".join(f"{t}-{p}" for t, p in moving)
                     if truthy(self.cancel_on_failure):
@@ -89,9 +94,11 @@ class ThrottleRemoveOperator(RunStepOperator):
                                          "before removing the throttle", names)
                         out["cancelled"] = cancel_own_moves(admin, data, self.log)["cancelled"]
                     else:
+                        keep = True
                         self.log.warning("The run ended with moves still in flight (%s); cancel_on_failure is "
-                                         "off, so they continue WITHOUT a throttle", names)
-                result = restore_throttle(admin, store, run_id)
+                                         "off, so they continue and the throttle stays until they finish "
+                                         "(the kafka_throttle_reconciler DAG restores it then)", names)
+                result = restore_throttle(admin, store, run_id, keep_while_moving=keep)
             finally:
                 admin.close()
             out["restore"] = result.to_json()
@@ -104,7 +111,7 @@ class ThrottleRemoveOperator(RunStepOperator):
                 self.log.info("Run %s set no throttle: nothing to restore", run_id)
             else:
                 lines = [c.describe() for c in result.changes]
-                self.log.info("Throttle restored to the prior values (%d write(s)):\n%s", len(lines),
+                self.log.info("Throttle restored (%d write(s)):\n%s", len(lines),
                               "\n".join(lines) or "(already as before)")
             for w in result.warnings:
                 self.log.warning("%s", w)
@@ -112,4 +119,6 @@ class ThrottleRemoveOperator(RunStepOperator):
             self.log.info("Nothing was written by this run (dry run or prepare did not finish)")
         if data.get("cluster_id") and ClusterLock.release(data["cluster_id"], run_id):
             self.log.info("Released the lock of cluster %s", data["cluster_id"])
+        if result is not None and not result.done and set(result.pending) != {MOVES_PENDING}:
+            raise AirflowFailException(result.message())
         return out
