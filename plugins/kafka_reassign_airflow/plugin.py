@@ -32,6 +32,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 
 from kafka_reassign_airflow.conf_check import TriggerConfMiddleware
+from kafka_reassign_airflow.plan_view import load_plan_view, planned_files
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,8 @@ def build_progress_view(*, state: Any, in_flight: Mapping[tuple[str, int], Any],
                 "replicas": [{"broker": r.broker, "role": r.role, "status": r.status_text,
                               "bytes_left": r.bytes_behind} for r in moving] if bstate == "running" else [],
             })
-    eta = (left_bytes / rate) if rate_known and rate > 0 else (0.0 if left_bytes == 0 else None)
+    # No ETA when nothing is moving: "0 s" would read as "about to finish".
+    eta = (left_bytes / rate) if rate_known and rate > 0 else (0.0 if left_bytes == 0 and total_bytes else None)
     view = {
         "generated_at": datetime.fromtimestamp(now, tz=timezone.utc).isoformat(),
         "cluster_id": state.cluster_id,
@@ -305,6 +307,29 @@ def _recent_runs(limit: int = 20) -> list[dict[str, Any]]:
                  "state": r.state.value if hasattr(r.state, "value") else str(r.state)} for r in rows]
 
 
+def _kafka_connections() -> list[str]:
+    """Ids of the Kafka connections in the metadata DB (the page's cluster picker)."""
+    from sqlalchemy import select
+
+    from airflow.models.connection import Connection
+    from airflow.utils.session import create_session
+
+    import json
+    import os
+
+    with create_session() as session:
+        ids = set(session.scalars(select(Connection.conn_id).where(
+            Connection.conn_type.in_(("kafka", "kafka_reassign")))).all())
+    for key, value in os.environ.items():  # connections defined as AIRFLOW_CONN_<ID> (JSON form)
+        if key.startswith("AIRFLOW_CONN_") and value.lstrip().startswith("{"):
+            try:
+                if json.loads(value).get("conn_type") in ("kafka", "kafka_reassign"):
+                    ids.add(key[len("AIRFLOW_CONN_"):].lower())
+            except ValueError:
+                continue
+    return sorted(ids | {DEFAULT_CONN_ID})
+
+
 def _own_changes(run_id: str) -> list[Any]:
     try:
         from kafka_reassign_airflow.record_store import VariableRecordStore
@@ -347,9 +372,12 @@ def collect_progress(conn_id: str, dag_id: str | None, run_id: str | None) -> di
     _MEMORY.put(key, progress)
     view["conn_id"] = conn_id
     view["run"] = {k: v for k, v in run.items() if k not in ("xcoms", "conf")} if run else None
+    view["plan"] = load_plan_view(planned_files(run["xcoms"])) if run else None
     if run and batches is None:
-        view["warnings"].append("This run has not computed its batches yet (or it is a dry run): "
-                                "showing nothing per batch.")
+        finished = run.get("state") in ("success", "failed")
+        view["warnings"].append("This run moved nothing: it stopped before the reassignment or was a dry run."
+                                if finished else "This run has not computed its batches yet: showing nothing "
+                                                 "per batch.")
     if not run and dag_id is None and in_flight:
         view["warnings"].append("Cluster-wide view: every reassignment in flight, whoever started it.")
     return view
@@ -413,6 +441,22 @@ def create_app() -> FastAPI:
             log.warning("progress for %s/%s failed: %s", dag_id, run_id, exc)
             raise HTTPException(status_code=502, detail=f"cannot read the Kafka cluster: {exc}")
         return JSONResponse(view, headers={"Cache-Control": "no-store"})
+
+    @app.get("/api/chart")
+    async def chart(request: Request, dag_id: str, run_id: str) -> FileResponse:
+        await _authorize(request, dag_id)
+        info = await asyncio.to_thread(_run_info, dag_id, run_id.replace(" ", "+"))
+        files = planned_files(info["xcoms"]) if info else None
+        path = Path(files["chart_file"]) if files and files.get("chart_file") else None
+        # Only the chart the run's plan task named, and only a PNG of the planner's naming.
+        if path is None or not path.name.endswith(".chart.png") or not path.is_file():
+            raise HTTPException(status_code=404, detail="this run has no plan chart")
+        return FileResponse(path, media_type="image/png", headers={"Cache-Control": "no-store"})
+
+    @app.get("/api/connections")
+    async def connections(request: Request) -> JSONResponse:
+        await _authorize(request, None)
+        return JSONResponse({"connections": await asyncio.to_thread(_kafka_connections)})
 
     @app.get("/api/runs")
     async def runs(request: Request) -> JSONResponse:

@@ -26,7 +26,8 @@ function fmtDuration(s) {
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
   return h ? `${h} h ${m} min` : `${m} min ${sec} s`;
 }
-function pct(moved, total) { return total > 0 ? Math.max(0, Math.min(100, 100 * moved / total)) : (total === 0 ? 100 : 0); }
+// Nothing to move is an empty bar, not a full one: a full bar reads as "finished".
+function pct(moved, total) { return total > 0 ? Math.max(0, Math.min(100, 100 * moved / total)) : 0; }
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -83,6 +84,45 @@ function replicaText(r) {
   return `broker ${r.broker} ${r.role}: ${what}`;
 }
 
+// ETA only while something moves; otherwise say what the state is.
+function etaCard(s) {
+  if (!s.partitions_total) return ["ETA", "idle: nothing to move", "idle"];
+  if (s.bytes_left === 0) return ["ETA", "done", "ok"];
+  if (!s.partitions_in_flight) return ["ETA", "not moving", "idle"];
+  return ["ETA", fmtDuration(s.eta_seconds), ""];
+}
+
+let chartShownFor = null;
+async function showChart(run) {
+  const key = `${run.dag_id}|${run.run_id}`;
+  if (chartShownFor === key) return;
+  chartShownFor = key;
+  const headers = token ? { Authorization: "Bearer " + token } : {};
+  const q = new URLSearchParams({ dag_id: run.dag_id, run_id: run.run_id });
+  const resp = await fetch("api/chart?" + q.toString(), { headers, credentials: "same-origin" });
+  if (!resp.ok) { $("plan-chart-box").hidden = true; return; }
+  $("plan-chart").src = URL.createObjectURL(await resp.blob());
+  $("plan-chart").onload = () => { document.body.dataset.chart = "1"; };
+  $("plan-chart-box").hidden = false;
+}
+
+function renderPlan(plan, run) {
+  $("plan").hidden = !plan;
+  if (!plan) return;
+  $("plan-headline").querySelector("tbody").replaceChildren(
+    ...(plan.headline || []).map(h => el("tr", {}, el("td", {}, h.label), el("td", {}, h.value))));
+  const warn = $("plan-warnings"); warn.replaceChildren();
+  for (const w of plan.warnings || []) warn.append(el("div", { class: "banner warn" }, w));
+  fill($("plan-brokers"), (plan.brokers || []).map(b => el("tr", {},
+    el("td", {}, b.broker), el("td", {}, b.rack), el("td", { class: "num" }, b.disk_before),
+    el("td", { class: "num" }, b.disk_after),
+    el("td", { class: "num " + (b.change > 0 ? "status-warn" : b.change < 0 ? "status-ok" : "") },
+       (b.change > 0 ? "+" : "") + b.change.toFixed(1) + " pt"),
+    el("td", { class: "num" }, b.data_after), el("td", { class: "num" }, b.replicas),
+    el("td", { class: "num" }, b.leaders))), "The plan summary has no broker rows.", 8);
+  if (plan.chart && run) showChart(run).catch(() => { $("plan-chart-box").hidden = true; });
+}
+
 function render(d) {
   document.body.dataset.loaded = "1";
   const s = d.summary || {};
@@ -99,14 +139,15 @@ function render(d) {
     ["Bytes moved", fmtBytes(s.bytes_moved), ""],
     ["Bytes left", fmtBytes(s.bytes_left), ""],
     ["Rate", fmtRate(s.rate_bytes_per_sec), ""],
-    ["ETA", s.bytes_left === 0 && s.partitions_total ? "done" : fmtDuration(s.eta_seconds), s.bytes_left === 0 && s.partitions_total ? "ok" : ""],
+    etaCard(s),
     ["Partitions moving", `${s.partitions_in_flight ?? 0} / ${s.partitions_total ?? 0}`, ""],
     ["Batch", s.batches_total ? `#${s.current_batch ?? "–"} of ${s.batches_total}` : "–", ""],
     ["Under min ISR", String(umi), umi ? "bad" : "ok"],
   ];
   $("cards").replaceChildren(...cards.map(([label, value, cls]) =>
     el("div", { class: "card " + cls }, el("div", { class: "label" }, label), el("div", { class: "value" }, value))));
-  $("overall-bar").style.width = pct(s.bytes_moved || 0, s.bytes_total || 0).toFixed(1) + "%";
+  $("overall-bar").style.width = (s.partitions_total ? pct(s.bytes_moved || 0, s.bytes_total || 0) : 0).toFixed(1) + "%";
+  renderPlan(d.plan, run);
 
   fill($("batches"), (d.batches || []).map(b => el("tr", { class: b.state === "running" ? "active" : "" },
     el("td", {}, b.index), el("td", { class: statusClass(b.state) }, b.state), el("td", {}, b.partitions),
@@ -135,6 +176,22 @@ function render(d) {
 
   $("updated").textContent = "updated " + new Date(d.generated_at || Date.now()).toLocaleTimeString();
   $("error").hidden = true;
+}
+
+async function loadConnections() {
+  try {
+    const sel = $("conn-select");
+    const current = params.get("conn_id") || "";
+    const data = await api("api/connections");
+    sel.replaceChildren(el("option", { value: "" }, "the run's (or kafka_default)"),
+      ...(data.connections || []).map(c => el("option", { value: c }, c)));
+    sel.value = current;
+    sel.addEventListener("change", () => {
+      const q = new URLSearchParams(window.location.search);
+      if (sel.value) q.set("conn_id", sel.value); else q.delete("conn_id");
+      window.location.search = q.toString();
+    });
+  } catch (e) { /* the picker is a convenience; progress still renders */ }
 }
 
 async function loadRuns() {
@@ -171,5 +228,6 @@ async function loop() {
   if ($("auto").checked) setTimeout(loop, REFRESH_MS);
 }
 $("auto").addEventListener("change", () => { if ($("auto").checked) loop(); });
+loadConnections();
 loadRuns();
 loop();
