@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from kafka_reassign import defaults as D
 from kafka_reassign.errors import KafkaAdminError, ProblemListError, ReassignError
-from kafka_reassign.units import format_rate, rate_argument
+from kafka_reassign.units import rate_argument
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -130,8 +130,8 @@ def _drift_warnings(current: Any, state: Any) -> list[str]:
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
-    return {"throttle_bytes_per_sec": None if args.no_throttle else args.throttle,
-            "log_dir_throttle_bytes_per_sec": args.log_dir_throttle,
+    return {"throttle_bytes_per_sec": None if args.no_throttle else args.throttle_bytes_per_sec,
+            "log_dir_throttle_bytes_per_sec": args.log_dir_throttle_bytes_per_sec,
             "max_partition_movements": args.max_partition_movements,
             "max_movements_per_broker": args.max_movements_per_broker,
             "max_leader_movements": args.max_leader_movements,
@@ -252,7 +252,7 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
 
 #: execute's options that are run parameters (``_params``), shared with ``rehearse``.
 _RUN_OPTION_DESTS = frozenset({
-    "throttle", "no_throttle", "log_dir_throttle", "max_partition_movements", "max_movements_per_broker",
+    "throttle_bytes_per_sec", "no_throttle", "log_dir_throttle_bytes_per_sec", "max_partition_movements", "max_movements_per_broker",
     "max_leader_movements", "batch_timeout_minutes", "stall_window_seconds", "poll_interval_seconds",
     "allow_rf_change", "allow_internal_topics", "dry_run", "no_cancel_on_failure", "allow_stalling_moves",
     "produce_sample_seconds", "rehearse", "json"})
@@ -399,18 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("execute", help="run a plan: throttle, batches, wait, restore the throttle")
     _add_conn(p)
     p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
-    p.add_argument("--throttle", type=rate_argument, default=D.THROTTLE_BYTES_PER_SEC, metavar="RATE",
-                   help="replication throttle per broker: 50MB/s, 10MiB/s or bytes/s "
-                        f"(default {format_rate(D.THROTTLE_BYTES_PER_SEC)})")
+    D.add_movement_arguments(p)
     p.add_argument("--no-throttle", action="store_true", help="do not throttle (not recommended)")
-    p.add_argument("--log-dir-throttle", type=rate_argument, default=D.LOG_DIR_THROTTLE_BYTES_PER_SEC, metavar="RATE",
-                   help="throttle for moves between log dirs of one broker (default: --throttle)")
-    p.add_argument("--max-partition-movements", type=int, default=D.MAX_PARTITION_MOVEMENTS,
-                   help=f"partition moves in flight in the whole cluster (default {D.MAX_PARTITION_MOVEMENTS})")
-    p.add_argument("--max-movements-per-broker", type=int, default=D.MAX_MOVEMENTS_PER_BROKER,
-                   help=f"replica additions/removals in flight per broker (default {D.MAX_MOVEMENTS_PER_BROKER})")
-    p.add_argument("--max-leader-movements", type=int, default=D.MAX_LEADER_MOVEMENTS,
-                   help=f"preferred-leader changes at once (default {D.MAX_LEADER_MOVEMENTS})")
     p.add_argument("--batch-timeout-minutes", type=float, default=D.BATCH_TIMEOUT_MINUTES,
                    help=f"fail a move not done after this (default {D.BATCH_TIMEOUT_MINUTES:g})")
     p.add_argument("--stall-window-seconds", type=float, default=D.STALL_WINDOW_SECONDS,

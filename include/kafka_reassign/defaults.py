@@ -12,7 +12,10 @@ link carries next to client traffic.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 #: KIP-73 leader and follower replication throttle set on every broker that sends or receives.
 THROTTLE_BYTES_PER_SEC: int = 50_000_000
@@ -66,3 +69,29 @@ RUN_DEFAULTS: dict[str, Any] = {
     "produce_sample_seconds": PRODUCE_SAMPLE_SECONDS,
     "rehearse": REHEARSE,
 }
+
+
+def add_movement_arguments(parser: "argparse.ArgumentParser", *, purpose: str = "") -> None:
+    """The throttle and movement-limit options, with these defaults, for a command line.
+
+    Values land in the run parameters' names (``args.throttle_bytes_per_sec`` ...).
+
+    :param parser: the (sub)command's parser
+    :param purpose: appended to the throttle's help, e.g. "for the time estimate"
+    """
+    from kafka_reassign.units import format_rate, rate_argument
+
+    parser.add_argument("--throttle", type=rate_argument, default=THROTTLE_BYTES_PER_SEC,
+                        dest="throttle_bytes_per_sec", metavar="RATE",
+                        help=f"replication throttle per broker{purpose}: 50MB/s, 10MiB/s or bytes/s "
+                             f"(default {format_rate(THROTTLE_BYTES_PER_SEC)})")
+    parser.add_argument("--log-dir-throttle", type=rate_argument, default=LOG_DIR_THROTTLE_BYTES_PER_SEC,
+                        dest="log_dir_throttle_bytes_per_sec", metavar="RATE",
+                        help="throttle for moves between log dirs of one broker (default: --throttle)")
+    parser.add_argument("--max-partition-movements", type=int, default=MAX_PARTITION_MOVEMENTS,
+                        help=f"partition moves in flight in the whole cluster (default {MAX_PARTITION_MOVEMENTS})")
+    parser.add_argument("--max-movements-per-broker", type=int, default=MAX_MOVEMENTS_PER_BROKER,
+                        help=f"replicas being added to or removed from one broker at once "
+                             f"(default {MAX_MOVEMENTS_PER_BROKER})")
+    parser.add_argument("--max-leader-movements", type=int, default=MAX_LEADER_MOVEMENTS,
+                        help=f"preferred-leader changes at once (default {MAX_LEADER_MOVEMENTS})")

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kafka_reassign import defaults as D
-from kafka_reassign.units import format_rate, rate_argument
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -71,17 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="max disk utilisation of a broker or log dir after the plan (default 0.85)")
     parser.add_argument("--balance-tolerance", type=float, default=0.04,
                         help="a broker may end this fraction above the mean utilisation (default 0.04)")
-    parser.add_argument("--throttle", type=rate_argument, default=D.THROTTLE_BYTES_PER_SEC, dest="throttle_bytes_per_sec",
-                        metavar="RATE", help="replication throttle (50MB/s, 10MiB/s or bytes/s) for the time "
-                                             f"estimate and warnings (default {format_rate(D.THROTTLE_BYTES_PER_SEC)})")
-    parser.add_argument("--log-dir-throttle", type=rate_argument, default=D.LOG_DIR_THROTTLE_BYTES_PER_SEC, metavar="RATE",
-                        dest="log_dir_throttle_bytes_per_sec", help="log-dir move throttle (default: --throttle)")
-    parser.add_argument("--max-partition-movements", type=int, default=D.MAX_PARTITION_MOVEMENTS,
-                        help=f"partition moves in flight at once (default {D.MAX_PARTITION_MOVEMENTS})")
-    parser.add_argument("--max-movements-per-broker", type=int, default=D.MAX_MOVEMENTS_PER_BROKER,
-                        help=f"replica movements per broker at once (default {D.MAX_MOVEMENTS_PER_BROKER})")
-    parser.add_argument("--max-leader-movements", type=int, default=D.MAX_LEADER_MOVEMENTS,
-                        help=f"preferred-leader changes at once (default {D.MAX_LEADER_MOVEMENTS})")
+    D.add_movement_arguments(parser, purpose=" for the time estimate and warnings")
     parser.add_argument("--assignor", default=None,
                         help="dotted path of your ReplicaAssignor class (package.module.Class)")
     parser.add_argument("--engine", choices=["spark", "local"], default="spark",
