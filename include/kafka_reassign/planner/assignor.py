@@ -61,6 +61,10 @@ class PlanOptions:
     :param leader_tolerance: preferred-leader-count tolerance around the mean (rebalance)
     :param topic_spread_slack: replicas of one topic per broker allowed above the even share
     :param throttle_bytes_per_sec: replication throttle for the time estimate (None = NIC speed)
+    :param timeout_seconds: the planning Spark jobs are cancelled after this long (an error
+        names this option)
+    :param max_task_replicas: most candidate replicas one search task (one rack) may hold; above
+        it the plan stops with an error naming this option and the Spark memory settings
     """
 
     goal: str = "rebalance"
@@ -85,6 +89,8 @@ class PlanOptions:
     assignor: str | None = None
     engine: str = "spark"
     spark_master: str | None = None
+    timeout_seconds: float = 900.0
+    max_task_replicas: int = 2_000_000
     extra: dict[str, Any] = field(default_factory=dict)
 
 

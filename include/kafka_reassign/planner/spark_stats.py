@@ -72,10 +72,23 @@ class Aggregates:
     topic_broker: dict[tuple[str, int], int]
 
 
-def get_spark(master: str | None = None, app_name: str = "kafka-reassign-planner") -> Any:
+def driver_memory(input_bytes: int | None) -> str:
+    """Driver JVM memory for an input file of ``input_bytes``: the driver holds brokers and moves,
+    but in local mode it is also the executor that caches the parsed partitions (about 4x the
+    JSON). ``$KAFKA_REASSIGN_SPARK_DRIVER_MEMORY`` wins."""
+    fixed = os.environ.get("KAFKA_REASSIGN_SPARK_DRIVER_MEMORY")
+    if fixed:
+        return fixed
+    mb = 1024 + 4 * (input_bytes or 0) // (1 << 20)
+    return f"{min(mb, 6144)}m"
+
+
+def get_spark(master: str | None = None, app_name: str = "kafka-reassign-planner",
+              input_bytes: int | None = None) -> Any:
     """The active SparkSession (under spark-submit) or a new small one.
 
     :param master: Spark master URL; default ``$KAFKA_REASSIGN_SPARK_MASTER`` or ``local[2]``
+    :param input_bytes: size of the snapshot file (sizes the driver memory of a new session)
     """
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     # Python workers must be this interpreter (the venv with our packages), not the PATH's python3.
@@ -98,7 +111,10 @@ def get_spark(master: str | None = None, app_name: str = "kafka-reassign-planner
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.default.parallelism", "2")
-               .config("spark.driver.memory", os.environ.get("KAFKA_REASSIGN_SPARK_DRIVER_MEMORY", "1g"))
+               .config("spark.driver.memory", driver_memory(input_bytes))
+               # short jobs on few cores: the C1 compiler alone starts faster and leaves the
+               # cores to the work (C2 threads compete with it on a 2-core machine)
+               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "true")
                .config("spark.sql.adaptive.enabled", "true"))

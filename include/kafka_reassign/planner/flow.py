@@ -1,0 +1,186 @@
+"""The driver flow of the balancing goals (rebalance, add-brokers, remove-brokers), top to bottom.
+
+1. read the header of the snapshot-lines file (brokers, topics) and check the goal against it;
+2. the engine (Spark, or pandas for small clusters) reads the partition lines itself and reports
+   unusable rows (unknown brokers, missing sizes...);
+3. loads per broker (a Spark aggregate) -> targets, lower bounds and each rack's quotas (driver,
+   brokers-sized); infeasible goals and capacities stop here;
+4. the move search runs as one Spark task per rack (:mod:`.search`), refused up front if a task
+   would not fit;
+5. moves applied and leaders chosen as Spark tasks over partition groups (:mod:`.leaders`);
+   only changed partitions come back;
+6. reconcile on the driver (:mod:`.reconcile`): every rule checked, log dirs, executor order;
+7. the summary (:mod:`.report`).
+
+Steps 2-5 run under a deadline (``timeout_seconds``). Driver memory grows with brokers + moves.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from kafka_reassign.errors import Problem, SnapshotError
+from kafka_reassign.planner.assignor import PlanOptions
+from kafka_reassign.planner.errors import ConstraintError, GoalError
+from kafka_reassign.planner.guard import check_task_sizes, deadline
+from kafka_reassign.planner.leaders import LeaderInputs, duplicates_in, leader_groups
+from kafka_reassign.planner.loads import broker_infos, loads_after, loads_from_frame
+from kafka_reassign.planner.reconcile import ordered_plan, rule_problems
+from kafka_reassign.planner.report import build_summary
+from kafka_reassign.planner.search import SearchInputs
+from kafka_reassign.planner.snapshot_file import read_header
+from kafka_reassign.planner.targets import SLACK, BrokerInfo, compute_targets, fill_only, group_quotas
+
+BALANCING_GOALS = ("rebalance", "add-brokers", "remove-brokers")
+
+
+def check_goal_header(opts: PlanOptions, brokers: dict[int, BrokerInfo], topics: set[str]) -> None:
+    """Goal options against the header: unknown brokers or topics, missing or conflicting options.
+
+    :raises GoalError: listing every problem
+    """
+    problems: list[Problem] = []
+    for name in ("brokers", "exclude_brokers"):
+        unknown = [b for b in getattr(opts, name) if b not in brokers]
+        if unknown:
+            problems.append(Problem(name, f"unknown broker ids {unknown} (the snapshot has "
+                                          f"{sorted(brokers)})", "unknown_broker"))
+    unknown_t = [t for t in opts.exclude_topics if t not in topics]
+    if unknown_t:
+        problems.append(Problem("exclude_topics", f"unknown topics {unknown_t}", "unknown_topic"))
+    both = set(opts.brokers) & set(opts.exclude_brokers)
+    if both:
+        problems.append(Problem("brokers", f"brokers {sorted(both)} are both targeted and excluded",
+                                "conflict"))
+    if opts.goal in ("add-brokers", "remove-brokers") and not opts.brokers:
+        problems.append(Problem("brokers", f"{opts.goal} needs --brokers", "missing_option"))
+    if problems:
+        raise GoalError(problems)
+
+
+def check_feasible(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Any, max_rf: int) -> None:
+    """Capacity and broker count: a goal no placement can meet is refused before any search.
+
+    :raises GoalError: naming the problem and the option involved
+    """
+    problems: list[Problem] = []
+    if len(t.placeable) < max_rf:
+        problems.append(Problem("brokers", f"only {len(t.placeable)} brokers can hold replicas "
+                                           f"(after drains, exclusions and dead brokers) for "
+                                           f"replication factor {max_rf}", "not_enough_brokers"))
+    if t.mean_util > opts.capacity_ceiling:
+        problems.append(Problem("capacity_ceiling", f"the data needs {t.mean_util:.1%} of the "
+                                                    f"placeable brokers' capacity, above "
+                                                    f"capacity_ceiling={opts.capacity_ceiling:.0%}: "
+                                                    "add brokers or disk", "capacity"))
+    full = [b for b in t.placeable if t.target[b] > brokers[b].capacity * opts.capacity_ceiling + 1]
+    if full and not problems:
+        problems.append(Problem("capacity_ceiling", f"brokers {full[:10]} would need more than "
+                                                    f"capacity_ceiling={opts.capacity_ceiling:.0%} of "
+                                                    "their capacity (racks constrain placement)",
+                                "capacity"))
+    if problems:
+        raise GoalError(problems)
+
+
+def task_sizes(quotas: dict[str, Any], counts: dict[int, int]) -> dict[str, int]:
+    """Most replicas each search task can receive: all replicas of its group's sources."""
+    return {g: sum(counts.get(b, 0) for b in q.sources) for g, q in quotas.items()}
+
+
+def _size_of(path: str) -> int | None:
+    try:
+        return os.path.getsize(path)
+    except OSError:  # a URI only Spark can read
+        return None
+
+
+def open_engine(opts: PlanOptions, spark: Any, path: str, header: dict[str, Any]) -> tuple[Any, Any]:
+    """(engine, spark session or None) for ``opts.engine``."""
+    from kafka_reassign.planner.data import LocalData, SparkData
+
+    if opts.engine == "local":
+        return LocalData(path, header), None
+    if spark is None:
+        from kafka_reassign.planner.spark_stats import get_spark
+
+        spark = get_spark(opts.spark_master, input_bytes=_size_of(path))
+    return SparkData(spark, path, header), spark
+
+
+def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Plan a balancing goal on a snapshot-lines file: (ReassignmentPlan, summary)."""
+    t0 = time.monotonic()
+    timings: dict[str, float] = {}
+    header = read_header(path)
+    brokers, dirs = broker_infos(header)
+    check_goal_header(opts, brokers, {str(t["name"]) for t in header["topics"]})
+    drain = set(opts.brokers) if opts.goal == "remove-brokers" else set()
+    exclude, excl_topics = set(opts.exclude_brokers), set(opts.exclude_topics)
+    warnings: list[str] = []
+    t = time.monotonic()
+    engine, spark = open_engine(opts, spark, path, header)
+    timings["spark_start_s"] = round(time.monotonic() - t, 3)
+    try:
+        with deadline(spark, opts.timeout_seconds):
+            t = time.monotonic()
+            per, totals, problems = engine.loads()
+            if problems:
+                raise SnapshotError(problems)
+            before = loads_from_frame(per, dirs)
+            timings["read_and_aggregate_s"] = round(time.monotonic() - t, 3)
+            max_rf = int(totals["max_rf"])
+            targets = compute_targets(brokers, before.bytes, drain, exclude,
+                                      totals["partition_bytes"], max_rf)
+            if opts.goal == "add-brokers":
+                targets = fill_only(targets, brokers, before.bytes, set(opts.brokers))
+            check_feasible(opts, brokers, targets, max_rf)
+            hard_cap = {b: brokers[b].capacity * opts.capacity_ceiling for b in brokers}
+            quotas, flows = group_quotas(targets, before.bytes, before.count, hard_cap,
+                                         opts.balance_tolerance)
+            limits = {b: (targets.group[b], float("inf") if b in drain else
+                          q.sources[b] + q.slack.get(b, 0.0))
+                      for q in quotas.values() for b in q.sources}
+            t = time.monotonic()
+            check_task_sizes(task_sizes(quotas, before.count), opts.max_task_replicas)
+            moves = engine.search(limits, excl_topics,
+                                  SearchInputs(quotas, {b: x.rack for b, x in brokers.items()},
+                                               targets.group, flows))
+            timings["search_s"] = round(time.monotonic() - t, 3)
+            t = time.monotonic()
+            eligible = set(targets.placeable) if opts.balance_leaders else set()
+            lead_in = LeaderInputs(eligible=eligible, fixed=exclude, slack=SLACK * 4,
+                                   balance=opts.balance_leaders,
+                                   groups=leader_groups(int(totals["partitions"]), len(targets.placeable)),
+                                   gainers=set(opts.brokers) if opts.goal == "add-brokers" else None,
+                                   rack={b: x.rack for b, x in brokers.items()})
+            try:
+                changes = engine.changes(moves, excl_topics, lead_in)
+            except Exception as exc:
+                dups = duplicates_in(exc)
+                if not dups:
+                    raise
+                raise SnapshotError([Problem(f"partition {d}", "appears more than once in the snapshot",
+                                             "duplicate_partition") for d in dups]) from None
+            timings["leaders_s"] = round(time.monotonic() - t, 3)
+    finally:
+        engine.close()
+    t = time.monotonic()
+    after = loads_after(before, changes)
+    broken = rule_problems(changes, brokers, targets, after, hard_cap, exclude)
+    if broken:
+        raise ConstraintError(broken)
+    plan = ordered_plan(changes, dirs, before)
+    timings["reconcile_s"] = round(time.monotonic() - t, 3)
+    nic = {int(b["id"]): float(b.get("network_bytes_per_sec") or 125_000_000) for b in header["brokers"]}
+    summary = build_summary(opts, brokers, targets, before, after, changes, nic, warnings)
+    if summary["balance_after"] > 1 + opts.balance_tolerance:
+        summary["warnings"].append(
+            f"the fullest broker stays {summary['balance_after'] - 1:.1%} above the mean utilisation "
+            f"(more than balance_tolerance={opts.balance_tolerance:g}): excluded brokers, racks "
+            f"{targets.rack_capped or ''} or replica sizes leave no better placement")
+    summary["engine"] = opts.engine
+    summary["timings"] = timings
+    summary["plan_seconds"] = round(time.monotonic() - t0, 3)
+    return plan, summary

@@ -1,0 +1,130 @@
+"""Preferred leaders, chosen per group of partitions as Spark tasks (``applyInPandas``).
+
+Partitions are split into groups by ``crc32(topic-partition)``; the number of groups follows
+from the data (about :data:`LEADERS_PER_BROKER_PER_GROUP` partitions per broker in each, at most
+:data:`MAX_LEADER_GROUPS`), never from the Spark parallelism, so results do not depend on it. Each task applies the
+partitions' replica moves (a replica moved keeps its position) and then picks leaders with a
+per-broker quota of its group's share of the mean leader count (plus a small slack): a
+partition keeps its current first replica while that broker is under quota, the rest go to the
+replica with the fewest leaders so far. Reordering replicas moves no data. Only partitions whose
+replica list changes are returned (the plan's rows), so the driver receives moves, not replicas.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+#: brackets the names of duplicated partitions in the error a task raises (read by the driver)
+DUPLICATE_MARK = "@@duplicate-partition-rows@@"
+MAX_LEADER_GROUPS = 16
+LEADERS_PER_BROKER_PER_GROUP = 200
+
+
+def leader_groups(partitions: int, brokers: int) -> int:
+    """How many partition groups: large enough quotas per group keep the sum of the groups'
+    rounding small against the mean."""
+    return max(1, min(MAX_LEADER_GROUPS, partitions // max(1, brokers * LEADERS_PER_BROKER_PER_GROUP)))
+CHANGE_COLUMNS = ("topic", "partition", "orig", "final", "size_bytes")
+CHANGE_SCHEMA = ("topic string, partition int, orig array<int>, final array<int>, "
+                 "size_bytes double")
+
+
+@dataclass
+class LeaderInputs:
+    """:param eligible: brokers that may gain leadership
+    :param fixed: brokers whose leadership must not change (excluded brokers)
+    :param slack: fraction above the mean a broker's leader count may reach
+    :param balance: choose leaders (False: only apply the moves)
+    :param gainers: brokers that may gain leadership by a reorder (None = every eligible one;
+        add-brokers gives the new brokers only, so nothing else changes on the old ones)
+    """
+
+    eligible: set[int]
+    fixed: set[int]
+    slack: float = 0.03
+    balance: bool = True
+    groups: int = 1
+    gainers: set[int] | None = None
+    rack: dict[int, str] = field(default_factory=dict)
+
+
+def duplicates_in(error: BaseException) -> list[str]:
+    """Partition names a leader task reported as duplicated, from its (possibly wrapped) error."""
+    text = str(error)
+    if DUPLICATE_MARK not in text:
+        return []
+    return text.split(DUPLICATE_MARK)[1].split(",")
+
+
+def _apply_moves(reps: list[int], mpos: Any, mdst: Any, rack: dict[int, str]) -> list[int]:
+    """The replicas with the moves applied in position order; a move that would repeat a broker
+    or lose a rack next to another group's move of the same partition is dropped."""
+    out = list(reps)
+    if mpos is not None:
+        for p, d in sorted(zip((int(x) for x in mpos), (int(x) for x in mdst))):
+            trial = out[:p] + [d] + out[p + 1:]
+            if d not in out and len({rack.get(b) for b in trial}) >= len({rack.get(b) for b in out}):
+                out = trial
+    return out
+
+
+def choose_leaders(pdf: Any, inp: LeaderInputs) -> Any:
+    """Changed partitions of one group (pandas in, pandas out).
+
+    :param pdf: columns lgrp, topic, partition, replicas, mpos, mdst, size_bytes
+    """
+    import pandas as pd
+
+    pdf = pdf.sort_values(["topic", "partition"], kind="mergesort")
+    dup = pdf.duplicated(["topic", "partition"])
+    if dup.any():  # rows of one partition share a group, so every duplicate is seen here
+        names = [f"{t}-{p}" for t, p in zip(pdf["topic"][dup], pdf["partition"][dup])][:10]
+        raise ValueError(DUPLICATE_MARK + ",".join(names) + DUPLICATE_MARK)
+    rows = [(t, int(p), [int(x) for x in r], _apply_moves([int(x) for x in r], mp, md, inp.rack), float(s))
+            for t, p, r, mp, md, s in zip(pdf["topic"], pdf["partition"], pdf["replicas"],
+                                          pdf["mpos"], pdf["mdst"], pdf["size_bytes"])]
+    if inp.balance and rows:
+        _balance(rows, inp)
+    out = [(t, p, o, f, s) for t, p, o, f, s in rows if o != f]
+    return pd.DataFrame(out, columns=list(CHANGE_COLUMNS))
+
+
+def _balance(rows: list[tuple], inp: LeaderInputs) -> None:
+    quota = math.ceil(len(rows) / max(1, len(inp.eligible)) * (1 + inp.slack))
+    count: dict[int, int] = {}
+    deferred = []
+    for i, (_, _, orig, final, _) in enumerate(rows):
+        lead = final[0]
+        if lead in inp.fixed or orig[0] in inp.fixed:
+            count[lead] = count.get(lead, 0) + 1
+            continue
+        if lead in inp.eligible and count.get(lead, 0) < quota:
+            count[lead] = count.get(lead, 0) + 1
+        else:
+            deferred.append(i)
+    for i in deferred:
+        final = rows[i][3]
+        choices = [b for b in final if b in inp.eligible
+                   and (inp.gainers is None or b in inp.gainers or b == final[0])] or final[:1]
+        best = min(choices, key=lambda b: (count.get(b, 0), final.index(b)))
+        count[best] = count.get(best, 0) + 1
+        _lead(final, best)
+    # one repair sweep: a partition led by a broker above quota moves to a replica under it
+    for _, _, orig, final, _ in rows:
+        lead = final[0]
+        if count.get(lead, 0) <= quota or lead in inp.fixed or orig[0] in inp.fixed:
+            continue
+        under = [b for b in final[1:] if b in inp.eligible and count.get(b, 0) < quota
+                 and (inp.gainers is None or b in inp.gainers)]
+        if under:
+            best = min(under, key=lambda b: (count.get(b, 0), final.index(b)))
+            count[lead] -= 1
+            count[best] = count.get(best, 0) + 1
+            _lead(final, best)
+
+
+def _lead(final: list[int], broker: int) -> None:
+    """Make ``broker`` the preferred leader (first replica)."""
+    j = final.index(broker)
+    final[0], final[j] = final[j], final[0]

@@ -1,0 +1,215 @@
+"""The move search of one broker group (a rack), run as a Spark task (``applyInPandas``).
+
+Each group gets the replicas on its over-loaded brokers (``sources``, bytes to shed each) and
+byte quotas on under-loaded brokers: its own rack's (``local``) and slices of other racks'
+(``exports``, computed on the driver so that the racks' quotas add up). Groups never compete for
+the same quota and never both move replicas of one partition into the same rack, so they run
+independently and the driver only concatenates their moves:
+
+* an in-rack move keeps every partition's set of racks as it is;
+* a cross-rack move must keep the partition's number of racks, and for each (partition,
+  receiving rack) only one of the partition's racks may send: the *owner*, drawn from
+  ``crc32(topic-partition)`` with weights = the bytes each of its racks exports to that rack.
+  Every group computes the same owner from the same flows, so two groups never put two
+  replicas of one partition into one rack, and exporters get candidates in proportion to
+  what they must send. (With fewer racks than replicas a rack the partition uses can also
+  receive; the rare clash with that rack's own move is undone by the leader stage.)
+
+Per source, candidates are taken largest first while they fit the bytes still to shed plus a
+small slack (first-fit decreasing); each goes to the receiver with most quota left that passes
+the rules. The many small replicas of a lognormal size distribution then close the gap, so the
+bytes moved stay within about a percent of the bytes above the target.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: share of the balance tolerance a receiver may go above its quota for a replica nothing else fits
+RECEIVER_GIVE = 0.4
+MOVE_COLUMNS = ("topic", "partition", "pos", "src", "dst", "size_bytes")
+MOVE_SCHEMA = "topic string, partition int, pos int, src int, dst int, size_bytes double"
+
+
+@dataclass
+class GroupQuotas:
+    """What one group may do.
+
+    :param sources: broker -> bytes to shed (drained brokers: all they hold)
+    :param drained: brokers that must end empty (every replica moves)
+    :param local: in-group receiver -> bytes it may take
+    :param exports: receiver in another group -> bytes it may take from this group
+    :param slack: source -> bytes above its target at which it stops shedding
+    :param give: broker -> bytes a receiver may go above its quota, or a source below its
+        target, for one replica that fits nothing else (balance_tolerance x target)
+    :param hard_limit: receiver -> bytes it may never exceed (capacity x ceiling - current)
+    :param count_excess: source -> replicas it holds above its share of the replica count
+    """
+
+    sources: dict[int, float]
+    drained: set[int] = field(default_factory=set)
+    local: dict[int, float] = field(default_factory=dict)
+    exports: dict[int, float] = field(default_factory=dict)
+    slack: dict[int, float] = field(default_factory=dict)
+    give: dict[int, float] = field(default_factory=dict)
+    hard_limit: dict[int, float] = field(default_factory=dict)
+    count_excess: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass
+class SearchInputs:
+    """Everything the group tasks need: small (brokers), pickled into each task."""
+
+    quotas: dict[str, GroupQuotas]
+    rack: dict[int, str]
+    group: dict[int, str]
+    flows: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def owner(self, groups: list[str], crc: int, into: str) -> str | None:
+        """The group allowed to move a replica of the partition (in ``groups``) into ``into``."""
+        weights = [(g, self.flows.get(g, {}).get(into, 0.0)) for g in sorted(set(groups))]
+        total = sum(w for _, w in weights)
+        if total <= 0:
+            return None
+        x = (crc % 1_000_003) / 1_000_003 * total
+        for g, w in weights:
+            if x < w:
+                return g
+            x -= w
+        return weights[-1][0]
+
+
+def _dest(row_brokers: list[int], pos: int, crc: int, size: float, q: GroupQuotas,
+          inp: SearchInputs, used: set[int], forced: bool) -> int | None:
+    """Best receiver for one replica, or None."""
+    src = row_brokers[pos]
+    me = inp.group[src]
+    taken = set(row_brokers) | used
+    groups = [inp.group[b] for b in row_brokers]
+    owners: dict[str, str | None] = {}
+    others_racks = {inp.rack[b] for i, b in enumerate(row_brokers) if i != pos}
+    keep_racks = len(others_racks | {inp.rack[src]})
+    best, best_room = None, float("-inf")
+    pools = [(q.local, False), (q.exports, True)]
+    for pool, cross in pools:
+        for b, room in pool.items():
+            if b in taken or q.hard_limit.get(b, float("inf")) < size:
+                continue
+            # only a receiver's own rack may push it past its quota (once, not once per group)
+            over = q.slack.get(b, 0.0) if cross else RECEIVER_GIVE * q.give.get(b, 0.0)
+            if room + over < size and not forced:
+                continue
+            if cross:
+                into = inp.group[b]
+                if into not in owners:
+                    owners[into] = inp.owner(groups, crc, into)
+                if owners[into] != me:
+                    continue
+            if len(others_racks | {inp.rack[b]}) < keep_racks:
+                continue
+            if room > best_room:
+                best, best_room = b, room
+        if best is not None and not forced:
+            return best
+    return best
+
+
+class _Pool:
+    """One source's candidates sorted by size, with O(log n) "nearest untried size" lookups."""
+
+    def __init__(self, sizes: list[float]) -> None:
+        self.sizes = sizes
+        self.right = list(range(len(sizes) + 1))   # next untried index >= i (len = none)
+        self.left = list(range(len(sizes) + 1))    # slot j = index j - 1; slot 0 = none
+
+    def _find(self, arr: list[int], i: int) -> int:
+        root = i
+        while arr[root] != root:
+            root = arr[root]
+        while arr[i] != root:
+            arr[i], i = root, arr[i]
+        return root
+
+    def take(self, i: int) -> None:
+        self.right[i] = i + 1
+        self.left[i + 1] = i
+
+    def nearest(self, want: float, most: float) -> int | None:
+        """Index of the untried candidate closest to ``want`` among those <= ``most``."""
+        from bisect import bisect_right
+
+        cut = bisect_right(self.sizes, most)
+        k = bisect_right(self.sizes, want, 0, cut)
+        lo = self._find(self.left, k) - 1           # largest untried index < k
+        hi = self._find(self.right, k)              # smallest untried index >= k
+        hi = hi if hi < cut else None
+        lo = lo if lo >= 0 else None
+        if lo is None or (hi is not None and self.sizes[hi] - want < want - self.sizes[lo]):
+            return hi
+        return lo
+
+
+def search_group(pdf: Any, inp: SearchInputs) -> Any:
+    """Moves for one group's candidate replicas (pandas in, pandas out).
+
+    Each source sheds its bytes with replicas of about ``bytes left / replicas left to shed`` in
+    size, so its byte excess and its replica-count excess come down together (a source with few
+    surplus replicas sheds few big ones, one with many sheds many small ones); a drained broker
+    sends everything, largest first.
+
+    :param pdf: columns grp, topic, partition, pos, broker, size_bytes, replicas, crc
+    """
+    import pandas as pd
+
+    if len(pdf) == 0:
+        return pd.DataFrame({c: [] for c in MOVE_COLUMNS})
+    q = inp.quotas[str(pdf["grp"].iloc[0])]
+    q = GroupQuotas(q.sources, q.drained, dict(q.local), dict(q.exports), q.slack, q.give,
+                    dict(q.hard_limit), q.count_excess)  # a task's own copy
+    pdf = pdf.sort_values(["broker", "size_bytes", "topic", "partition"], kind="mergesort")
+    moved: dict[tuple[str, int], set[int]] = {}
+    out: list[tuple] = []
+    by_broker = {int(b): g for b, g in pdf.groupby("broker", sort=True)}
+    for src in sorted(q.sources, key=lambda b: (-q.sources[b], b)):
+        g = by_broker.get(src)
+        if g is not None:
+            rows = list(zip(g["topic"], g["partition"], g["pos"], g["size_bytes"], g["replicas"], g["crc"]))
+            out += _shed(src, rows, q, inp, moved)
+    return pd.DataFrame(out, columns=list(MOVE_COLUMNS))
+
+
+def _shed(src: int, rows: list[tuple], q: GroupQuotas, inp: SearchInputs,
+          moved: dict[tuple[str, int], set[int]]) -> list[tuple]:
+    """One source's moves; ``rows`` sorted by size ascending."""
+    forced = src in q.drained
+    left, slack = q.sources[src], q.slack.get(src, 0.0)
+    count_left = q.count_excess.get(src, 0.0)
+    pool = _Pool([float(r[3]) for r in rows])
+    out: list[tuple] = []
+    order = iter(range(len(rows) - 1, -1, -1))
+    while True:
+        if forced:
+            i = next(order, None)
+        elif left <= slack:
+            break
+        else:
+            i = pool.nearest(left / max(1.0, count_left), left + max(slack, q.give.get(src, 0.0)))
+        if i is None:
+            break
+        pool.take(i)
+        topic, part, pos, size, reps, crc = rows[i]
+        key, pos, size = (topic, int(part)), int(pos), float(size)
+        used = moved.setdefault(key, set())
+        if -1 - pos in used:
+            continue
+        reps = [int(x) for x in reps]
+        dst = _dest(reps, pos, int(crc), size, q, inp, used, forced)
+        if dst is None:
+            continue
+        (q.local if dst in q.local else q.exports)[dst] -= size
+        q.hard_limit[dst] = q.hard_limit.get(dst, float("inf")) - size
+        used.update((dst, -1 - pos))  # the receiver, and the position (moved once)
+        left -= size
+        count_left -= 1
+        out.append((topic, int(part), pos, src, dst, size))
+    return out
