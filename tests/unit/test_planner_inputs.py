@@ -72,8 +72,8 @@ def test_not_a_snapshot_at_all():
     ("rebalance", {"capacity_ceiling": 1.5}, "capacity_ceiling: must be in (0, 1]"),
     ("rebalance", {"colour": "blue"}, "colour: unknown planner option"),
     ("remove-brokers", {"brokers": [1], "exclude_brokers": [1]}, "both targeted and excluded"),
-    ("remove-brokers", {"brokers": [1, 2, 3, 4]}, "leaves 2 brokers for partitions with replication factor 3"),
-    ("remove-brokers", {"brokers": [1], "exclude_topics": ["t"]}, "excluded topics ['t'] have replicas"),
+    ("remove-brokers", {"brokers": [1, 2, 3, 4]}, "only 2 brokers can hold replicas"),
+    ("remove-brokers", {"brokers": [1], "exclude_topics": ["t"]}, "excluded topics ['t'] keep 1 replicas on"),
 ])
 def test_impossible_goals_and_bad_options(goal, options, needle):
     with pytest.raises(GoalError) as exc:
@@ -210,13 +210,25 @@ def test_estimate_follows_kip73_and_warns_when_throttle_below_bytes_in(assignors
     assert any("never finish" in w and "broker 1" in w for w in res.summary["warnings"])
 
 
-def test_batches_use_kip435_steps():
+def test_plan_is_ordered_for_the_executor_without_batches():
     snap = generate_snapshot(GenerateOptions(brokers=6, racks=3, topics=4, partitions=10, skew=1.0, seed=2))
-    res = plan(snap, "rebalance", engine="local", max_movements_per_broker=2)
+    res = plan(snap, "rebalance", engine="local")
     s = res.summary
-    assert s["batching"] == "kafka_reassign.steps.build_batches"
-    # with 2 movements per broker per batch, 6 brokers fit at most 6 replica movements per batch
-    assert s["batches"] >= s["replica_movements"] / 6
+    assert s["batches"] is None and "sliding window" in s["batching"]
+    size = {(t["name"], p["partition"]): p["size_bytes"] for t in snap["topics"] for p in t["partitions"]}
+    old = {(t["name"], p["partition"]): p["replicas"] for t in snap["topics"] for p in t["partitions"]}
+    # per receiving broker the copies come largest first; leader-only reorders come last
+    seen: dict[int, float] = {}
+    data_done = False
+    for m in res.plan.moves:
+        added = [b for b in m.replicas if b not in old[m.key]]
+        if not added:
+            data_done = True
+            continue
+        assert not data_done, "a data move after a leader-only reorder"
+        copy_bytes = size[m.key] * len(added)
+        assert copy_bytes <= seen.get(added[0], float("inf"))
+        seen[added[0]] = copy_bytes
 
 
 # -- CLI ------------------------------------------------------------------------------------

@@ -168,6 +168,11 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
         engine.close()
     t = time.monotonic()
     after = loads_after(before, changes)
+    stuck = {b: after.count[b] for b in drain if after.count[b] > 0}
+    if stuck and excl_topics:
+        raise GoalError([Problem("exclude_topics", f"excluded topics {sorted(excl_topics)} keep "
+                                                   f"{sum(stuck.values())} replicas on brokers to drain "
+                                                   f"{sorted(stuck)}", "conflict")])
     broken = rule_problems(changes, brokers, targets, after, hard_cap, exclude)
     if broken:
         raise ConstraintError(broken)
