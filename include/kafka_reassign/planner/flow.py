@@ -154,7 +154,8 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
                                    balance=opts.balance_leaders,
                                    groups=leader_groups(int(totals["partitions"]), len(targets.placeable)),
                                    gainers=set(opts.brokers) if opts.goal == "add-brokers" else None,
-                                   rack={b: x.rack for b, x in brokers.items()})
+                                   rack={b: x.rack for b, x in brokers.items()},
+                                   placeable=set(targets.placeable))
             try:
                 changes = engine.changes(moves, excl_topics, lead_in)
             except Exception as exc:
@@ -173,7 +174,7 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
         raise GoalError([Problem("exclude_topics", f"excluded topics {sorted(excl_topics)} keep "
                                                    f"{sum(stuck.values())} replicas on brokers to drain "
                                                    f"{sorted(stuck)}", "conflict")])
-    broken = rule_problems(changes, brokers, targets, after, hard_cap, exclude)
+    broken = rule_problems(changes, targets, after, hard_cap)
     if broken:
         raise ConstraintError(broken)
     plan = ordered_plan(changes, dirs, before)

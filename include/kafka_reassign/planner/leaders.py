@@ -25,9 +25,9 @@ def leader_groups(partitions: int, brokers: int) -> int:
     """How many partition groups: large enough quotas per group keep the sum of the groups'
     rounding small against the mean."""
     return max(1, min(MAX_LEADER_GROUPS, partitions // max(1, brokers * LEADERS_PER_BROKER_PER_GROUP)))
-CHANGE_COLUMNS = ("topic", "partition", "orig", "final", "size_bytes")
+CHANGE_COLUMNS = ("topic", "partition", "orig", "final", "size_bytes", "added", "removed", "problem")
 CHANGE_SCHEMA = ("topic string, partition int, orig array<int>, final array<int>, "
-                 "size_bytes double")
+                 "size_bytes double, added array<int>, removed array<int>, problem string")
 
 
 @dataclass
@@ -47,6 +47,7 @@ class LeaderInputs:
     groups: int = 1
     gainers: set[int] | None = None
     rack: dict[int, str] = field(default_factory=dict)
+    placeable: set[int] = field(default_factory=set)
 
 
 def duplicates_in(error: BaseException) -> list[str]:
@@ -86,8 +87,24 @@ def choose_leaders(pdf: Any, inp: LeaderInputs) -> Any:
                                           pdf["mpos"], pdf["mdst"], pdf["size_bytes"])]
     if inp.balance and rows:
         _balance(rows, inp)
-    out = [(t, p, o, f, s) for t, p, o, f, s in rows if o != f]
+    out = [(t, p, o, f, s, [b for b in f if b not in o], [b for b in o if b not in f],
+            row_problem(o, f, inp)) for t, p, o, f, s in rows if o != f]
     return pd.DataFrame(out, columns=list(CHANGE_COLUMNS))
+
+
+def row_problem(orig: list[int], final: list[int], inp: LeaderInputs) -> str | None:
+    """The rule a changed partition breaks, checked where the row is (the driver only collects):
+    replication factor, repeated brokers, receivers that may not receive, racks, exclusions."""
+    new = set(final) - set(orig)
+    if len(final) != len(orig) or len(set(final)) != len(final):
+        return f"replicas {final} change the replication factor or repeat a broker"
+    if new - inp.placeable:
+        return f"replicas {sorted(new - inp.placeable)} are not placeable (drained, excluded or dead)"
+    if len({inp.rack.get(b) for b in final}) < len({inp.rack.get(b) for b in orig}):
+        return f"replicas {final} span fewer racks than {orig}"
+    if (set(orig) ^ set(final)) & inp.fixed:
+        return "an excluded broker gains or loses a replica"
+    return None
 
 
 def _balance(rows: list[tuple], inp: LeaderInputs) -> None:

@@ -53,17 +53,21 @@ def loads_from_frame(per: Any, dirs: dict[int, list[tuple[str, float]]]) -> Load
 
 
 def loads_after(before: Loads, changes: Any) -> Loads:
-    """``before`` with every changed partition applied (bytes, replica counts, leaders)."""
+    """``before`` with every changed partition applied (bytes, replica counts, leaders), from
+    the ``added`` / ``removed`` columns the leader tasks computed (vectorised: moves-sized)."""
     after = before.copy()
-    for orig, final, size in zip(changes["orig"], changes["final"], changes["size_bytes"]):
-        orig, final = [int(x) for x in orig], [int(x) for x in final]
-        for b in set(orig) - set(final):
-            after.bytes[b] -= size
-            after.count[b] -= 1
-        for b in set(final) - set(orig):
-            after.bytes[b] += size
-            after.count[b] += 1
-        if orig[0] != final[0]:
-            after.leaders[orig[0]] -= 1
-            after.leaders[final[0]] += 1
+    for col, sign in (("added", 1), ("removed", -1)):
+        x = changes[[col, "size_bytes"]].explode(col).dropna(subset=[col])
+        if len(x):
+            g = x.groupby(x[col].astype(int))["size_bytes"].agg(["sum", "count"])
+            for b, total, n in zip(g.index, g["sum"], g["count"]):
+                after.bytes[int(b)] += sign * float(total)
+                after.count[int(b)] += sign * int(n)
+    old = changes["orig"].str[0].astype("Int64")
+    new = changes["final"].str[0].astype("Int64")
+    moved = old != new
+    for b, n in old[moved].value_counts().items():
+        after.leaders[int(b)] -= int(n)
+    for b, n in new[moved].value_counts().items():
+        after.leaders[int(b)] += int(n)
     return after

@@ -10,32 +10,16 @@ from typing import Any
 from kafka_reassign.errors import Problem
 from kafka_reassign.plan import ANY_LOG_DIR, PartitionMove, ReassignmentPlan
 from kafka_reassign.planner.loads import Loads
-from kafka_reassign.planner.targets import BrokerInfo, Targets
+from kafka_reassign.planner.targets import Targets
 
 MAX_PROBLEMS = 20
 
 
-def rule_problems(changes: Any, brokers: dict[int, BrokerInfo], t: Targets, after: Loads,
-                  hard_cap: dict[int, float], exclude: set[int]) -> list[Problem]:
-    """Every broken rule: replication factor, duplicates, receivers, racks, capacity, drains."""
-    out: list[Problem] = []
-    for topic, part, orig, final in zip(changes["topic"], changes["partition"], changes["orig"],
-                                        changes["final"]):
-        orig, final = [int(x) for x in orig], [int(x) for x in final]
-        where = f"partition {topic}-{part}"
-        new = set(final) - set(orig)
-        if len(final) != len(orig) or len(set(final)) != len(final):
-            out.append(Problem(where, f"replicas {final} change the replication factor or repeat a broker",
-                               "bad_replicas"))
-        elif new - set(t.placeable):
-            out.append(Problem(where, f"replicas {sorted(new - set(t.placeable))} are not placeable "
-                                      "(drained, excluded or dead)", "not_placeable"))
-        elif len({brokers[b].rack for b in final}) < len({brokers[b].rack for b in orig}):
-            out.append(Problem(where, f"replicas {final} span fewer racks than {orig}", "rack"))
-        elif (set(orig) ^ set(final)) & exclude:
-            out.append(Problem(where, "an excluded broker gains or loses a replica", "excluded"))
-        if len(out) >= MAX_PROBLEMS:
-            return out
+def rule_problems(changes: Any, t: Targets, after: Loads, hard_cap: dict[int, float]) -> list[Problem]:
+    """Every broken rule: the per-partition ones the leader tasks found, capacity, drains."""
+    bad = changes[changes["problem"].notna()].head(MAX_PROBLEMS)
+    out = [Problem(f"partition {tp}-{p}", str(x), "rule")
+           for tp, p, x in zip(bad["topic"], bad["partition"], bad["problem"])]
     for b in t.placeable:
         if after.bytes[b] > hard_cap[b] + 1 and after.bytes[b] > t.target[b] + 1:
             out.append(Problem(f"broker {b}", f"would hold {after.bytes[b]:.0f} bytes, above "

@@ -42,21 +42,16 @@ def count_balance(values: dict[int, int], ids: list[int]) -> float:
     return max(values[b] for b in ids) / mean if mean else 1.0
 
 
-def _movement(changes: Any) -> tuple[int, float, int, dict[int, float], dict[int, float], int]:
-    replicas = leaders = rack_unsafe = 0
-    data = 0.0
-    into: dict[int, float] = {}
-    out_of: dict[int, float] = {}
-    for orig, final, size in zip(changes["orig"], changes["final"], changes["size_bytes"]):
-        added = [int(b) for b in final if b not in set(orig)]
-        replicas += len(added)
-        data += size * len(added)
-        leaders += int(orig[0] != final[0])
-        for b in added:
-            into[b] = into.get(b, 0.0) + size
-        if added:
-            out_of[int(orig[0])] = out_of.get(int(orig[0]), 0.0) + size * len(added)
-    return replicas, data, leaders, into, out_of, rack_unsafe
+def _movement(changes: Any) -> tuple[int, float, int, dict[int, float], dict[int, float]]:
+    """Replica movements, bytes copied, leader changes, bytes into and out of each broker."""
+    n_added = changes["added"].str.len().fillna(0)
+    copied = changes["size_bytes"] * n_added
+    leaders = int((changes["orig"].str[0] != changes["final"].str[0]).sum())
+    x = changes[["added", "size_bytes"]].explode("added").dropna(subset=["added"])
+    into = {int(b): float(v) for b, v in x.groupby(x["added"].astype(int))["size_bytes"].sum().items()}
+    src = changes["orig"].str[0][n_added > 0]
+    out_of = {int(b): float(v) for b, v in copied[n_added > 0].groupby(src.astype(int)).sum().items()}
+    return int(n_added.sum()), float(copied.sum()), leaders, into, out_of
 
 
 def estimate_seconds(into: dict[int, float], out_of: dict[int, float], nic: dict[int, float],
@@ -71,7 +66,7 @@ def estimate_seconds(into: dict[int, float], out_of: dict[int, float], nic: dict
 def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets, before: Loads,
                   after: Loads, changes: Any, nic: dict[int, float], warnings: list[str]) -> dict[str, Any]:
     """The summary dict (keys documented in the module docstring)."""
-    replicas, data, leaders, into, out_of, _ = _movement(changes)
+    replicas, data, leaders, into, out_of = _movement(changes)
     live = [b for b in brokers if b not in t.drained and brokers[b].alive]
     everyone = sorted(brokers)
     bound = t.rack_aware_lower_bound

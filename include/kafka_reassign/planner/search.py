@@ -79,39 +79,87 @@ class SearchInputs:
         return weights[-1][0]
 
 
+class _Receivers:
+    """Receivers of one pool (in-rack or exports) by group, each group a max-heap on quota left.
+
+    Lookups pop from the top until a receiver passes the row's rules, then push the popped
+    back: the first few receivers nearly always pass, so a lookup costs a few heap operations
+    instead of a scan of every receiver. Entries whose quota changed since are skipped.
+    """
+
+    def __init__(self, room: dict[int, float], over: dict[int, float], group: dict[int, str]) -> None:
+        import heapq
+
+        self.room, self.over, self.group = room, over, group
+        self.heaps: dict[str, list[tuple[float, int]]] = {}
+        self.max_over: dict[str, float] = {}
+        for b, r in room.items():
+            g = group[b]
+            self.heaps.setdefault(g, []).append((-r, b))
+            self.max_over[g] = max(self.max_over.get(g, 0.0), over.get(b, 0.0))
+        for h in self.heaps.values():
+            heapq.heapify(h)
+
+    def take(self, b: int, size: float) -> None:
+        import heapq
+
+        self.room[b] -= size
+        heapq.heappush(self.heaps[self.group[b]], (-self.room[b], b))
+
+    def best(self, g: str, size: float, ok: Any, forced: bool) -> tuple[float, int] | None:
+        """(quota left, broker) of the receiver of group ``g`` with most quota that fits and passes ``ok``."""
+        import heapq
+
+        h = self.heaps.get(g)
+        popped: list[tuple[float, int]] = []
+        found = None
+        while h:
+            neg, b = h[0]
+            if -neg != self.room[b]:
+                heapq.heappop(h)  # stale: a newer entry carries this receiver's quota
+                continue
+            if not forced and -neg + self.max_over[g] < size:
+                break
+            popped.append(heapq.heappop(h))
+            if (forced or -neg + self.over.get(b, 0.0) >= size) and ok(b):
+                found = (-neg, b)
+                break
+        for e in popped:
+            heapq.heappush(h, e)
+        return found
+
+
 def _dest(row_brokers: list[int], pos: int, crc: int, size: float, q: GroupQuotas,
-          inp: SearchInputs, used: set[int], forced: bool) -> int | None:
-    """Best receiver for one replica, or None."""
+          inp: SearchInputs, used: set[int], forced: bool, pools: tuple[_Receivers, _Receivers]
+          ) -> tuple[_Receivers, int] | None:
+    """(pool, receiver) for one replica, or None: in-rack first, then the groups this one owns
+    the partition's move into."""
     src = row_brokers[pos]
     me = inp.group[src]
     taken = set(row_brokers) | used
     groups = [inp.group[b] for b in row_brokers]
-    owners: dict[str, str | None] = {}
     others_racks = {inp.rack[b] for i, b in enumerate(row_brokers) if i != pos}
     keep_racks = len(others_racks | {inp.rack[src]})
-    best, best_room = None, float("-inf")
-    pools = [(q.local, False), (q.exports, True)]
-    for pool, cross in pools:
-        for b, room in pool.items():
-            if b in taken or q.hard_limit.get(b, float("inf")) < size:
-                continue
-            # only a receiver's own rack may push it past its quota (once, not once per group)
-            over = q.slack.get(b, 0.0) if cross else RECEIVER_GIVE * q.give.get(b, 0.0)
-            if room + over < size and not forced:
-                continue
-            if cross:
-                into = inp.group[b]
-                if into not in owners:
-                    owners[into] = inp.owner(groups, crc, into)
-                if owners[into] != me:
-                    continue
-            if len(others_racks | {inp.rack[b]}) < keep_racks:
-                continue
-            if room > best_room:
-                best, best_room = b, room
-        if best is not None and not forced:
-            return best
-    return best
+
+    def ok(b: int) -> bool:
+        return (b not in taken and q.hard_limit.get(b, float("inf")) >= size
+                and len(others_racks | {inp.rack[b]}) >= keep_racks)
+
+    local, exports = pools
+    best = None
+    for g in local.heaps:
+        hit = local.best(g, size, ok, forced)
+        if hit and (best is None or hit[0] > best[0][0]):
+            best = (hit, local)
+    if best is not None and not forced:
+        return best[1], best[0][1]
+    for g in exports.heaps:
+        if inp.owner(groups, crc, g) != me:
+            continue
+        hit = exports.best(g, size, ok, forced)
+        if hit and (best is None or hit[0] > best[0][0]):
+            best = (hit, exports)
+    return (best[1], best[0][1]) if best else None
 
 
 class _Pool:
@@ -166,6 +214,9 @@ def search_group(pdf: Any, inp: SearchInputs) -> Any:
     q = inp.quotas[str(pdf["grp"].iloc[0])]
     q = GroupQuotas(q.sources, q.drained, dict(q.local), dict(q.exports), q.slack, q.give,
                     dict(q.hard_limit), q.count_excess)  # a task's own copy
+    # only a receiver's own rack may push it past its quota (once, not once per group)
+    pools = (_Receivers(q.local, {b: RECEIVER_GIVE * q.give.get(b, 0.0) for b in q.local}, inp.group),
+             _Receivers(q.exports, {b: q.slack.get(b, 0.0) for b in q.exports}, inp.group))
     pdf = pdf.sort_values(["broker", "size_bytes", "topic", "partition"], kind="mergesort")
     moved: dict[tuple[str, int], set[int]] = {}
     out: list[tuple] = []
@@ -174,12 +225,12 @@ def search_group(pdf: Any, inp: SearchInputs) -> Any:
         g = by_broker.get(src)
         if g is not None:
             rows = list(zip(g["topic"], g["partition"], g["pos"], g["size_bytes"], g["replicas"], g["crc"]))
-            out += _shed(src, rows, q, inp, moved)
+            out += _shed(src, rows, q, inp, moved, pools)
     return pd.DataFrame(out, columns=list(MOVE_COLUMNS))
 
 
 def _shed(src: int, rows: list[tuple], q: GroupQuotas, inp: SearchInputs,
-          moved: dict[tuple[str, int], set[int]]) -> list[tuple]:
+          moved: dict[tuple[str, int], set[int]], pools: tuple[_Receivers, _Receivers]) -> list[tuple]:
     """One source's moves; ``rows`` sorted by size ascending."""
     forced = src in q.drained
     left, slack = q.sources[src], q.slack.get(src, 0.0)
@@ -203,10 +254,11 @@ def _shed(src: int, rows: list[tuple], q: GroupQuotas, inp: SearchInputs,
         if -1 - pos in used:
             continue
         reps = [int(x) for x in reps]
-        dst = _dest(reps, pos, int(crc), size, q, inp, used, forced)
-        if dst is None:
+        hit = _dest(reps, pos, int(crc), size, q, inp, used, forced, pools)
+        if hit is None:
             continue
-        (q.local if dst in q.local else q.exports)[dst] -= size
+        receivers, dst = hit
+        receivers.take(dst, size)
         q.hard_limit[dst] = q.hard_limit.get(dst, float("inf")) - size
         used.update((dst, -1 - pos))  # the receiver, and the position (moved once)
         left -= size
