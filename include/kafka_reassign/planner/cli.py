@@ -53,7 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """
     from kafka_reassign.planner import GOAL_NAMES
 
-    parser.add_argument("--snapshot", required=True, help="cluster snapshot JSON (kafka-reassign snapshot)")
+    parser.add_argument("--snapshot", required=True,
+                        help="cluster snapshot: JSON (kafka-reassign snapshot) or snapshot lines "
+                             "(header line + one partition per line; Spark reads it directly)")
     parser.add_argument("--goal", required=True, choices=list(GOAL_NAMES) + ["custom"],
                         help="what the plan should achieve ('custom' = only --assignor decides)")
     parser.add_argument("--out", required=True, help="plan file to write (Kafka reassignment JSON)")
@@ -77,6 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="spark (default) or local (plain Python aggregates, no JVM)")
     parser.add_argument("--spark-master", default=None,
                         help="Spark master URL (default $KAFKA_REASSIGN_SPARK_MASTER or local[2])")
+    parser.add_argument("--timeout", type=float, default=None, dest="timeout_seconds",
+                        help="cancel the planning Spark jobs after this many seconds (default 900)")
     parser.add_argument("--no-chart", action="store_true", help="do not write the PNG chart")
     parser.add_argument("--options", type=_json_object, default=None, dest="options_json",
                         help="more planner options as a JSON object of PlanOptions names, e.g. "
@@ -88,10 +92,30 @@ def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     names = ["brokers", "replication_factor", "topics", "exclude_topics", "exclude_brokers",
              "capacity_ceiling", "balance_tolerance", "throttle_bytes_per_sec",
              "log_dir_throttle_bytes_per_sec", "max_partition_movements", "max_movements_per_broker",
-             "max_leader_movements", "assignor", "engine", "spark_master"]
+             "max_leader_movements", "assignor", "engine", "spark_master", "timeout_seconds"]
     out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
     out.update(getattr(args, "options_json", None) or {})
     return out
+
+
+class _InputError(Exception):
+    """The snapshot file cannot be read."""
+
+
+def _plan(args: argparse.Namespace, spark: Any) -> Any:
+    """Plan from the snapshot file: snapshot lines go to Spark as a file, JSON is decoded here."""
+    from kafka_reassign.planner import plan, plan_file
+    from kafka_reassign.planner.snapshot_file import is_snapshot_lines
+
+    if is_snapshot_lines(args.snapshot):
+        return plan_file(args.snapshot, args.goal, spark=spark, **options_from_args(args))
+    try:
+        snapshot = json.loads(Path(args.snapshot).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise _InputError(f"cannot read snapshot {args.snapshot}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise _InputError(f"snapshot {args.snapshot} is not valid JSON: {exc}") from None
+    return plan(snapshot, args.goal, spark=spark, **options_from_args(args))
 
 
 def run(args: argparse.Namespace, spark: Any = None) -> int:
@@ -101,28 +125,21 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
     :param spark: an existing SparkSession (spark_job passes the submitted one)
     """
     from kafka_reassign.errors import ProblemListError
-    from kafka_reassign.planner import AssignorError, plan
+    from kafka_reassign.planner import AssignorError, PlannerError
     from kafka_reassign.planner.chart import chart_path_for, write_chart
 
-    try:
-        snapshot = json.loads(Path(args.snapshot).read_text(encoding="utf-8"))
-    except OSError as exc:
-        print(f"kafka-reassign plan: error: cannot read snapshot {args.snapshot}: "
-              f"{exc.strerror or exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except json.JSONDecodeError as exc:
-        print(f"kafka-reassign plan: error: snapshot {args.snapshot} is not valid JSON: {exc}",
-              file=sys.stderr)
-        return EXIT_BAD_INPUT
     out = Path(args.out)
     if not out.parent.exists():
         print(f"kafka-reassign plan: error: directory {out.parent} does not exist", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        result = plan(snapshot, args.goal, spark=spark, **options_from_args(args))
-    except (ProblemListError, AssignorError) as exc:
+        result = _plan(args, spark)
+    except (ProblemListError, AssignorError, _InputError) as exc:
         print(f"kafka-reassign plan: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except PlannerError as exc:  # too large for the settings, or past the deadline
+        print(f"kafka-reassign plan: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     # everything validated and computed: now write (plan last-but-one, atomically)
     summary = dict(result.summary)
     summary["plan_file"] = str(out)

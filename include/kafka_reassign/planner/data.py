@@ -14,16 +14,24 @@ The same pandas functions run in the Spark tasks and in the local engine, so the
 from __future__ import annotations
 
 import json
-from functools import partial
 from typing import Any
 
 from kafka_reassign.errors import Problem
 from kafka_reassign.planner.leaders import CHANGE_COLUMNS, CHANGE_SCHEMA, LeaderInputs, choose_leaders
 from kafka_reassign.planner.search import MOVE_SCHEMA, SearchInputs, search_group
+from kafka_reassign.planner.spark_stats import _quiet
 
 PARTITION_SCHEMA = ("topic string, partition int, replicas array<int>, log_dirs array<string>, "
                     "size_bytes double, bytes_in_per_sec double, leader int")
 MAX_EXAMPLES = 10
+
+
+def _task(fn: Any, inputs: Any) -> Any:
+    """``fn(pdf, inputs)`` as the one-argument function ``applyInPandas`` wants (a closure, so
+    Spark does not try to read type hints off a ``functools.partial``)."""
+    def run(pdf):  # noqa: ANN001, ANN202 - no hints: Spark infers the UDF kind from them
+        return fn(pdf, inputs)
+    return run
 
 
 def _crc(topic: str, partition: int) -> int:
@@ -87,6 +95,7 @@ class SparkData:
         detail = F.coalesce(*[F.when(c, d.cast("string")) for _, c, d in checks])
         return kind, detail
 
+    @_quiet
     def loads(self) -> tuple[Any, dict[str, float], list[Problem]]:
         """(per (broker, log_dir) loads, totals, problems) from one scan of the file (which also
         caches the parsed partitions for the next stages); examples of unusable rows are
@@ -126,12 +135,14 @@ class SparkData:
         return (r.where(F.col("size_bytes") <= F.col("max_size"))
                 .select("grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas", "crc"))
 
+    @_quiet
     def search(self, limits: dict[int, tuple[str, float]], exclude_topics: set[str],
                inputs: SearchInputs) -> Any:
         """The moves, one Spark task per broker group."""
         cand = self._candidates(limits, exclude_topics)
-        return cand.groupBy("grp").applyInPandas(partial(search_group, inp=inputs), MOVE_SCHEMA).toPandas()
+        return cand.groupBy("grp").applyInPandas(_task(search_group, inputs), MOVE_SCHEMA).toPandas()
 
+    @_quiet
     def changes(self, moves: Any, exclude_topics: set[str], inputs: LeaderInputs) -> Any:
         """Partitions whose replica list changes (moves applied, leaders chosen)."""
         from pyspark.sql import functions as F
@@ -150,7 +161,7 @@ class SparkData:
             parts = (parts.withColumn("mpos", F.lit(None).cast("array<int>"))
                      .withColumn("mdst", F.lit(None).cast("array<int>")))
         cols = parts.select("lgrp", "topic", "partition", "replicas", "mpos", "mdst", "size_bytes")
-        out = cols.groupBy("lgrp").applyInPandas(partial(choose_leaders, inp=inputs), CHANGE_SCHEMA)
+        out = cols.groupBy("lgrp").applyInPandas(_task(choose_leaders, inputs), CHANGE_SCHEMA)
         return out.toPandas()
 
     def close(self) -> None:

@@ -35,7 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     spark = None
     if args.engine == "spark":
-        spark = get_spark(args.spark_master, app_name=f"kafka-reassign-plan-{args.goal}")
+        size = os.path.getsize(args.snapshot) if os.path.exists(args.snapshot) else None
+        spark = get_spark(args.spark_master, app_name=f"kafka-reassign-plan-{args.goal}", input_bytes=size)
     try:
         return cli.run(args, spark=spark)
     finally:
