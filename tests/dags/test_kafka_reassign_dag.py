@@ -83,9 +83,7 @@ def test_wiring_teardown_and_sequencing(dag):
 
 
 def test_planning_is_one_path_through_spark_submit(bag, dag):
-    """snapshot >> plan (SparkSubmitOperator of planner/spark_job.py) >> prepare, in both DAGs."""
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-
+    """snapshot >> plan (spark-submit of planner/spark_job.py) >> prepare, in both DAGs."""
     from kafka_reassign_airflow.operators.planning import ClusterSnapshotOperator, PlannerSubmitOperator
 
     rebalance = bag.get_dag("kafka_rebalance")
@@ -94,8 +92,8 @@ def test_planning_is_one_path_through_spark_submit(bag, dag):
         t = d.task_dict
         snap, plan, prepare = t["snapshot"], t["plan"], t["prepare"]
         assert type(snap) is ClusterSnapshotOperator and type(plan) is PlannerSubmitOperator
-        assert isinstance(plan, SparkSubmitOperator)
-        assert "spark_conn_id" in plan.template_fields and "application_args" in plan.template_fields
+        assert "spark_conn_id" in plan.template_fields and "timeout_seconds" in plan.template_fields
+        assert plan.execution_timeout is not None  # the planning task never hangs
         assert plan.upstream_task_ids == {"snapshot"}
         assert "plan" in prepare.upstream_task_ids and prepare.plan_task_id == "plan"
         # prepare runs when the planning tasks were skipped (a plan was given), not after a failure
@@ -127,6 +125,7 @@ def test_planner_args_and_planning_dir(monkeypatch, tmp_path):
     assert args[args.index("--brokers") + 1] == "4,5" and "--replication-factor" not in args
     assert args[args.index("--throttle") + 1] == "20000000" and "--log-dir-throttle" not in args
     assert json.loads(args[args.index("--options") + 1]) == {"exclude_topics": ["audit"]}
+    assert float(args[args.index("--timeout") + 1]) == op.timeout_seconds
     assert all(isinstance(a, str) for a in args)
     monkeypatch.setenv("AIRFLOW__KAFKA_REASSIGN__WORK_DIR", str(tmp_path))
     d = planning_dir("kafka_reassign", "manual__2026-01-01T00:00:00+00:00")

@@ -173,7 +173,7 @@ def test_null_plan_with_goal_plans_on_spark(airflow_db, sim_cluster, kafka_conn,
     states = airflow_env.task_states(dr)
     assert dr.state == "success", states
     assert states["snapshot"] == "success" and states["plan"] == "success" and states["prepare"] == "success"
-    # The plan came through spark-submit (SparkSubmitOperator) and was written to the run's directory.
+    # The plan came through spark-submit (the Spark provider's hook) and was written to the run's directory.
     planned = airflow_env.xcom(dr, "plan")
     assert planned["engine"] == "spark", planned
     plan_file = Path(planned["plan_file"])
@@ -198,7 +198,7 @@ def test_null_plan_with_goal_plans_on_spark(airflow_db, sim_cluster, kafka_conn,
 @pytest.mark.slow
 def test_missing_spark_connection_plans_with_local_master(airflow_db, sim_cluster, kafka_conn, capfd,
                                                           monkeypatch, tmp_path):
-    """spark_conn_id naming no connection: spark-submit still runs, with master local[2] (dry run)."""
+    """spark_conn_id naming no connection: the job runs in the worker on local[2] (dry run)."""
     pytest.importorskip("pyspark")
     monkeypatch.setenv("AIRFLOW__KAFKA_REASSIGN__WORK_DIR", str(tmp_path / "work"))
     monkeypatch.delenv("AIRFLOW_CONN_SPARK_NOWHERE", raising=False)
@@ -213,11 +213,11 @@ def test_missing_spark_connection_plans_with_local_master(airflow_db, sim_cluste
     states = airflow_env.task_states(dr)
     assert dr.state == "success", f"{states}\n{out[-6000:]}"
     assert states["plan"] == "success" and states["prepare"] == "success", states
-    assert "'spark_nowhere' not found: planning with local[2]" in out
-    assert "--master local[2]" in out, out[-3000:]
+    assert "'spark_nowhere' not found: planning in this worker on local[2]" in out
+    assert "--spark-master local[2]" in out, out[-3000:]
     assert Path(airflow_env.xcom(dr, "plan")["plan_file"]).is_file()
     assert cluster.write_count == 0
-    os.environ.pop("AIRFLOW_CONN_SPARK_NOWHERE", None)  # set by the fallback inside dag.test
+    assert "AIRFLOW_CONN_SPARK_NOWHERE" not in os.environ  # the fallback changes no environment
 
 
 def test_plan_given_skips_planning(airflow_db, sim_cluster, kafka_conn):

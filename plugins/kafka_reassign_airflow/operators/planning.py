@@ -17,7 +17,11 @@ if TYPE_CHECKING:
 SNAPSHOT_TASK_ID = "snapshot"
 PLAN_TASK_ID = "plan"
 PLAN_FILE = "PLAN.json"
-SNAPSHOT_FILE = "snapshot.json"
+#: the snapshot as JSON lines (header + one partition per line): the Spark job reads it itself
+SNAPSHOT_FILE = "snapshot.jsonl"
+#: the planning job's own deadline (``--timeout``); the task's execution_timeout leaves room for
+#: the Spark start and the writing of the plan
+PLAN_TIMEOUT_SECONDS = 900
 #: Run params the planner takes as options (time estimate, batch packing of the summary).
 PLANNER_LIMITS = ("throttle_bytes_per_sec", "log_dir_throttle_bytes_per_sec", "max_partition_movements",
                   "max_movements_per_broker", "max_leader_movements")
@@ -68,13 +72,12 @@ class ClusterSnapshotOperator(BaseOperator):
         self.goal = goal
 
     def execute(self, context: Context) -> dict[str, Any]:
-        import os
-
         if self.plan is not None:
             raise AirflowSkipException("a plan was given: nothing to plan (the given plan is used)")
         if not self.goal:
             raise AirflowFailException("plan is null and goal is null: give a plan, or a goal "
                                        "(rebalance, add-brokers, remove-brokers, replication-factor, rack-repair)")
+        from kafka_reassign.planner.snapshot_file import write_snapshot_lines
         from kafka_reassign.snapshot import read_cluster_snapshot
 
         ti = context["ti"]
@@ -85,10 +88,7 @@ class ClusterSnapshotOperator(BaseOperator):
             snapshot = read_cluster_snapshot(admin)
         finally:
             admin.close()
-        path = work / SNAPSHOT_FILE
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(snapshot), encoding="utf-8")
-        os.replace(tmp, path)
+        path = write_snapshot_lines(snapshot, work / SNAPSHOT_FILE)  # atomic (temp file + rename)
         topics = snapshot.get("topics", [])
         self.log.info("Cluster snapshot for goal %r: %d broker(s), %d topic(s), %d partition(s) -> %s",
                       self.goal, len(snapshot.get("brokers", [])), len(topics),
@@ -96,27 +96,46 @@ class ClusterSnapshotOperator(BaseOperator):
         return {"work_dir": str(work), "snapshot_file": str(path)}
 
 
-try:  # the Spark provider is a dependency of the project; guarded so the domain-only tools import
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator as _SparkSubmit
-except ImportError:  # pragma: no cover
-    _SparkSubmit = BaseOperator  # type: ignore[misc,assignment]
+def _spark_submit_dir(binary: str) -> str | None:
+    """Where ``binary`` is when it is not on PATH: beside this Python, else pyspark's bin/."""
+    import importlib.util
+    import os
+    import shutil
+    import sys
+
+    if os.path.sep in binary or shutil.which(binary):
+        return None
+    dirs = [os.path.dirname(sys.executable)]
+    spec = importlib.util.find_spec("pyspark")
+    if spec is not None and spec.submodule_search_locations:
+        dirs.append(os.path.join(list(spec.submodule_search_locations)[0], "bin"))
+    for d in dirs:
+        if os.access(os.path.join(d, binary), os.X_OK):
+            return d
+    raise AirflowFailException(f"{binary} not found on PATH nor in {', '.join(dirs)}: install pyspark "
+                               "or Spark on the worker, or set the connection's spark-binary extra")
 
 
-class PlannerSubmitOperator(_SparkSubmit):  # type: ignore[misc,valid-type]
-    """Plan on Spark: ``spark-submit`` of ``kafka_reassign/planner/spark_job.py`` (SparkSubmitOperator).
+class PlannerSubmitOperator(BaseOperator):
+    """Plan on Spark: ``spark-submit`` of ``kafka_reassign/planner/spark_job.py`` through the
+    Spark provider's :class:`SparkSubmitHook` (public arguments only).
 
     The master and submit options come from the Spark connection ``spark_conn_id`` (conn_type
-    spark: host ``local[2]``, ``spark://host:7077``, ``yarn``...; extra ``deploy-mode`` must stay
-    ``client`` or unset, the driver reads and writes the run's planning directory; extra
-    ``spark-binary``). A missing connection plans with ``local[2]``. ``spark-submit`` is looked
-    up on PATH, then beside this Python and in pyspark's ``bin``. Driver and executors run this
-    worker's Python (``spark.pyspark.python``), which has ``kafka_reassign`` installed.
+    spark: host ``local[2]``, ``spark://host:7077``, ``yarn``, ``k8s://...``; extra ``deploy-mode``
+    must stay ``client`` or unset, the driver reads and writes the run's planning directory;
+    extra ``spark-binary``). The job reads the snapshot-lines file itself, so pointing the
+    connection at a cluster scales the planning out. Without that connection the same job runs
+    in this worker on ``local[2]``. ``spark-submit`` is looked up on PATH, then beside this
+    Python and in pyspark's ``bin`` (passed to the submit process only). Driver and executors
+    run this worker's Python (``spark.pyspark.python``), which has ``kafka_reassign`` installed;
+    the driver memory is sized from the snapshot file unless ``conf`` sets it.
 
-    The job writes ``PLAN.json``, ``PLAN.summary.json`` and ``PLAN.chart.png`` into the planning
-    directory and logs the summary as one JSON line. ``engine="local"`` runs the same job entry
-    in this process with plain-Python aggregates (small clusters, no JVM). Returns
-    ``{"work_dir", "plan_file", "summary_file", "chart_file", "engine"}``; skipped when the
-    snapshot task was.
+    The job stops itself after ``timeout_seconds`` (its Spark jobs are cancelled and the error
+    names the setting); the task's ``execution_timeout`` defaults to that plus 5 minutes.
+    It writes ``PLAN.json``, ``PLAN.summary.json`` and ``PLAN.chart.png`` into the planning
+    directory and logs the summary as one JSON line. ``engine="local"`` runs the same job entry in
+    this process with pandas instead of Spark (small clusters, no JVM). Returns ``{"work_dir",
+    "plan_file", "summary_file", "chart_file", "engine"}``; skipped when the snapshot task was.
 
     :param snapshot_task_id: the :class:`ClusterSnapshotOperator` task
     :param spark_conn_id: Spark connection id (templated)
@@ -125,17 +144,22 @@ class PlannerSubmitOperator(_SparkSubmit):  # type: ignore[misc,valid-type]
     :param replication_factor: target RF (templated)
     :param engine: ``spark`` or ``local`` (templated)
     :param planner_options: more planner options, PlanOptions names (templated dict)
-    :param limits: throttle and batch limits for the summary (templated dict, PLANNER_LIMITS names)
+    :param limits: throttle and movement limits for the summary (templated dict, PLANNER_LIMITS names)
+    :param conf: extra Spark properties (templated dict)
+    :param timeout_seconds: the planning job's deadline (templated)
     """
 
-    template_fields: Sequence[str] = (*getattr(_SparkSubmit, "template_fields", ()), "spark_conn_id", "goal",
-                                      "brokers", "replication_factor", "engine", "planner_options", "limits")
+    template_fields: Sequence[str] = ("spark_conn_id", "goal", "brokers", "replication_factor", "engine",
+                                      "planner_options", "limits", "conf", "timeout_seconds")
     ui_color = "#fde9d3"
 
     def __init__(self, *, snapshot_task_id: str = SNAPSHOT_TASK_ID, spark_conn_id: Any = "spark_default",
                  goal: Any = None, brokers: Any = None, replication_factor: Any = None, engine: Any = "spark",
-                 planner_options: Any = None, limits: Any = None, **kwargs: Any) -> None:
-        kwargs.setdefault("name", "kafka-reassign-plan")
+                 planner_options: Any = None, limits: Any = None, conf: Any = None,
+                 timeout_seconds: Any = PLAN_TIMEOUT_SECONDS, **kwargs: Any) -> None:
+        from datetime import timedelta
+
+        kwargs.setdefault("execution_timeout", timedelta(seconds=PLAN_TIMEOUT_SECONDS + 300))
         super().__init__(**kwargs)
         self.snapshot_task_id = snapshot_task_id
         self.spark_conn_id = spark_conn_id
@@ -145,6 +169,9 @@ class PlannerSubmitOperator(_SparkSubmit):  # type: ignore[misc,valid-type]
         self.engine = engine
         self.planner_options = planner_options
         self.limits = limits
+        self.conf = conf
+        self.timeout_seconds = timeout_seconds
+        self.submit_hook: Any = None
 
     def planner_args(self, snapshot_file: str, plan_file: str) -> list[str]:
         """The job's arguments (``kafka-reassign plan`` options)."""
@@ -156,51 +183,49 @@ class PlannerSubmitOperator(_SparkSubmit):  # type: ignore[misc,valid-type]
         for name, value in (self.limits or {}).items():
             if value is not None and name in _LIMIT_FLAGS:
                 args += [_LIMIT_FLAGS[name], str(value)]
+        if self.timeout_seconds:
+            args += ["--timeout", str(float(self.timeout_seconds))]
         if self.planner_options:
             if not isinstance(self.planner_options, dict):
                 raise AirflowFailException(f"planner_options must be a JSON object, got {self.planner_options!r}")
             args += ["--options", json.dumps(self.planner_options, separators=(",", ":"))]
         return args
 
-    def _use_connection(self) -> None:
-        """Point the submit at ``spark_conn_id``; without that connection, at local[2]."""
-        import os
-
+    def _connection_exists(self, conn_id: str) -> bool:
         from airflow.sdk import BaseHook
 
-        conn_id = str(self.spark_conn_id or "spark_default")
         try:
             BaseHook.get_connection(conn_id)
-        except Exception:  # missing connection: plan in local mode on this worker
-            self.log.warning("Spark connection %r not found: planning with local[2]", conn_id)
-            os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps({"conn_type": "spark", "host": "local[2]"})
-        self._conn_id = conn_id
-        self._hook = None
+        except Exception:  # missing connection
+            return False
+        return True
 
-    def _spark_submit_on_path(self, binary: str) -> None:
-        """Make ``binary`` findable: PATH, else beside this Python, else pyspark's bin/."""
-        import importlib.util
+    def _submit(self, args: list[str], snapshot_file: str) -> None:
+        """spark-submit the job through the Spark provider's hook (public arguments only)."""
         import os
-        import shutil
         import sys
 
-        if os.path.sep in binary or shutil.which(binary):
-            return
-        dirs = [os.path.dirname(sys.executable)]
-        spec = importlib.util.find_spec("pyspark")
-        if spec is not None and spec.submodule_search_locations:
-            dirs.append(os.path.join(list(spec.submodule_search_locations)[0], "bin"))
-        for d in dirs:
-            if os.access(os.path.join(d, binary), os.X_OK):
-                os.environ["PATH"] = d + os.pathsep + os.environ.get("PATH", "")
-                self.log.info("%s is not on PATH: using the one in %s", binary, d)
-                return
-        raise AirflowFailException(f"{binary} not found on PATH nor in {', '.join(dirs)}: install pyspark "
-                                   "or Spark on the worker, or set the connection's spark-binary extra")
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        from kafka_reassign.planner import spark_job
+        from kafka_reassign.planner.spark_stats import driver_memory
+
+        conf = {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable,
+                "spark.driver.memory": driver_memory(os.path.getsize(snapshot_file)),
+                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
+                **(self.conf or {})}
+        where = _spark_submit_dir("spark-submit")
+        env = {"PATH": where + os.pathsep + os.environ.get("PATH", "")} if where else None
+        self.submit_hook = SparkSubmitHook(conn_id=str(self.spark_conn_id), conf=conf, name="kafka-reassign-plan",
+                                           application_args=args, env_vars=env)
+        self.log.info("Planning goal %r on Spark (connection %s)", self.goal, self.spark_conn_id)
+        self.submit_hook.submit(spark_job.__file__)
+
+    def on_kill(self) -> None:
+        if self.submit_hook is not None:
+            self.submit_hook.on_kill()
 
     def execute(self, context: Context) -> dict[str, Any]:
-        import sys
-
         from kafka_reassign.planner import spark_job
         from kafka_reassign.planner.chart import chart_path_for
         from kafka_reassign.planner.cli import summary_path_for
@@ -214,26 +239,19 @@ class PlannerSubmitOperator(_SparkSubmit):  # type: ignore[misc,valid-type]
             stale.unlink(missing_ok=True)  # a retry must not pick up an older try's plan
         args = self.planner_args(snap["snapshot_file"], str(plan_file))
         engine = str(self.engine or "spark")
-        if engine == "local":
-            self.log.info("Planning goal %r in-process (engine local): spark_job %s", self.goal, " ".join(args))
-            rc = spark_job.main([*args, "--engine", "local"])
+        if engine not in ("spark", "local"):
+            raise AirflowFailException(f"planner engine must be 'spark' or 'local', got {engine!r}")
+        if engine == "spark" and self._connection_exists(str(self.spark_conn_id)):
+            self._submit(args, snap["snapshot_file"])
+        else:
+            extra = ["--engine", "local"] if engine == "local" else ["--spark-master", "local[2]"]
+            if engine == "spark":
+                self.log.warning("Spark connection %r not found: planning in this worker on local[2]",
+                                 self.spark_conn_id)
+            self.log.info("Planning goal %r in-process: spark_job %s", self.goal, " ".join(args + extra))
+            rc = spark_job.main([*args, *extra])
             if rc != 0:
                 raise AirflowFailException(f"the planner failed (exit status {rc}); its error is logged above")
-        elif engine == "spark":
-            self.application = self.application or spark_job.__file__
-            self.application_args = args
-            self.conf = {**(self.conf or {})}
-            # driver (client mode) and executors: this worker's Python, which has kafka_reassign
-            self.conf.setdefault("spark.pyspark.python", sys.executable)
-            self.conf.setdefault("spark.pyspark.driver.python", sys.executable)
-            self._use_connection()
-            self._hook = self._get_hook()
-            self._spark_submit_on_path(self._hook._connection["spark_binary"])
-            self.log.info("Planning goal %r on Spark (connection %s, master %s)", self.goal, self._conn_id,
-                          self._hook._connection["master"])
-            super().execute(context)
-        else:
-            raise AirflowFailException(f"planner engine must be 'spark' or 'local', got {engine!r}")
         if not plan_file.exists():
             raise AirflowFailException(f"the planning job ended without writing {plan_file}")
         chart = chart_path_for(plan_file)
