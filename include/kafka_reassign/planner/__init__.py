@@ -24,7 +24,7 @@ from kafka_reassign.planner.assignor import PlanOptions, Proposal, ReplicaAssign
 from kafka_reassign.planner.errors import (AssignorError, ConstraintError, GoalError, PlannerError,
                                            SnapshotError)
 from kafka_reassign.planner.goals import GOALS
-from kafka_reassign.planner.options import CUSTOM_GOAL, GOAL_NAMES, make_options
+from kafka_reassign.planner.options import BALANCING_GOALS, CUSTOM_GOAL, GOAL_NAMES, make_options
 
 __all__ = ["plan", "plan_file", "PlanResult", "PlanOptions", "ReplicaAssignor", "Proposal",
            "AssignorError", "GoalError", "SnapshotError", "ConstraintError", "PlannerError", "GOALS",
@@ -40,8 +40,6 @@ class PlanResult:
 
 
 def _balancing(opts: PlanOptions) -> bool:
-    from kafka_reassign.planner.flow import BALANCING_GOALS
-
     return opts.goal in BALANCING_GOALS and not opts.assignor
 
 

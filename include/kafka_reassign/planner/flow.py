@@ -32,7 +32,6 @@ from kafka_reassign.planner.search import SearchInputs
 from kafka_reassign.planner.snapshot_file import read_header
 from kafka_reassign.planner.targets import SLACK, BrokerInfo, compute_targets, fill_only, group_quotas
 
-BALANCING_GOALS = ("rebalance", "add-brokers", "remove-brokers")
 
 
 def check_goal_header(opts: PlanOptions, brokers: dict[int, BrokerInfo], topics: set[str]) -> None:

@@ -53,15 +53,12 @@ def check_goal(cluster: Cluster, opts: PlanOptions) -> list[str]:
         if stuck:
             problems.append(Problem("exclude_topics", f"excluded topics {stuck[:10]} have replicas on "
                                                       "brokers to drain", "conflict"))
-        stuck_b = sorted({p.name for p in cluster.partitions
-                          if set(p.replicas) & goal_b and set(p.replicas) & excl_b})
         max_rf = max((len(p.replicas) for p in cluster.partitions if set(p.replicas) & goal_b),
                      default=0)
         if max_rf > len(placeable) + len(excl_b):
             problems.append(Problem("brokers", f"draining {sorted(goal_b)} leaves "
                                                f"{len(placeable)} brokers for partitions with "
                                                f"replication factor {max_rf}", "not_enough_brokers"))
-        del stuck_b
         if cluster.has_racks and max_rf > len(racks):
             warnings.append(f"after draining only {len(racks)} racks remain for replication factor "
                             f"{max_rf}: some partitions will share a rack")
@@ -185,7 +182,7 @@ def plan_snapshot(snapshot: Any, opts: PlanOptions) -> tuple[ReassignmentPlan, d
         assignor: Any = load_assignor(opts.assignor)
         name = opts.assignor
     else:
-        assignor = GOALS[opts.goal]()
+        assignor = GOALS[opts.goal]()  # a driver-side goal (the balancing ones run in flow)
         name = assignor_name(assignor)
     builtin = isinstance(assignor, BuiltinGoal)
     ctx = PlanContext(options=opts, assignment=work)

@@ -8,7 +8,9 @@ from kafka_reassign.planner.assignor import PlanOptions
 from kafka_reassign.planner.errors import GoalError, Problem
 from kafka_reassign.planner.goals import GOALS
 
-GOAL_NAMES: tuple[str, ...] = tuple(GOALS)
+#: the goals that run on Spark (kafka_reassign.planner.flow); the others run on the driver
+BALANCING_GOALS: tuple[str, ...] = ("rebalance", "add-brokers", "remove-brokers")
+GOAL_NAMES: tuple[str, ...] = BALANCING_GOALS + tuple(GOALS)
 CUSTOM_GOAL = "custom"
 
 _TUPLE_INT = {"brokers", "exclude_brokers"}
@@ -65,7 +67,7 @@ def make_options(goal: str, **options: Any) -> PlanOptions:
             problems.append(Problem(name, f"must be a positive number of bytes/s, got {v!r}", "bad_option"))
     if opts.engine not in ("spark", "local"):
         problems.append(Problem("engine", f"must be 'spark' or 'local', got {opts.engine!r}", "bad_option"))
-    if goal not in GOALS and not (goal == CUSTOM_GOAL and opts.assignor):
+    if goal not in GOAL_NAMES and not (goal == CUSTOM_GOAL and opts.assignor):
         problems.append(Problem("goal", f"unknown goal {goal!r}: use one of {', '.join(GOAL_NAMES)}"
                                         " (or 'custom' with an assignor)", "unknown_goal"))
     if problems:
