@@ -294,3 +294,60 @@ def test_kafka_reassign_plan_subcommand_is_wired(tmp_path, capsys):
     entry = ReassignmentPlan.load(out).moves[0]
     assert entry.replicas[0] == 1 and entry.replicas[2] == 3 and entry.replicas[1] in (2, 5)
     assert copy.deepcopy(summary)["lower_bound_bytes"] == GB
+
+
+# -- snapshot-lines files, limits ---------------------------------------------------------------
+
+def _lines(tmp_path, snap, edit=None):
+    from kafka_reassign.planner.snapshot_file import header_of, partition_lines, write_lines
+
+    rows = list(partition_lines(snap))
+    if edit:
+        edit(rows)
+    return write_lines(tmp_path / "snap.jsonl", header_of(snap), rows)
+
+
+def _cli(tmp_path, snapshot, *extra):
+    out = tmp_path / "PLAN.json"
+    rc = planner_cli.main(["--snapshot", str(snapshot), "--out", str(out), "--engine", "local", "--no-chart",
+                           *extra])
+    return rc, out
+
+
+def _bad_rows(rows):
+    rows[0]["replicas"] = [1, 2, 77]
+    del rows[1]["size_bytes"]
+    rows.append(dict(rows[1], size_bytes=5))
+
+
+@pytest.mark.parametrize("edit, args, needles", [
+    (_bad_rows, ["--goal", "rebalance"],
+     ["partition t-0: replicas [1, 2, 77] name brokers that are not in the header",
+      "partition t-1: has no size_bytes", "partition t-1: appears 2 times"]),
+    (None, ["--goal", "rebalance", "--capacity-ceiling", "0.01"],
+     ["needs 1.5% of the placeable brokers' capacity, above capacity_ceiling=1%"]),
+    (None, ["--goal", "remove-brokers", "--brokers", "1,2,3,4"], ["only 2 brokers can hold replicas"]),
+    (None, ["--goal", "add-brokers", "--brokers", "42"], ["unknown broker ids [42]"]),
+])
+def test_snapshot_lines_problems_are_named_and_no_plan_is_written(tmp_path, capsys, edit, args, needles):
+    rc, out = _cli(tmp_path, _lines(tmp_path, tiny(), edit), *args)
+    err = capsys.readouterr().err
+    assert rc == planner_cli.EXIT_BAD_INPUT
+    for needle in needles:
+        assert needle in err
+    assert not out.exists() and not planner_cli.summary_path_for(out).exists()
+
+
+def test_over_the_task_limit_or_past_the_deadline_fails_naming_the_setting(tmp_path, capsys):
+    from kafka_reassign.planner import plan_file
+    from kafka_reassign.planner.guard import PlanningTimeout, PlanTooLarge
+
+    snap = generate_snapshot(GenerateOptions(brokers=6, racks=3, topics=4, partitions=10, skew=1.0, seed=2))
+    path = _lines(tmp_path, snap)
+    with pytest.raises(PlanTooLarge, match=r"above max_task_replicas=5 .*spark.executor.memory"):
+        plan_file(str(path), "rebalance", engine="local", max_task_replicas=5)
+    with pytest.raises(PlanningTimeout, match="timeout_seconds=1e-06"):
+        plan_file(str(path), "rebalance", engine="local", timeout_seconds=0.000001)
+    rc, out = _cli(tmp_path, path, "--goal", "rebalance", "--options", '{"max_task_replicas": 5}')
+    assert rc == planner_cli.EXIT_FAILED and "max_task_replicas" in capsys.readouterr().err
+    assert not out.exists()

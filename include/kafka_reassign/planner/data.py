@@ -206,11 +206,11 @@ class LocalData:
                                           self.parts["size_bytes"]):
             seen[(t, p)] = seen.get((t, p), 0) + 1
             kind, detail = None, None
-            if p is None:
+            if p is None or p != p:  # None, or NaN in a column pandas made float
                 kind = "no_partition"
-            elif not reps:
+            elif not isinstance(reps, list) or not reps:
                 kind = "no_replicas"
-            elif size is None:
+            elif size is None or size != size:
                 kind = "missing_size"
             elif size < 0:
                 kind, detail = "negative_size", size

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_reassign.errors import Problem, SnapshotError
@@ -25,12 +26,13 @@ from kafka_reassign.planner.assignor import PlanOptions
 from kafka_reassign.planner.errors import ConstraintError, GoalError
 from kafka_reassign.planner.guard import check_task_sizes, deadline
 from kafka_reassign.planner.leaders import LeaderInputs, duplicates_in, leader_groups
-from kafka_reassign.planner.loads import broker_infos, loads_after, loads_from_frame
+from kafka_reassign.planner.loads import Loads, broker_infos, loads_after, loads_from_frame
 from kafka_reassign.planner.reconcile import ordered_plan, rule_problems
 from kafka_reassign.planner.report import build_summary
 from kafka_reassign.planner.search import SearchInputs
 from kafka_reassign.planner.snapshot_file import read_header
-from kafka_reassign.planner.targets import SLACK, BrokerInfo, compute_targets, fill_only, group_quotas
+from kafka_reassign.planner.targets import (SLACK, BrokerInfo, Targets, compute_targets, fill_only,
+                                            group_quotas)
 
 
 
@@ -108,84 +110,128 @@ def open_engine(opts: PlanOptions, spark: Any, path: str, header: dict[str, Any]
     return SparkData(spark, path, header), spark
 
 
-def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, dict[str, Any]]:
-    """Plan a balancing goal on a snapshot-lines file: (ReassignmentPlan, summary)."""
-    t0 = time.monotonic()
-    timings: dict[str, float] = {}
+@dataclass
+class Run:
+    """What every stage of one plan needs: options, the header's brokers, stage timings."""
+
+    opts: PlanOptions
+    header: dict[str, Any]
+    brokers: dict[int, BrokerInfo]
+    dirs: dict[int, list[tuple[str, float]]]
+    drain: set[int]
+    exclude: set[int]
+    exclude_topics: set[str]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def timed(self, name: str, fn: Any, *args: Any) -> Any:
+        t = time.monotonic()
+        out = fn(*args)
+        self.timings[name] = round(time.monotonic() - t, 3)
+        return out
+
+
+def start(path: str, opts: PlanOptions) -> Run:
+    """Stage 1: the header (brokers, topics) and the goal checked against it."""
     header = read_header(path)
     brokers, dirs = broker_infos(header)
     check_goal_header(opts, brokers, {str(t["name"]) for t in header["topics"]})
-    drain = set(opts.brokers) if opts.goal == "remove-brokers" else set()
-    exclude, excl_topics = set(opts.exclude_brokers), set(opts.exclude_topics)
-    warnings: list[str] = []
-    t = time.monotonic()
-    engine, spark = open_engine(opts, spark, path, header)
-    timings["spark_start_s"] = round(time.monotonic() - t, 3)
+    return Run(opts, header, brokers, dirs, set(opts.brokers) if opts.goal == "remove-brokers" else set(),
+               set(opts.exclude_brokers), set(opts.exclude_topics))
+
+
+def read_loads(engine: Any, run: Run) -> tuple[Loads, dict[str, float]]:
+    """Stage 2: the engine reads the file: per-broker loads, totals, unusable rows."""
+    per, totals, problems = engine.loads()
+    if problems:
+        raise SnapshotError(problems)
+    return loads_from_frame(per, run.dirs), totals
+
+
+def plan_targets(run: Run, before: Loads, totals: dict[str, float]) -> tuple[Targets, dict, dict]:
+    """Stage 3 (driver, brokers-sized): targets, bounds, feasibility, each rack's quotas."""
+    opts, max_rf = run.opts, int(totals["max_rf"])
+    targets = compute_targets(run.brokers, before.bytes, run.drain, run.exclude, totals["partition_bytes"], max_rf)
+    if opts.goal == "add-brokers":
+        targets = fill_only(targets, run.brokers, before.bytes, set(opts.brokers))
+    check_feasible(opts, run.brokers, targets, max_rf)
+    quotas, flows = group_quotas(targets, before.bytes, before.count, hard_caps(run), opts.balance_tolerance)
+    check_task_sizes(task_sizes(quotas, before.count), opts.max_task_replicas)
+    return targets, quotas, flows
+
+
+def hard_caps(run: Run) -> dict[int, float]:
+    return {b: x.capacity * run.opts.capacity_ceiling for b, x in run.brokers.items()}
+
+
+def search_moves(engine: Any, run: Run, targets: Targets, quotas: dict, flows: dict) -> Any:
+    """Stage 4: the move search, one Spark task per rack."""
+    limits = {b: (targets.group[b], float("inf") if b in run.drain else q.sources[b] + q.slack.get(b, 0.0))
+              for q in quotas.values() for b in q.sources}
+    racks = {b: x.rack for b, x in run.brokers.items()}
+    return engine.search(limits, run.exclude_topics, SearchInputs(quotas, racks, targets.group, flows))
+
+
+def apply_and_lead(engine: Any, run: Run, moves: Any, targets: Targets, totals: dict[str, float]) -> Any:
+    """Stage 5: moves applied and leaders chosen, one Spark task per partition group."""
+    opts = run.opts
+    inputs = LeaderInputs(eligible=set(targets.placeable) if opts.balance_leaders else set(),
+                          fixed=run.exclude, slack=SLACK * 4, balance=opts.balance_leaders,
+                          groups=leader_groups(int(totals["partitions"]), len(targets.placeable)),
+                          gainers=set(opts.brokers) if opts.goal == "add-brokers" else None,
+                          rack={b: x.rack for b, x in run.brokers.items()}, placeable=set(targets.placeable))
     try:
-        with deadline(spark, opts.timeout_seconds):
-            t = time.monotonic()
-            per, totals, problems = engine.loads()
-            if problems:
-                raise SnapshotError(problems)
-            before = loads_from_frame(per, dirs)
-            timings["read_and_aggregate_s"] = round(time.monotonic() - t, 3)
-            max_rf = int(totals["max_rf"])
-            targets = compute_targets(brokers, before.bytes, drain, exclude,
-                                      totals["partition_bytes"], max_rf)
-            if opts.goal == "add-brokers":
-                targets = fill_only(targets, brokers, before.bytes, set(opts.brokers))
-            check_feasible(opts, brokers, targets, max_rf)
-            hard_cap = {b: brokers[b].capacity * opts.capacity_ceiling for b in brokers}
-            quotas, flows = group_quotas(targets, before.bytes, before.count, hard_cap,
-                                         opts.balance_tolerance)
-            limits = {b: (targets.group[b], float("inf") if b in drain else
-                          q.sources[b] + q.slack.get(b, 0.0))
-                      for q in quotas.values() for b in q.sources}
-            t = time.monotonic()
-            check_task_sizes(task_sizes(quotas, before.count), opts.max_task_replicas)
-            moves = engine.search(limits, excl_topics,
-                                  SearchInputs(quotas, {b: x.rack for b, x in brokers.items()},
-                                               targets.group, flows))
-            timings["search_s"] = round(time.monotonic() - t, 3)
-            t = time.monotonic()
-            eligible = set(targets.placeable) if opts.balance_leaders else set()
-            lead_in = LeaderInputs(eligible=eligible, fixed=exclude, slack=SLACK * 4,
-                                   balance=opts.balance_leaders,
-                                   groups=leader_groups(int(totals["partitions"]), len(targets.placeable)),
-                                   gainers=set(opts.brokers) if opts.goal == "add-brokers" else None,
-                                   rack={b: x.rack for b, x in brokers.items()},
-                                   placeable=set(targets.placeable))
-            try:
-                changes = engine.changes(moves, excl_topics, lead_in)
-            except Exception as exc:
-                dups = duplicates_in(exc)
-                if not dups:
-                    raise
-                raise SnapshotError([Problem(f"partition {d}", "appears more than once in the snapshot",
-                                             "duplicate_partition") for d in dups]) from None
-            timings["leaders_s"] = round(time.monotonic() - t, 3)
-    finally:
-        engine.close()
-    t = time.monotonic()
+        return engine.changes(moves, run.exclude_topics, inputs)
+    except Exception as exc:
+        dups = duplicates_in(exc)
+        if not dups:
+            raise
+        raise SnapshotError([Problem(f"partition {d}", "appears more than once in the snapshot",
+                                     "duplicate_partition") for d in dups]) from None
+
+
+def reconcile(run: Run, before: Loads, targets: Targets, changes: Any) -> tuple[Any, Loads]:
+    """Stage 6 (driver, moves-sized): loads after, every rule, the plan in executor order."""
     after = loads_after(before, changes)
-    stuck = {b: after.count[b] for b in drain if after.count[b] > 0}
-    if stuck and excl_topics:
-        raise GoalError([Problem("exclude_topics", f"excluded topics {sorted(excl_topics)} keep "
+    stuck = {b: after.count[b] for b in run.drain if after.count[b] > 0}
+    if stuck and run.exclude_topics:
+        raise GoalError([Problem("exclude_topics", f"excluded topics {sorted(run.exclude_topics)} keep "
                                                    f"{sum(stuck.values())} replicas on brokers to drain "
                                                    f"{sorted(stuck)}", "conflict")])
-    broken = rule_problems(changes, targets, after, hard_cap)
+    broken = rule_problems(changes, targets, after, hard_caps(run))
     if broken:
         raise ConstraintError(broken)
-    plan = ordered_plan(changes, dirs, before)
-    timings["reconcile_s"] = round(time.monotonic() - t, 3)
-    nic = {int(b["id"]): float(b.get("network_bytes_per_sec") or 125_000_000) for b in header["brokers"]}
-    summary = build_summary(opts, brokers, targets, before, after, changes, nic, warnings)
+    return ordered_plan(changes, run.dirs, before), after
+
+
+def summarise(run: Run, targets: Targets, before: Loads, after: Loads, changes: Any) -> dict[str, Any]:
+    """Stage 7: the summary, with a warning when balance stays above the tolerance."""
+    opts = run.opts
+    nic = {int(b["id"]): float(b.get("network_bytes_per_sec") or 125_000_000) for b in run.header["brokers"]}
+    summary = build_summary(opts, run.brokers, targets, before, after, changes, nic, [])
     if summary["balance_after"] > 1 + opts.balance_tolerance:
         summary["warnings"].append(
             f"the fullest broker stays {summary['balance_after'] - 1:.1%} above the mean utilisation "
             f"(more than balance_tolerance={opts.balance_tolerance:g}): excluded brokers, racks "
             f"{targets.rack_capped or ''} or replica sizes leave no better placement")
     summary["engine"] = opts.engine
-    summary["timings"] = timings
+    summary["timings"] = run.timings
+    return summary
+
+
+def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Plan a balancing goal on a snapshot-lines file: (ReassignmentPlan, summary)."""
+    t0 = time.monotonic()
+    run = start(path, opts)
+    engine, spark = run.timed("spark_start_s", open_engine, opts, spark, path, run.header)
+    try:
+        with deadline(spark, opts.timeout_seconds):
+            before, totals = run.timed("read_and_aggregate_s", read_loads, engine, run)
+            targets, quotas, flows = plan_targets(run, before, totals)
+            moves = run.timed("search_s", search_moves, engine, run, targets, quotas, flows)
+            changes = run.timed("leaders_s", apply_and_lead, engine, run, moves, targets, totals)
+    finally:
+        engine.close()
+    plan, after = run.timed("reconcile_s", reconcile, run, before, targets, changes)
+    summary = summarise(run, targets, before, after, changes)
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
     return plan, summary
