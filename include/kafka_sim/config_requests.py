@@ -7,7 +7,7 @@ from typing import Callable
 from kafka_sim import errors as E
 from kafka_sim.state import _locked
 from kafka_sim.configs import (
-    BROKER_CONFIGS, TOPIC_CONFIGS, ConfigEntry, ConfigValueError, NotDynamic, UnknownConfig,
+    BROKER_CONFIGS, TOPIC_CONFIGS, ConfigEntry, ConfigValueError, NotDynamic,
     apply_incremental, validate_broker_update, validate_topic_configs,
 )
 from kafka_sim.state import Topic
@@ -160,10 +160,12 @@ class ConfigRequests:
                 new = validate_broker_update(new, per_broker=bool(name))
             except NotDynamic as exc:
                 return E.INVALID_REQUEST, str(exc)
-            except UnknownConfig as exc:
-                return E.INVALID_CONFIG, str(exc)
             except ConfigValueError as exc:
-                return E.INVALID_CONFIG, str(exc)
+                if exc.args and str(exc.args[0]).startswith("Unknown config name"):
+                    return E.INVALID_CONFIG, str(exc)  # prepareIncrementalConfigs (APPEND/SUBTRACT)
+                # ConfigAdminManager.validateBrokerConfigChange: a bad value becomes
+                # InvalidRequestException (KAFKA-13609), unlike topic configs (INVALID_CONFIG)
+                return E.INVALID_REQUEST, str(exc)
             if validate_only:
                 return E.NONE, None
             self._run(self.now())  # bytes so far moved at the old rates

@@ -443,10 +443,6 @@ def validate_topic_configs(configs: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-class UnknownConfig(ConfigValueError):
-    """A config name Kafka does not know (INVALID_CONFIG)."""
-
-
 class NotDynamic(ConfigValueError):
     """A broker config that cannot be updated dynamically (INVALID_REQUEST in Kafka)."""
 
@@ -454,22 +450,23 @@ class NotDynamic(ConfigValueError):
 def validate_broker_update(configs: Mapping[str, str], per_broker: bool) -> dict[str, str]:
     """Validate a dynamic broker config update, return it normalized.
 
+    Kafka's DynamicBrokerConfig.validateConfigs rejects known read-only names and bad
+    values of known ones; names it does not know are stored as they are (KafkaConfig
+    ignores unknown properties, and the KRaft controller validates only the broker id).
+
     :param configs: config name -> raw value
     :param per_broker: True for a broker id resource, False for the cluster default ("")
-    :raises UnknownConfig: for a name Kafka does not know
     :raises NotDynamic: for a known but read-only broker config
-    :raises ConfigValueError: for a bad value
+    :raises ConfigValueError: for a bad value of a known config
     """
     out: dict[str, str] = {}
     not_dynamic = sorted(n for n in configs if (n in BROKER_CONFIGS and not BROKER_CONFIGS[n].dynamic)
                          or n in IDENTITY_BROKER_KEYS)
-    for name in configs:
-        if name not in BROKER_CONFIGS and name not in IDENTITY_BROKER_KEYS:
-            raise UnknownConfig(f"Unknown broker config name: {name}")
     if not_dynamic:
         raise NotDynamic(f"Cannot update these configs dynamically: Set({', '.join(not_dynamic)})")
     for name, raw in configs.items():
-        out[name] = normalize(BROKER_CONFIGS[name], raw)
+        key = BROKER_CONFIGS.get(name)
+        out[name] = normalize(key, raw) if key is not None else raw
     return out
 
 
@@ -567,11 +564,31 @@ class BrokerConfigState:
             if wanted is not None and name not in wanted:
                 continue
             syns = self.synonyms(broker_id, name)
+            if name in DYNAMIC_ONLY_BROKER_KEYS:
+                syns = [x for x in syns if x.source != ConfigSource.DEFAULT_CONFIG]
+                if not syns:
+                    continue
             value = syns[0].value if syns else key.default
             source = syns[0].source if syns else int(ConfigSource.DEFAULT_CONFIG)
             out.append(ConfigEntry(name, value, not key.dynamic, source, key.sensitive,
                                    syns if include_synonyms else [], int(key.type), key.doc))
+        out.extend(self._describe_unknown(broker_id, wanted, include_synonyms))
         return out
+
+    def _describe_unknown(self, broker_id: int, wanted: set[str] | None,
+                          include_synonyms: bool) -> list[ConfigEntry]:
+        """Dynamic configs set under names Kafka does not define: listed as set, read-only."""
+        out: list[ConfigEntry] = []
+        seen: set[str] = set()
+        for layer, src in ((self.dynamic.get(str(broker_id), {}), ConfigSource.DYNAMIC_BROKER_CONFIG),
+                           (self.dynamic.get("", {}), ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)):
+            for name, value in sorted(layer.items()):
+                if name in BROKER_CONFIGS or name in seen or (wanted is not None and name not in wanted):
+                    continue
+                seen.add(name)
+                syn = [ConfigSynonym(name, value, int(src))] if include_synonyms else []
+                out.append(ConfigEntry(name, value, True, int(src), False, syn, int(ConfigType.UNKNOWN), None))
+        return sorted(out, key=lambda e: e.name)
 
     def describe_default(self, keys: Iterable[str] | None, include_synonyms: bool = True) -> list[ConfigEntry]:
         """DescribeConfigs for the cluster default resource (name ""): only what is set there.
@@ -585,9 +602,12 @@ class BrokerConfigState:
         for name, value in sorted(self.dynamic.get("", {}).items()):
             if wanted is not None and name not in wanted:
                 continue
-            key = BROKER_CONFIGS[name]
+            key = BROKER_CONFIGS.get(name)
             syn = [ConfigSynonym(name, value, src)] if include_synonyms else []
-            out.append(ConfigEntry(name, value, False, src, key.sensitive, syn, int(key.type), key.doc))
+            if key is None:  # an unknown name, stored as given
+                out.append(ConfigEntry(name, value, True, src, False, syn, int(ConfigType.UNKNOWN), None))
+            else:
+                out.append(ConfigEntry(name, value, False, src, key.sensitive, syn, int(key.type), key.doc))
         return out
 
     def describe_topic(self, overrides: Mapping[str, str], keys: Iterable[str] | None,
@@ -619,6 +639,11 @@ class BrokerConfigState:
         return out
 
 
+#: Broker configs that exist only as dynamic configs (DynamicConfig.Broker's quota configs,
+#: not KafkaConfig definitions): DescribeConfigs lists them only where they are set.
+DYNAMIC_ONLY_BROKER_KEYS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                                      "replica.alter.log.dirs.io.max.bytes.per.second"})
+
 #: Kafka's "staticDefaultConfigs": defaults that are not null.
 _STATIC_DEFAULTS: dict[str, str] = {k.name: k.default for k in _BROKER_KEYS if k.default is not None}
 
@@ -643,10 +668,8 @@ def apply_incremental(current: Mapping[str, str], ops: Iterable[tuple[str, int, 
             result.pop(name, None)
         elif op in (2, 3):
             key = keys.get(name)
-            if key is None:
-                # unknown names are reported by the caller's validation
-                result[name] = value or ""
-                continue
+            if key is None:  # ConfigAdminManager.prepareIncrementalConfigs: only known LIST configs
+                raise ConfigValueError(f"Unknown config name: {name}")
             if key.type != ConfigType.LIST:
                 verb = "append" if op == 2 else "subtract"
                 raise ConfigValueError(f"Config value {verb} is not allowed for config key: {name}")

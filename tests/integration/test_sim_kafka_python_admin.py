@@ -87,15 +87,17 @@ def test_incremental_configs_sources_and_validate_only(sim_cluster: Any, small_s
     cluster = sim_cluster(small_snapshot)
     admin = admin_for(cluster.bootstrap_servers)
     before = cluster.write_count
+    # Unset throttle rates are absent from DescribeConfigs (dynamic-only, as in Kafka), so
+    # kafka-python's client-side name check must be off to set one: raise_on_unknown=False.
     admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "1",
                                         {"leader.replication.throttled.rate": "1000000"})],
-                        validate_only=True)
+                        validate_only=True, raise_on_unknown=False)
     assert cluster.write_count == before, "validate_only must not write"
     admin.alter_configs([
         ConfigResource(ConfigResourceType.BROKER, "1", {"leader.replication.throttled.rate": "1000000"}),
         ConfigResource(ConfigResourceType.TOPIC, "orders",
                        {"leader.replication.throttled.replicas": "0:1,1:2"}),
-    ])
+    ], raise_on_unknown=False)
     assert cluster.write_count > before
     assert cluster.broker_configs(1)["leader.replication.throttled.rate"] == "1000000"
     assert cluster.topic_configs("orders")["leader.replication.throttled.replicas"] == "0:1,1:2"
@@ -131,7 +133,7 @@ def test_reassignment_listed_while_in_flight_then_completes(sim_cluster: Any, sm
     admin.alter_configs([
         ConfigResource(ConfigResourceType.BROKER, "4", {"follower.replication.throttled.rate": "20000000"}),
         ConfigResource(ConfigResourceType.TOPIC, "orders", {"follower.replication.throttled.replicas": "0:4"}),
-    ])
+    ], raise_on_unknown=False)
     result = admin.alter_partition_reassignments({TopicPartition("orders", 0): [4, 2, 3]})
     assert result == {TopicPartition("orders", 0): None}
     inflight = admin.list_partition_reassignments()

@@ -32,7 +32,9 @@ def test_rates_must_be_non_negative_longs(m, value, ok):
         assert code == E.NONE
         assert m.broker_configs(1)["leader.replication.throttled.rate"] == value.strip()
     else:
-        assert code == E.INVALID_CONFIG and "leader.replication.throttled.rate" in msg
+        # ConfigAdminManager.validateBrokerConfigChange turns a bad broker value into
+        # InvalidRequestException (KAFKA-13609): INVALID_REQUEST, not INVALID_CONFIG
+        assert code == E.INVALID_REQUEST and "leader.replication.throttled.rate" in msg
         assert m.broker_configs(1) == {}
 
 
@@ -55,7 +57,8 @@ def test_throttled_replica_lists_rejected(m, value):
 def test_unknown_and_read_only_config_names(m):
     code, msg = m.incremental_alter_configs(2, "t", [("retention.msec", SET, "1")])
     assert (code, msg) == (E.INVALID_CONFIG, "Unknown topic config name: retention.msec")
-    assert m.incremental_alter_configs(4, "1", [("leader.replication.throttle.rate", SET, "1")])[0] == \
+    # APPEND to a name Kafka does not know (prepareIncrementalConfigs): INVALID_CONFIG
+    assert m.incremental_alter_configs(4, "1", [("leader.replication.throttle.rate", APPEND, "1")])[0] == \
         E.INVALID_CONFIG
     code, msg = m.incremental_alter_configs(4, "1", [("replica.lag.time.max.ms", SET, "1000")])
     assert code == E.INVALID_REQUEST and "Cannot update these configs dynamically" in msg
@@ -68,6 +71,16 @@ def test_unknown_and_read_only_config_names(m):
     assert m.incremental_alter_configs(2, "t", [("min.insync.replicas", SET, "0")])[0] == E.INVALID_CONFIG
     assert m.incremental_alter_configs(2, "t", [("cleanup.policy", SET, "delete,shred")])[0] == E.INVALID_CONFIG
     assert m.write_count == 0
+
+
+def test_unknown_broker_config_is_stored_and_described(m):
+    # DynamicBrokerConfig.validateConfigs checks only names it knows; the KRaft controller
+    # (ControllerConfigurationValidator) validates only the broker id: a misspelt name is stored
+    assert m.incremental_alter_configs(4, "1", [("leader.replication.throttle.rate", SET, "1")]) == (E.NONE, None)
+    assert m.broker_configs(1) == {"leader.replication.throttle.rate": "1"}
+    e = entries(m, 4, "1")["leader.replication.throttle.rate"]
+    assert (e.value, e.source, e.read_only) == ("1", S.DYNAMIC_BROKER_CONFIG, True)
+    assert m._rates[1][0] == float("inf")  # and it throttles nothing
 
 
 def test_append_and_subtract_on_list_configs(m):
@@ -105,7 +118,7 @@ def test_legacy_alter_configs_replaces_everything(m):
     m.incremental_alter_configs(2, "t", [("retention.ms", SET, "1000"), ("segment.bytes", SET, "1048576")])
     assert m.alter_configs(2, "t", {"min.insync.replicas": "2"}) == (E.NONE, None)
     assert m.topic_configs("t") == {"min.insync.replicas": "2"}
-    assert m.alter_configs(4, "", {"leader.replication.throttled.rate": "-5"})[0] == E.INVALID_CONFIG
+    assert m.alter_configs(4, "", {"leader.replication.throttled.rate": "-5"})[0] == E.INVALID_REQUEST
 
 
 def test_topic_config_sources_defaults_and_synonyms(m):
@@ -137,8 +150,9 @@ def test_topic_config_sources_defaults_and_synonyms(m):
 
 def test_broker_config_sources(m):
     es = entries(m, 4, "1")
-    rate = es["leader.replication.throttled.rate"]
-    assert (rate.value, rate.source, rate.read_only) == (LONG_MAX, S.DEFAULT_CONFIG, False)
+    # the throttle rates are DynamicConfig.Broker quota configs, not KafkaConfig definitions:
+    # DescribeConfigs (ConfigHelper, KafkaConfig originals + values) lists them only when set
+    assert "leader.replication.throttled.rate" not in es and "follower.replication.throttled.rate" not in es
     lag = es["replica.lag.time.max.ms"]
     assert (lag.value, lag.source, lag.read_only) == ("10000", S.STATIC_BROKER_CONFIG, True)
     assert [s.source for s in lag.synonyms] == [S.STATIC_BROKER_CONFIG, S.DEFAULT_CONFIG]
@@ -149,7 +163,7 @@ def test_broker_config_sources(m):
     rate = entries(m, 4, "1")["leader.replication.throttled.rate"]
     assert (rate.value, rate.source) == ("100", S.DYNAMIC_BROKER_CONFIG)
     assert [(s.value, s.source) for s in rate.synonyms] == [
-        ("100", S.DYNAMIC_BROKER_CONFIG), ("500", S.DYNAMIC_DEFAULT_BROKER_CONFIG), (LONG_MAX, S.DEFAULT_CONFIG)]
+        ("100", S.DYNAMIC_BROKER_CONFIG), ("500", S.DYNAMIC_DEFAULT_BROKER_CONFIG)]
     rate2 = entries(m, 4, "2")["leader.replication.throttled.rate"]
     assert (rate2.value, rate2.source) == ("500", S.DYNAMIC_DEFAULT_BROKER_CONFIG)
     # the cluster-default resource lists only what is set there
