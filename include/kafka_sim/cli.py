@@ -139,11 +139,22 @@ def execute_control(cluster: Any, line: str) -> str:
                 return f"ERR unknown broker {broker_id}"
             (cluster.stop_broker if cmd == "stop-broker" else cluster.start_broker)(broker_id)
             return f"OK {cmd} {broker_id}"
+        if cmd == "set-network":
+            if len(rest) != 2 or not rest[0].isdigit():
+                return "ERR usage: set-network BROKER_ID BYTES_PER_SEC"
+            cluster.set_network(int(rest[0]), float(rest[1]))
+            return f"OK {cmd} {rest[0]} {rest[1]}"
+        if cmd == "set-write-rate":
+            if len(rest) != 3 or not rest[1].isdigit():
+                return "ERR usage: set-write-rate TOPIC PARTITION BYTES_PER_SEC"
+            cluster.set_write_rate(rest[0], int(rest[1]), float(rest[2]))
+            return f"OK {cmd} {rest[0]} {rest[1]} {rest[2]}"
         if cmd == "state":
             return json.dumps(cluster_state(cluster), sort_keys=True)
         if cmd == "snapshot":
             return json.dumps(cluster.snapshot(), sort_keys=True)
-        return f"ERR unknown command {cmd!r} (stop-broker N, start-broker N, state, snapshot)"
+        return (f"ERR unknown command {cmd!r} (stop-broker N, start-broker N, set-network N BYTES, "
+                "set-write-rate TOPIC P BYTES, state, snapshot)")
     except Exception as e:  # report, keep the control port serving
         return f"ERR {type(e).__name__}: {e}"
 

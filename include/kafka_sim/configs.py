@@ -301,6 +301,11 @@ _BROKER_KEYS: list[ConfigKey] = [
               at_least(1)),
     ConfigKey("auto.create.topics.enable", _B, "false", "Auto-create topics on metadata requests (off here)"),
     ConfigKey("auto.leader.rebalance.enable", _B, "true", "Background preferred-leader balancing"),
+    ConfigKey("leader.imbalance.check.interval.seconds", _L, "300",
+              "How often the controller runs preferred-leader elections", at_least(1)),
+    ConfigKey("replication.quota.window.num", _I, "11", "Samples kept by the replication quotas", at_least(1)),
+    ConfigKey("replication.quota.window.size.seconds", _I, "1", "Length of one replication quota sample",
+              at_least(1)),
     ConfigKey("delete.topic.enable", _B, "true", "Topics can be deleted"),
     # Dynamic thread pools (DynamicThreadPool).
     ConfigKey("num.io.threads", _I, "8", "Request handler threads", at_least(1), dynamic=True),

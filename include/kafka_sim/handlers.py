@@ -75,9 +75,9 @@ class RequestContext:
 
 @dataclass
 class RawBody:
-    """A response body already encoded (the metadata cache hands these out)."""
+    """A response body already encoded (the metadata cache hands these out), possibly in parts."""
 
-    body: bytes
+    body: bytes | list[bytes]
     flexible: bool
 
 
@@ -217,12 +217,17 @@ class Handlers:
                 return self._build_metadata(v, self._requested_topics(v, request))
             state = self._metadata_state_key()
             cached = self._metadata_cache.get(v)
-            if state is not None and cached is not None and cached[0] == state:
-                return RawBody(cached[1], flexible)
-            body = self._encode_full_metadata(v, flexible)
-            if state is not None:
-                self._metadata_cache[v] = (state, body)
-            return RawBody(body, flexible)
+            if state is None or cached is None or cached[0] != state:
+                cached = (state, self._encode_topics_blob(v, flexible), {})
+                if state is not None:
+                    self._metadata_cache[v] = cached
+            # KRaftMetadataCache.getControllerId: a random live broker, per request
+            controller = self.model.controller_id
+            envelope = cached[2].get(controller)
+            if envelope is None:
+                envelope = cached[2][controller] = self._envelope(v, flexible, controller)
+            head, tail = envelope
+            return RawBody([head, cached[1], tail], flexible)
 
     def _requested_topics(self, v: int, request: Any) -> list[tuple[Any, str | None, Any, int]]:
         wanted = []
@@ -300,15 +305,13 @@ class Handlers:
                                 controller_id=self.model.controller_id, topics=topics_out,
                                 error_code=NONE)
 
-    def _encode_full_metadata(self, v: int, flexible: bool) -> bytes:
-        """Encode an all-topics response, reusing each topic's bytes while it is unchanged."""
-        R = MetadataResponse
+    def _encode_topics_blob(self, v: int, flexible: bool) -> bytes:
+        """The all-topics array (count + entries), reusing each topic's bytes while it is unchanged."""
         alive = {b.id for b in self._alive_brokers()}
         alive_key = frozenset(alive)
         cache = self._topic_bytes.setdefault(v, {})
         chunks = []
-        names = sorted(self.model.topics)
-        for name in names:
+        for name in sorted(self.model.topics):
             topic = self.model.topics[name]
             key = (topic.topic_id, topic.version, len(topic.partitions))
             hit = cache.get(name)
@@ -321,12 +324,23 @@ class Handlers:
             chunks.append(hit[2])
         for gone in set(cache) - set(self.model.topics):
             del cache[gone]
-        # Encode the envelope with an empty topic array, then splice the topics in.
-        empty = R(version=v, throttle_time_ms=0, brokers=self._broker_entries(),
-                  cluster_id=self.model.cluster_id, controller_id=self.model.controller_id,
-                  topics=[], error_code=NONE).encode(version=v)
+        count = _uvarint(len(chunks) + 1) if flexible else struct.pack(">i", len(chunks))
+        return b"".join([count, *chunks])
+
+    def _envelope(self, v: int, flexible: bool, controller: int) -> tuple[bytes, bytes]:
+        """The response around the topic array: (bytes before it, bytes after it)."""
+        empty = MetadataResponse(version=v, throttle_time_ms=0, brokers=self._broker_entries(),
+                                 cluster_id=self.model.cluster_id, controller_id=controller,
+                                 topics=[], error_code=NONE).encode(version=v)
         suffix_len = (4 if 8 <= v <= 10 else 0) + (2 if v >= 13 else 0) + (1 if flexible else 0)
-        return _splice_array(empty, suffix_len, flexible, chunks)
+        marker_len = 1 if flexible else 4
+        end = len(empty) - suffix_len
+        return empty[:end - marker_len], empty[end:]
+
+    def _encode_full_metadata(self, v: int, flexible: bool) -> bytes:
+        """An all-topics response as one byte string (tests, benchmarks)."""
+        head, tail = self._envelope(v, flexible, self.model.controller_id)
+        return b"".join([head, self._encode_topics_blob(v, flexible), tail])
 
     # ------------------------------------------------------------------ DescribeCluster
     def describe_cluster(self, ctx: RequestContext, request: Any) -> Any:
@@ -546,15 +560,12 @@ class Handlers:
                         r[3] = UNKNOWN_TOPIC_OR_PARTITION
                         continue
                     if self.model.high_watermark(r[0], r[2]) >= r[5]:
+                        # Partition.checkEnoughReplicasReachOffset: committed, but if the ISR
+                        # is now below min.insync.replicas the producer is told so
+                        if len(part.isr) < self._min_isr(r[0]):
+                            r[3] = NOT_ENOUGH_REPLICAS_AFTER_APPEND
                         continue
-                    if part.leader < 0 or not self.model.brokers[part.leader].alive:
-                        still.append(r)  # the new leader may still commit it; keep waiting
-                        continue
-                    if len(part.isr) < self._min_isr(r[0]):
-                        # The ISR shrank below min.insync.replicas after the append.
-                        r[3] = NOT_ENOUGH_REPLICAS_AFTER_APPEND
-                        continue
-                    still.append(r)
+                    still.append(r)  # not committed yet (or the leader moved): keep waiting
             pending = still
             if not pending:
                 break

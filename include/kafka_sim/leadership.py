@@ -9,8 +9,55 @@ from kafka_sim import errors as E
 from kafka_sim.state import _CATCH_UP_EPS, Partition, Replica, _locked
 
 
+#: ReplicationControlManager's maxElectionsPerImbalance: elections per balancing run.
+MAX_ELECTIONS_PER_IMBALANCE = 1000
+
+
 class Leadership:
     """Mixin of ClusterModel: leader changes and elections."""
+
+    # ------------------------------------------------------------ auto preferred-leader election
+    def _note_preferred_leader(self, p: Partition) -> None:
+        """Track partitions not led by their first replica (ReplicationControlManager.imbalancedPartitions)."""
+        if p.leader >= 0 and p.replicas and p.leader != p.replicas[0]:
+            self._imbalanced.add(p)
+            self._schedule_balance(self._t)
+        else:
+            self._imbalanced.discard(p)
+
+    def _schedule_balance(self, now: float) -> None:
+        """QuorumController.maybeScheduleNextBalancePartitionLeaders: one run per check interval."""
+        if self._balance_at is not None or not self._imbalanced:
+            return
+        if self.configs.value(None, "auto.leader.rebalance.enable") != "true":
+            return
+        interval = self.configs.long_value(None, "leader.imbalance.check.interval.seconds")
+        self._balance_at = now + max(1, interval)
+
+    def _balance_leaders(self) -> None:
+        """maybeBalancePartitionLeaders: a PREFERRED election for each imbalanced partition.
+
+        The first replica becomes leader if it is alive and in the ISR; otherwise the
+        partition keeps its leader and is tried again at the next run.
+        """
+        self._balance_at = None
+        elections = 0
+        for p in list(self._imbalanced):
+            if elections >= MAX_ELECTIONS_PER_IMBALANCE:
+                break
+            topic = self.topics.get(p.topic)
+            if topic is None or p.index >= len(topic.partitions) or topic.partitions[p.index] is not p:
+                self._imbalanced.discard(p)
+                continue
+            preferred = p.replicas[0]
+            if preferred in p.isr and self.brokers[preferred].alive and p.leader != preferred:
+                self._change_leader(p, preferred)
+                elections += 1
+        self._flush_dirty()
+        if elections >= MAX_ELECTIONS_PER_IMBALANCE:
+            self._balance_at = self._t + 0.01  # more to do: rescheduled almost at once
+        else:
+            self._schedule_balance(self._t)
 
     # ------------------------------------------------------------ leadership
     def _first_live_isr(self, p: Partition, among: Iterable[int] | None = None) -> int:

@@ -69,8 +69,11 @@ class Logs:
                           ) -> list[tuple[str, int, int, int, list[tuple[str, list[tuple[int, int, int, bool]]]]]]:
         """DescribeLogDirs of one broker.
 
-        Current replicas report offset_lag = max(HW - LEO, 0) (0 when in sync); future
-        replicas report how far they are behind the current replica.
+        Current replicas report offset_lag = max(local HW - LEO, 0), which is always 0:
+        ReplicaManager.getLogEndOffsetLag uses the broker's own high watermark, and a
+        follower's is capped at its log end (UnifiedLog.updateHighWatermark), so even a
+        follower far behind reports 0. Future replicas report how far they are behind the
+        current replica (KIP-113).
 
         :param broker_id: the broker
         :param topics: (topic, partitions) to report, None for all
@@ -91,11 +94,9 @@ class Logs:
                 used[r.future_log_dir] = used.get(r.future_log_dir, 0.0) + r.future_bytes
             if wanted is not None and (p.topic, p.index) not in wanted:
                 continue
-            leo = r.log_end_offset
-            # a caught-up replica holds the whole log: lag 0 without computing the HW
-            lag = 0 if r.tracking else max(p.high_watermark() - leo, 0)
-            per_dir.setdefault(r.log_dir, {}).setdefault(p.topic, []).append((p.index, int(size), lag, False))
+            per_dir.setdefault(r.log_dir, {}).setdefault(p.topic, []).append((p.index, int(size), 0, False))
             if r.future_log_dir is not None:
+                leo = r.log_end_offset
                 per_dir.setdefault(r.future_log_dir, {}).setdefault(p.topic, []).append(
                     (p.index, int(r.future_bytes), max(0, leo - r.future_log_end_offset), True))
         out = []

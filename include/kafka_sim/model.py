@@ -90,7 +90,9 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._flow_cache: dict[Partition, list[Any]] = {}  # flows of each active partition
         self._fresh: set[Partition] = set()  # flushed since the last zero-time check
         self._lag_cache: dict[int, float] = {}
-        self._dir_logs: dict[int, dict[str, int]] = {}  # logs per log dir of each broker  # replica.lag.time.max.ms per broker, in seconds
+        self._dir_logs: dict[int, dict[str, int]] = {}  # logs per log dir of each broker
+        self._imbalanced: set[Partition] = set()  # led by a replica other than the first
+        self._balance_at: float | None = None  # next automatic preferred-leader election  # replica.lag.time.max.ms per broker, in seconds
         self._steady_out: dict[int, float] = {}
         self._steady_in: dict[int, float] = {}
         self._inflight: dict[tuple[str, int], Partition] = {}
@@ -162,6 +164,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         for topic in self.topics.values():
             for part in topic.partitions:
                 self._dirty.add(part)
+                self._note_preferred_leader(part)
         self._refresh_rates()
         self._flush_dirty()
 
@@ -229,9 +232,10 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
 
     @property
     def controller_id(self) -> int:
-        """The live broker with the lowest id (KRaft brokers report a random live broker)."""
+        """A random live broker, chosen per call, as KRaftMetadataCache.getControllerId reports it
+        (clients send controller-bound requests to any broker, KIP-590); -1 if none is alive."""
         live = [b for b, br in self.brokers.items() if br.alive]
-        return min(live) if live else -1
+        return random.choice(live) if live else -1
 
     @property
     def write_count(self) -> int:

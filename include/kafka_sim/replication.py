@@ -131,6 +131,7 @@ class Replication:
         if topic is not None:
             topic.version += 1  # the server re-encodes only changed topics' metadata
         self._plan = None
+        self._note_preferred_leader(p)
 
     def _throttles_changed(self, topic: object, old_leader: object, old_follower: object) -> None:
         """A topic's throttled-replica lists changed: re-derive what the affected partitions record."""
@@ -436,6 +437,15 @@ class Replication:
         """Advance the physics from ``self._t`` to ``until``, event by event."""
         self._flush_dirty()
         self._finish_trivial()
+        while True:
+            balance_at = self._balance_at
+            if balance_at is None or balance_at > until:
+                self._physics_until(until)
+                return
+            self._physics_until(balance_at)
+            self._balance_leaders()  # the controller's periodic preferred-leader election
+
+    def _physics_until(self, until: float) -> None:
         steps = 0
         while self._t < until:
             if not self._active:

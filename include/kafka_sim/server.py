@@ -191,7 +191,10 @@ class ClusterRuntime:
                     continue
                 if out is _CLOSE:
                     return
-                writer.write(out)
+                if isinstance(out, list):
+                    writer.writelines(out)
+                else:
+                    writer.write(out)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
@@ -246,9 +249,15 @@ _CLOSE = object()
 CLOSE = _CLOSE
 
 
-def frame_response(correlation_id: int, body: bytes, flexible_header: bool) -> bytes:
-    """Size + response header (v1 adds an empty tagged-field section) + body."""
+def frame_response(correlation_id: int, body: bytes | list[bytes], flexible_header: bool) -> bytes | list[bytes]:
+    """Size + response header (v1 adds an empty tagged-field section) + body.
+
+    A body given in parts comes back as a list of buffers (written without joining them:
+    an all-topics Metadata response of 100k partitions is megabytes).
+    """
     header = _INT32.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+    if isinstance(body, list):
+        return [_INT32.pack(len(header) + sum(len(b) for b in body)) + header, *body]
     return _INT32.pack(len(header) + len(body)) + header + body
 
 
@@ -357,6 +366,31 @@ class SimulatedCluster:
             self._runtime.notify()
 
         self._call(go())
+
+    def set_network(self, broker_id: int, bytes_per_sec: float) -> None:
+        """Degrade (or restore) a broker's network capacity; followers it cannot carry fall behind.
+
+        :param broker_id: broker id
+        :param bytes_per_sec: capacity in each direction
+        """
+        if broker_id not in self.model.brokers:
+            raise KeyError(f"unknown broker {broker_id}")
+        self.model.set_network(broker_id, bytes_per_sec)
+        self._notify()
+
+    def set_write_rate(self, topic: str, partition: int, bytes_per_sec: float) -> None:
+        """Change how fast producers write to a partition (simulated traffic, not records).
+
+        :param topic: topic name
+        :param partition: partition index
+        :param bytes_per_sec: the new write rate
+        """
+        self.model.set_write_rate(topic, partition, bytes_per_sec)
+        self._notify()
+
+    def _notify(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._runtime.notify)
 
     # --------------------------------------------------------------- views
     @property
