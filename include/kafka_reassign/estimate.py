@@ -113,19 +113,31 @@ class QuotaLoad:
 
     :param leader: broker -> bytes/s its in-sync followers fetch from it for throttled partitions
     :param follower: broker -> bytes/s its new replicas fetch once in sync (all of them, end of run)
+    :param per_step: the throttled-replica lists name only the moves in flight (an executor that
+        updates them per step): a move then shares its quotas only with moves in flight beside
+        it, which the formula leaves to the rehearsal, and counts its own in-sync followers
     """
 
     leader: dict[int, float]
     follower: dict[int, float]
+    per_step: bool = False
+
+    def leader_in_sync(self, ld: StepLoad) -> float:
+        """In-sync bytes/s recorded in the leader quota of ``ld``'s leader while it moves."""
+        return ld.in_sync_followers * ld.produce if self.per_step else self.leader.get(ld.leader, 0.0)
 
 
-def quota_load(loads: Iterable[StepLoad]) -> QuotaLoad:
-    """The in-sync load every throttled partition of the run puts on its brokers' quotas.
+def quota_load(loads: Iterable[StepLoad], per_step: bool = False) -> QuotaLoad:
+    """The in-sync load the throttled partitions of the run put on their brokers' quotas.
 
     A partition counts once however many steps it has (its throttle is set once).
+
+    :param per_step: the throttle lists name only the moves in flight (see :class:`QuotaLoad`)
     """
     leader: dict[int, float] = {}
     follower: dict[int, float] = {}
+    if per_step:
+        return QuotaLoad(leader=leader, follower=follower, per_step=True)
     seen: set[TopicPartition] = set()
     new_replicas: set[tuple[TopicPartition, int]] = set()
     for ld in loads:
@@ -256,13 +268,14 @@ def broker_times(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
     for ld in loads:
         if ld.adding:
             lb = ld.leader
-            budget = min(limits.throttle(lb), limits.capacity(lb)) - quota.leader.get(lb, 0.0)
+            budget = min(limits.throttle(lb), limits.capacity(lb)) - quota.leader_in_sync(ld)
             sides[(lb, "out")] = _drain(sides.get((lb, "out"), 0.0), ld.size_bytes * len(ld.adding), budget,
                                         ld.produce * len(ld.adding))
             for b in ld.adding:
                 budget = min(limits.throttle(b), limits.capacity(b)) - done_in.get(b, 0.0)
                 sides[(b, "in")] = _drain(sides.get((b, "in"), 0.0), ld.size_bytes, budget, ld.produce)
-                done_in[b] = done_in.get(b, 0.0) + ld.produce
+                if not quota.per_step:  # in sync and still listed: it keeps costing P
+                    done_in[b] = done_in.get(b, 0.0) + ld.produce
         for b in ld.dir_brokers:
             sides[(b, "dir")] = _drain(sides.get((b, "dir"), 0.0), ld.size_bytes, limits.dir_throttle(b), ld.produce)
     times: dict[int, float] = {}
@@ -292,7 +305,7 @@ def throttle_bound(loads: Iterable[StepLoad], limits: Limits) -> tuple[float, in
 
 
 def estimate_batches(batches: Sequence[Sequence[Any]], state: ClusterState, limits: Limits,
-                     pipelined: bool = False) -> tuple[Estimate, list[float]]:
+                     pipelined: bool = False, per_step: bool = False) -> tuple[Estimate, list[float]]:
     """Estimate a run made of batches of steps.
 
     :param batches: the steps of each batch, in execution order
@@ -301,18 +314,19 @@ def estimate_batches(batches: Sequence[Sequence[Any]], state: ClusterState, limi
     :param pipelined: moves start as soon as their broker has room (a sliding window): the run
         takes as long as its busiest broker; otherwise each batch waits for the previous one
         and the run is the sum of the batches' busiest brokers
+    :param per_step: the throttle lists name only the moves in flight (see :class:`QuotaLoad`)
     :returns: (the estimate, seconds per batch)
     """
     per_batch = [step_loads(b, state) for b in batches]
     everything = [ld for b in per_batch for ld in b]
-    quota = quota_load(everything)
+    quota = quota_load(everything, per_step)
     follower_base: dict[int, float] = {}
     batch_secs: list[float] = []
     for loads in per_batch:
         times = broker_times(loads, limits, quota, follower_base)
         batch_secs.append(max(times.values(), default=0.0))
         for ld in loads:
-            for b in ld.adding:
+            for b in ld.adding if not per_step else ():
                 follower_base[b] = follower_base.get(b, 0.0) + ld.produce
     whole = broker_times(everything, limits, quota)
     bound, busiest = throttle_bound(everything, limits)
@@ -371,8 +385,9 @@ def stall_points(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
     """For each copying step: the throttle it needs on its leader and on each receiving broker.
 
     Leader side: ``R > (in-sync load of every throttled partition it leads) + P``; for a
-    partition alone that is ``(k+1)P``. Follower side, for the last move into a broker: ``R >``
-    the produce rates of all new replicas it receives (the others are in sync by then).
+    partition alone (or with per-step throttle lists) that is ``(k+1)P``. Follower side, for
+    the last move into a broker: ``R >`` the produce rates of all new replicas it receives (the
+    others are in sync by then), or ``P`` with per-step lists.
     """
     quota = quota or quota_load(loads)
     out: list[StallPoint] = []
@@ -380,11 +395,11 @@ def stall_points(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
         if ld.produce <= 0:
             continue
         if ld.adding:
-            used = quota.leader.get(ld.leader, 0.0)
+            used = quota.leader_in_sync(ld)
             out.append(StallPoint(ld.name, ld.leader, "leader", ld.produce, used,
                                   used + ld.produce * len(ld.adding), limits.throttle(ld.leader)))
             for b in ld.adding:
-                total = quota.follower.get(b, 0.0)
+                total = ld.produce if quota.per_step else quota.follower.get(b, 0.0)
                 out.append(StallPoint(ld.name, b, "follower", ld.produce, total - ld.produce, total,
                                       limits.throttle(b)))
         for b in ld.dir_brokers:

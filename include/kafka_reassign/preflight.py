@@ -157,12 +157,15 @@ class PreflightReport:
     :param throttle: the run's throttle (None = unthrottled)
     :param rates: the produce rates used
     :param kept_lower: brokers whose lower throttle (set by someone else) the run keeps
+    :param together: leader broker -> throttle its moves need when all are in flight at once
+        (only where that is above the throttle; per-step throttle lists)
     """
 
     points: list[StallPoint]
     throttle: int | None
     rates: ProduceRates
     kept_lower: dict[int, float] = field(default_factory=dict)
+    together: dict[int, float] = field(default_factory=dict)
 
     @property
     def stalls(self) -> list[StallPoint]:
@@ -218,6 +221,11 @@ class PreflightReport:
                        f"produce take {fmt_bytes(worst.needed)}/s of its {fmt_bytes(worst.throttle)}/s throttle, "
                        f"so {names} copy at {fmt_bytes(worst.catch_up)}/s or less; a throttle of "
                        f"{fmt_bytes(2 * worst.needed)}/s would give them half of it")
+        for b, need in sorted(self.together.items()):
+            out.append(f"the moves led by broker {b} need {fmt_bytes(need)}/s of its leader quota when all are in "
+                       f"flight together (in-sync followers and produce), above its throttle: with too many in "
+                       f"flight at once they all stall; lower max_partition_movements or raise "
+                       f"throttle_bytes_per_sec")
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -248,7 +256,8 @@ def _stall_reason(p: StallPoint) -> str:
 
 def preflight(steps: Sequence[Any], state: ClusterState, throttle: int | None, rates: ProduceRates, *,
               log_dir_throttle: int | None = None,
-              current_configs: Mapping[tuple[str, str], Mapping[str, str | None]] | None = None) -> PreflightReport:
+              current_configs: Mapping[tuple[str, str], Mapping[str, str | None]] | None = None,
+              per_step: bool = False) -> PreflightReport:
     """Check every copying step of a run against its brokers' throttles.
 
     :param steps: all StepMoves of the run (their throttles are set together)
@@ -257,6 +266,9 @@ def preflight(steps: Sequence[Any], state: ClusterState, throttle: int | None, r
     :param rates: how the produce rates were obtained (already applied to ``state``)
     :param log_dir_throttle: KIP-113 throttle (None: ``throttle``)
     :param current_configs: dynamic broker configs read before the run (lower rates kept)
+    :param per_step: the executor lists only the moves in flight as throttled replicas: each
+        move is checked alone (``(k+1)P``), and brokers whose moves would stall if all were in
+        flight together are warned about
     """
     loads = step_loads(steps, state)
     brokers = {ld.leader for ld in loads} | {b for ld in loads for b in ld.adding}
@@ -264,10 +276,17 @@ def preflight(steps: Sequence[Any], state: ClusterState, throttle: int | None, r
     if throttle is None and log_dir_throttle is None:
         return PreflightReport(points=[], throttle=None, rates=rates)
     limits = Limits(rate=throttle, log_dir_rate=log_dir_throttle, broker_rates=kept)
-    points = stall_points(loads, limits, quota_load(loads))
+    points = stall_points(loads, limits, quota_load(loads, per_step))
     if throttle is None:
         points = [p for p in points if p.side == "log_dir"]
-    return PreflightReport(points=points, throttle=throttle, rates=rates, kept_lower=kept)
+    together: dict[int, float] = {}
+    if per_step and throttle is not None:
+        # Moves led by one broker and in flight at once share its leader quota.
+        for ld in loads:
+            if ld.adding and ld.produce > 0:
+                together[ld.leader] = together.get(ld.leader, 0.0) + (ld.in_sync_followers + len(ld.adding)) * ld.produce
+        together = {b: need for b, need in together.items() if need >= limits.throttle(b)}
+    return PreflightReport(points=points, throttle=throttle, rates=rates, kept_lower=kept, together=together)
 
 
 def enforce(report: PreflightReport, allow_stalling_moves: bool) -> list[str]:

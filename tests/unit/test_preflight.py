@@ -67,3 +67,18 @@ def test_smallest_working_throttle_rounds_up_strictly_above():
     assert smallest_working_throttle([]) is None
     report = preflight([STEP], state_with(1_000_000 / 3), 1 * MB, GIVEN)
     assert report.smallest_throttle == 1_001_000 and report.stalls
+
+
+def test_per_step_lists_check_each_move_alone_and_warn_about_moving_together():
+    snap = make_snapshot(brokers=6, racks=3, topics={"orders": {
+        "partitions": 2, "rf": 3, "size_bytes": 100 * MB, "bytes_in_per_sec": 1 * MB,
+        "replicas": [[1, 2, 3], [1, 3, 2]]}})
+    state = ClusterState.from_snapshot(snap)
+    steps = [StepMove("orders", 0, (1, 2, 3), (4, 2, 3), size_bytes=100 * MB),
+             StepMove("orders", 1, (1, 3, 2), (5, 3, 2), size_bytes=100 * MB)]
+    # Lists for the whole run: broker 1 carries 4 MB/s of in-sync fetches, each move needs 5 MB/s.
+    assert preflight(steps, state, 5 * MB, GIVEN).stalls
+    # Lists per step: each move alone needs 3 MB/s; both at once need 6 MB/s.
+    report = preflight(steps, state, 5 * MB, GIVEN, per_step=True)
+    assert report.stalls == [] and report.together == {1: 6 * MB}
+    assert any("led by broker 1 need 6.0 MB/s" in w for w in report.warnings())
