@@ -139,9 +139,10 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
             "stall_window_seconds": args.stall_window_seconds,
             "poll_interval_seconds": args.poll_interval_seconds,
             "allow_rf_change": args.allow_rf_change, "allow_internal_topics": args.allow_internal_topics,
-            "dry_run": args.dry_run, "cancel_on_failure": not args.no_cancel_on_failure,
+            "dry_run": getattr(args, "dry_run", False),
+            "cancel_on_failure": not getattr(args, "no_cancel_on_failure", False),
             "allow_stalling_moves": args.allow_stalling_moves, "produce_sample_seconds": args.produce_sample_seconds,
-            "rehearse": args.rehearse}
+            "rehearse": getattr(args, "rehearse", False)}
 
 
 # -- subcommands --------------------------------------------------------------------------
@@ -250,12 +251,12 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
     return EXIT_OK
 
 
-#: execute's options that are run parameters (``_params``), shared with ``rehearse``.
+#: execute's options that are run parameters (``_params``), shared with ``validate`` and ``rehearse``
+#: (not dry-run, cancel or rehearse: those two never write, and a rehearsal never rehearses).
 _RUN_OPTION_DESTS = frozenset({
     "throttle_bytes_per_sec", "no_throttle", "log_dir_throttle_bytes_per_sec", "max_partition_movements", "max_movements_per_broker",
     "max_leader_movements", "batch_timeout_minutes", "stall_window_seconds", "poll_interval_seconds",
-    "allow_rf_change", "allow_internal_topics", "dry_run", "no_cancel_on_failure", "allow_stalling_moves",
-    "produce_sample_seconds", "rehearse", "json"})
+    "allow_rf_change", "allow_internal_topics", "allow_stalling_moves", "produce_sample_seconds", "json"})
 
 
 def cmd_rehearse(args: argparse.Namespace) -> int:
