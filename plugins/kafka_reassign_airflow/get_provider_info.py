@@ -76,6 +76,7 @@ def get_provider_info() -> dict[str, Any]:
                 },
             },
         }],
+        "extra-links": ["kafka_reassign_airflow.links.PlanChartLink"],
         "notifications": ["kafka_reassign_airflow.notifications.KafkaReassignNotifier"],
         "plugins": [{"name": "kafka_reassign", "plugin-class": "kafka_reassign_airflow.plugin.KafkaReassignPlugin"}],
         "config": {"kafka_reassign": {"description": "Kafka partition reassignment (kafka-reassign provider).",

@@ -32,6 +32,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 
 from kafka_reassign_airflow.conf_check import TriggerConfMiddleware
+from kafka_reassign_airflow.links import PlanChartLink
 from kafka_reassign_airflow.plan_view import load_plan_view, planned_files
 
 log = logging.getLogger(__name__)
@@ -470,6 +471,7 @@ class KafkaReassignPlugin(AirflowPlugin):
     """Registers the progress page with the api-server and the Airflow UI."""
 
     name = "kafka_reassign"
+    operator_extra_links = [PlanChartLink()]
     fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "Kafka reassignment progress"}]
     # Checks a reassignment DAG's whole conf when a run is triggered (REST API and UI form).
     fastapi_root_middlewares = [{"middleware": TriggerConfMiddleware, "args": [], "kwargs": {},

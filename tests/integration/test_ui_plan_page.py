@@ -37,6 +37,9 @@ def test_finished_run_page_shows_plan_summary_and_chart(tmp_path: Path, sim_clus
         assert final["state"] == "success", stack.diagnostics()
         run_id = run["dag_run_id"]
 
+        # The plan task links to its summary and chart.
+        links = stack.request("GET", f"/api/v2/dags/kafka_rebalance/dagRuns/{quote(run_id)}/taskInstances/plan/links")
+        assert links["extra_links"]["Plan summary & chart"] == f"/kafka-reassign/?dag_id=kafka_rebalance&run_id={quote(run_id)}#plan"
         view = stack.request("GET", f"/kafka-reassign/api/progress?dag_id=kafka_rebalance&run_id={quote(run_id)}")
         plan = view["plan"]
         labels = {h["label"]: h["value"] for h in plan["headline"]}

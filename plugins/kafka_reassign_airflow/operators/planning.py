@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from kafka_reassign_airflow.links import PlanChartLink
 from kafka_reassign_airflow.operators.common import admin_client
 
 if TYPE_CHECKING:
@@ -152,6 +153,7 @@ class PlannerSubmitOperator(BaseOperator):
     template_fields: Sequence[str] = ("spark_conn_id", "goal", "brokers", "replication_factor", "engine",
                                       "planner_options", "limits", "conf", "timeout_seconds")
     ui_color = "#fde9d3"
+    operator_extra_links = (PlanChartLink(),)
 
     def __init__(self, *, snapshot_task_id: str = SNAPSHOT_TASK_ID, spark_conn_id: Any = "spark_default",
                  goal: Any = None, brokers: Any = None, replication_factor: Any = None, engine: Any = "spark",

@@ -121,6 +121,11 @@ function renderPlan(plan, run) {
     el("td", { class: "num" }, b.data_after), el("td", { class: "num" }, b.replicas),
     el("td", { class: "num" }, b.leaders))), "The plan summary has no broker rows.", 8);
   if (plan.chart && run) showChart(run).catch(() => { $("plan-chart-box").hidden = true; });
+  // Opened from the plan task's "Plan summary & chart" link: show the plan once it is rendered.
+  if (/^#plan\b/.test(window.location.hash) && !document.body.dataset.scrolled) {
+    document.body.dataset.scrolled = "1";
+    $("plan").scrollIntoView();
+  }
 }
 
 function render(d) {
