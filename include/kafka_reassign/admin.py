@@ -112,14 +112,20 @@ class KafkaAdmin:
     def _connect(self):
         from kafka.admin import KafkaAdminClient
         from kafka.errors import KafkaError
-        try:
-            return KafkaAdminClient(**self._kwargs)
-        except KafkaError as exc:
-            if getattr(exc, "retriable", False):
-                raise KafkaAdminError("connect", error_name(exc),
-                                      f"cannot reach Kafka at {self._kwargs.get('bootstrap_servers')} within "
+
+        from kafka_reassign.client_logs import SecurityErrors
+        with SecurityErrors() as refused:
+            try:
+                return KafkaAdminClient(**self._kwargs)
+            except KafkaError as exc:
+                if not getattr(exc, "retriable", False):
+                    raise
+                where = f"cannot reach Kafka at {self._kwargs.get('bootstrap_servers')}"
+                if refused.last:  # reachable, but the login or the TLS handshake was refused
+                    raise KafkaAdminError("connect", error_name(exc), f"{where}: the brokers refused the "
+                                          f"connection's credentials or TLS settings: {refused.last}") from exc
+                raise KafkaAdminError("connect", error_name(exc), f"{where} within "
                                       f"{self._kwargs.get('bootstrap_timeout_ms')} ms: {exc}") from exc
-            raise
 
     @property
     def client(self):

@@ -7,6 +7,7 @@ progress, the result); the client's lines are kept for when the user asks for th
 from __future__ import annotations
 
 import logging
+import re
 
 #: Loggers of the Kafka client libraries we use.
 CLIENT_LOGGERS = ("kafka", "aws_msk_iam_sasl_signer", "botocore", "urllib3")
@@ -29,3 +30,34 @@ def set_client_log_level(level: str | int | None = None) -> int:
     for name in CLIENT_LOGGERS:
         logging.getLogger(name).setLevel(level)
     return int(level)
+
+
+# Authentication and TLS failures kafka-python only logs (its bootstrap then times out).
+_SECURITY_RE = re.compile(
+    r"((?:SaslAuthenticationFailedError|UnsupportedSaslMechanismError|IllegalSaslStateError)[:\s]+[^()\n]*"
+    r"|\[SSL: [A-Z_]+\][^()\n]*|certificate verify failed[^()\n]*)")
+
+
+class SecurityErrors(logging.Handler):
+    """Remembers the last authentication or TLS error kafka-python logged (``last``).
+
+    Used while connecting: kafka-python retries a refused SASL login or TLS handshake until the
+    bootstrap times out and then reports only the timeout; the user needs the broker's reason.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.last: str | None = None
+        self._logger = logging.getLogger("kafka")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = _SECURITY_RE.search(record.getMessage())
+        if match:
+            self.last = match.group(1).strip().rstrip(":;,")
+
+    def __enter__(self) -> SecurityErrors:
+        self._logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._logger.removeHandler(self)
