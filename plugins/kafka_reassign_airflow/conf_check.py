@@ -88,23 +88,28 @@ def check_trigger(dag_id: str, body: bytes) -> list[str]:
                                   for k, v in defaults.items()}, conf)
 
 
-async def _allowed(scope: dict[str, Any], dag_id: str) -> bool:
-    """Only users who may trigger the DAG get our answer; others get Airflow's 401/403."""
-    from starlette.requests import Request
-
+async def may_access_runs(request: Any, dag_id: str | None, method: str) -> bool:
+    """Whether the request's user (bearer token, or the UI's session cookie) may ``method`` the
+    DAG's runs (GET: read, POST: trigger). An invalid or missing token raises (401)."""
     from airflow.api_fastapi.app import get_auth_manager
     from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
     from airflow.api_fastapi.core_api.security import resolve_user_from_token
 
-    request = Request(scope)
     header = request.headers.get("authorization", "")
     token = header[7:].strip() if header.lower().startswith("bearer ") else request.cookies.get("_token")
+    user = await resolve_user_from_token(token)
+    return get_auth_manager().is_authorized_dag(method=method, access_entity=DagAccessEntity.RUN,
+                                                details=DagDetails(id=dag_id), user=user)
+
+
+async def _allowed(scope: dict[str, Any], dag_id: str) -> bool:
+    """Only users who may trigger the DAG get our answer; others get Airflow's 401/403."""
+    from starlette.requests import Request
+
     try:
-        user = await resolve_user_from_token(token)
+        return await may_access_runs(Request(scope), dag_id, "POST")
     except Exception:
         return False
-    return get_auth_manager().is_authorized_dag(method="POST", access_entity=DagAccessEntity.RUN,
-                                                details=DagDetails(id=dag_id), user=user)
 
 
 class TriggerConfMiddleware:

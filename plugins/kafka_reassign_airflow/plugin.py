@@ -31,7 +31,7 @@ from airflow.plugins_manager import AirflowPlugin
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 
-from kafka_reassign_airflow.conf_check import TriggerConfMiddleware
+from kafka_reassign_airflow.conf_check import TriggerConfMiddleware, may_access_runs
 from kafka_reassign_airflow.links import PlanChartLink
 from kafka_reassign_airflow.plan_view import load_plan_view, planned_files
 
@@ -386,16 +386,7 @@ def collect_progress(conn_id: str, dag_id: str | None, run_id: str | None) -> di
 
 async def _authorize(request: Request, dag_id: str | None) -> None:
     """Allow users who may read this DAG's runs (cookie in the UI, bearer token elsewhere)."""
-    from airflow.api_fastapi.app import get_auth_manager
-    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
-    from airflow.api_fastapi.core_api.security import resolve_user_from_token
-
-    header = request.headers.get("authorization", "")
-    token = header[7:].strip() if header.lower().startswith("bearer ") else request.cookies.get("_token")
-    user = await resolve_user_from_token(token)
-    allowed = get_auth_manager().is_authorized_dag(
-        method="GET", access_entity=DagAccessEntity.RUN, details=DagDetails(id=dag_id), user=user)
-    if not allowed:
+    if not await may_access_runs(request, dag_id, "GET"):
         raise HTTPException(status_code=403, detail="not allowed to read this DAG's runs")
 
 
