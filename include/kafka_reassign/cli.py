@@ -340,6 +340,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if not run_ids:
         print("nothing to restore: every recorded throttle has been restored")
         return EXIT_OK
+    left = 0
     with _admin(args) as admin:
         for rid in run_ids:
             res = restore_throttle(admin, store, rid)
@@ -351,6 +352,12 @@ def cmd_restore(args: argparse.Namespace) -> int:
                 print(f"  {c.describe()}")
             for w in res.warnings:
                 print(f"  warning: {w}")
+            for what, why in sorted(res.pending.items()):
+                left += 1
+                print(f"  PENDING {what}: {why}")
+    if left:
+        print(f"{left} resource(s) still pending: run this command again once they are reachable")
+        return EXIT_FAILED
     return EXIT_OK
 
 
