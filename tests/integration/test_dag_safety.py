@@ -1,0 +1,72 @@
+"""Fault-matrix rows where Airflow's own behaviour matters: the teardown and report tasks.
+
+* A broker dies mid-run and is still down at the teardown: the teardown restores everything
+  else and fails naming the broker and how to finish; the report does not crash on it; the
+  reconciler DAG finishes the job once the broker is back.
+* A no-op plan (everything already in place): the run succeeds saying "nothing to move", and
+  writes nothing to Kafka.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import airflow_env  # noqa: E402
+
+airflow_env.configure_env()
+
+from test_dag_reassign import FAST, airflow_db, in_flight, kafka_conn, plan_of, six_broker_snapshot  # noqa: E402,F401
+
+pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+
+
+def test_broker_dead_at_teardown_is_left_pending_and_finished_by_the_reconciler(
+        airflow_db, sim_cluster, kafka_conn, capfd):
+    cluster = sim_cluster(six_broker_snapshot(size=20_000_000), time_scale=1.0)
+    kafka_conn(cluster)
+    before = airflow_env.throttle_configs(cluster)
+
+    def stop_broker_1_mid_move() -> None:
+        deadline = time.monotonic() + 120
+        while not in_flight(cluster) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cluster.stop_broker(1)  # a throttled broker the move no longer needs (it leaves orders-0)
+
+    killer = threading.Thread(target=stop_broker_1_mid_move, daemon=True)
+    killer.start()
+    dr = airflow_env.run_dag({"plan": plan_of(("orders", 0, [4, 2, 3])), "throttle_bytes_per_sec": 10_000_000,
+                              **FAST})
+    killer.join(5)
+    states = airflow_env.task_states(dr)
+    out = capfd.readouterr().out
+    assert cluster.partition_state("orders", 0)["replicas"] == [4, 2, 3], "the move itself completed"
+    assert dr.state == "failed", states
+    assert states["throttle_remove"] == "failed" and states["report"] == "failed", states
+    assert "Left: broker 1: unreachable" in out and "kafka_throttle_reconciler" in out
+    assert "UNKNOWN (unreachable)" in out, "the report names the unreachable broker instead of crashing"
+    # Everything but broker 1 is back as before.
+    now = airflow_env.throttle_configs(cluster)
+    assert {k: v for k, v in now.items() if k != "broker 1"} == {k: v for k, v in before.items() if k != "broker 1"}
+
+    cluster.start_broker(1)
+    rec = airflow_env.run_dag({}, dag_id="kafka_throttle_reconciler")
+    assert rec.state == "success", airflow_env.task_states(rec)
+    assert airflow_env.throttle_configs(cluster) == before
+    assert airflow_env.read_record(dr.run_id).restored
+
+
+def test_noop_plan_succeeds_without_writing(airflow_db, sim_cluster, kafka_conn, capfd):
+    cluster = sim_cluster(six_broker_snapshot(), time_scale=1.0)
+    kafka_conn(cluster)
+    writes = cluster.write_count
+    dr = airflow_env.run_dag({"plan": plan_of(("orders", 0, [1, 2, 3]), ("orders", 1, [2, 3, 4])),
+                              "throttle_bytes_per_sec": 10_000_000, **FAST})
+    out = capfd.readouterr().out
+    assert dr.state == "success", (airflow_env.task_states(dr), [l for l in out.splitlines() if "ERROR" in l][:5])
+    assert "nothing to move" in out
+    assert cluster.write_count == writes, "a no-op plan writes nothing to Kafka"
