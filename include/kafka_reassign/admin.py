@@ -1,7 +1,8 @@
 """The one place that talks to Kafka: a thin, retrying layer over kafka-python's KafkaAdminClient.
 
-Everything returned is plain data (:mod:`kafka_reassign.state` dataclasses, dicts keyed by
-``(topic, partition)``), so the rest of the package never sees kafka-python types.
+Everything returned is typed plain data (the dataclasses here and in
+:mod:`kafka_reassign.state`, dicts keyed by ``(topic, partition)``): no kafka-python type or
+raw response dict leaves this module.
 
 Errors: transient ones (timeouts, NOT_CONTROLLER, connection errors, anything kafka-python
 marks ``retriable``) are retried with tenacity (exponential back-off, bounded attempts and
@@ -15,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol, TypeVar
 
 from tenacity import (RetryError, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay,
                       wait_exponential)
@@ -23,6 +24,9 @@ from tenacity import (RetryError, Retrying, retry_if_exception, stop_after_attem
 from kafka_reassign.errors import KafkaAdminError
 from kafka_reassign.state import (BrokerInfo, ClusterState, InFlight, PartitionInfo, ReplicaLogDir,
                                   TopicInfo, TopicPartition)
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,7 +41,7 @@ TRANSIENT_PARTITION_ERRORS = frozenset({"REQUEST_TIMED_OUT", "NOT_CONTROLLER", "
 SECRET_KWARGS = frozenset({"sasl_plain_password", "ssl_password", "sasl_oauth_token_provider", "ssl_context"})
 
 
-def error_name(err: Any) -> str:
+def error_name(err: object) -> str:
     """Kafka's name for an error class or instance (``NOT_CONTROLLER``), else the class name."""
     cls = err if isinstance(err, type) else type(err)
     msg = getattr(cls, "message", None)
@@ -59,7 +63,7 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (OSError, TimeoutError, ConnectionError))
 
 
-def redact(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def redact(kwargs: Mapping[str, object]) -> dict[str, object]:
     """A copy of admin kwargs safe to log."""
     return {k: ("***" if k in SECRET_KWARGS and v is not None else v) for k, v in kwargs.items()}
 
@@ -85,6 +89,58 @@ class ConfigsRead:
     unreachable: dict[tuple[str, str], str]
 
 
+@dataclass(frozen=True)
+class BrokerNode:
+    """A broker of DescribeCluster.
+
+    :param fenced: registered but fenced by the controller (KRaft): not alive
+    """
+
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+    fenced: bool = False
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    """DescribeCluster: the cluster id, the controller and the registered brokers."""
+
+    cluster_id: str | None
+    controller_id: int | None
+    brokers: tuple[BrokerNode, ...]
+
+    @property
+    def alive(self) -> dict[int, BrokerNode]:
+        """Brokers not fenced, by id."""
+        return {b.id: b for b in self.brokers if not b.fenced}
+
+
+@dataclass(frozen=True)
+class PartitionMetadata:
+    """One partition of a Metadata response (replicas with the preferred leader first)."""
+
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    """One topic of a Metadata response.
+
+    :param error: Kafka error name (e.g. UNKNOWN_TOPIC_OR_PARTITION), None when fine
+    """
+
+    name: str
+    partitions: tuple[PartitionMetadata, ...]
+    internal: bool = False
+    error: str | None = None
+
+
 class KafkaAdmin:
     """Admin operations the reassignment needs, over one KafkaAdminClient.
 
@@ -94,7 +150,7 @@ class KafkaAdmin:
         ``retry_attempts`` (default 5) and ``retry_max_seconds`` (default 60)
     """
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: object) -> None:
         self.retry_attempts = int(kwargs.pop("retry_attempts", 5))
         self.retry_max_seconds = float(kwargs.pop("retry_max_seconds", 60.0))
         kwargs.setdefault("client_id", "kafka-reassign")
@@ -109,7 +165,7 @@ class KafkaAdmin:
         # Bootstrapping already retries for bootstrap_timeout_ms; retrying that again only delays the error.
         self._client = self._call("connect", self._connect, attempts=1)
 
-    def _connect(self):
+    def _connect(self) -> "KafkaAdminClient":
         from kafka.admin import KafkaAdminClient
         from kafka.errors import KafkaError
 
@@ -128,7 +184,7 @@ class KafkaAdmin:
                                       f"{self._kwargs.get('bootstrap_timeout_ms')} ms: {exc}") from exc
 
     @property
-    def client(self):
+    def client(self) -> "KafkaAdminClient | None":
         """The underlying kafka-python KafkaAdminClient (for tests and diagnostics)."""
         return self._client
 
@@ -142,7 +198,7 @@ class KafkaAdmin:
     def __enter__(self) -> "KafkaAdmin":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- retry wrapper ---------------------------------------------------------------
@@ -172,8 +228,8 @@ class KafkaAdmin:
         except Exception as exc:  # noqa: BLE001 - the retried call reports the real error
             log.debug("metadata refresh failed: %s", exc)
 
-    def _call(self, operation: str, fn: Callable[..., T], *args: Any, attempts: int | None = None,
-              **kwargs: Any) -> T:
+    def _call(self, operation: str, fn: Callable[..., T], *args: object, attempts: int | None = None,
+              **kwargs: object) -> T:
         retrying = Retrying(
             retry=retry_if_exception(self._retry_worthy),
             stop=stop_after_attempt(attempts or self.retry_attempts) | stop_after_delay(self.retry_max_seconds),
@@ -197,13 +253,30 @@ class KafkaAdmin:
             raise
 
     # -- reads -----------------------------------------------------------------------
-    def describe_cluster(self) -> dict[str, Any]:
-        """cluster_id, controller_id and brokers [{broker_id, host, port, rack, is_fenced}]."""
-        return self._call("DescribeCluster", self._client.describe_cluster)
+    def describe_cluster(self) -> ClusterDescription:
+        """The cluster id, the controller and every registered broker."""
+        raw = self._call("DescribeCluster", self._client.describe_cluster)
+        brokers = tuple(BrokerNode(id=int(b["broker_id"]), host=str(b.get("host", "")), port=int(b.get("port", 0)),
+                                   rack=b.get("rack"), fenced=bool(b.get("is_fenced", False)))
+                        for b in raw.get("brokers", []))
+        controller = raw.get("controller_id")
+        return ClusterDescription(cluster_id=raw.get("cluster_id"),
+                                  controller_id=int(controller) if controller is not None else None, brokers=brokers)
 
-    def topic_metadata(self, topics: list[str] | None = None) -> list[dict[str, Any]]:
-        """Metadata of ``topics`` (all when None), as kafka-python dicts."""
-        return self._call("Metadata", self._client.describe_topics, topics)
+    def topic_metadata(self, topics: list[str] | None = None) -> list[TopicMetadata]:
+        """Metadata of ``topics`` (all when None)."""
+        from kafka.errors import for_code
+        out = []
+        for t in self._call("Metadata", self._client.describe_topics, topics):
+            code = t.get("error_code", 0) or 0
+            parts = tuple(PartitionMetadata(partition=int(p["partition_index"]), leader=int(p.get("leader_id", -1)),
+                                            replicas=tuple(int(x) for x in p.get("replica_nodes", []) or []),
+                                            isr=tuple(int(x) for x in p.get("isr_nodes", []) or []),
+                                            offline=tuple(int(x) for x in p.get("offline_replicas", []) or []))
+                          for p in t.get("partitions", []) or [])
+            out.append(TopicMetadata(name=t["name"], partitions=parts, internal=bool(t.get("is_internal", False)),
+                                     error=error_name(for_code(code)) if code else None))
+        return out
 
     def cluster_state(self, include_log_dirs: bool = True, topics: list[str] | None = None) -> ClusterState:
         """Read brokers, topics (replicas, ISR, leader, offline), min ISR, sizes, log dirs, in-flight moves.
@@ -217,21 +290,18 @@ class KafkaAdmin:
         # in Metadata with nothing in flight (a spurious replication-factor change).
         in_flight = self.list_partition_reassignments()
         metas = self.topic_metadata(topics)
-        alive: dict[int, dict[str, Any]] = {}
-        for b in cluster.get("brokers", []):
-            if not b.get("is_fenced", False):
-                alive[int(b["broker_id"])] = b
+        alive = cluster.alive
         referenced: set[int] = set()
-        partitions: dict[str, dict[int, dict[str, Any]]] = {}
+        partitions: dict[str, dict[int, PartitionMetadata]] = {}
         internal: dict[str, bool] = {}
         for t in metas:
-            if t.get("error_code", 0) not in (0, None):
+            if t.error is not None:
                 continue
-            internal[t["name"]] = bool(t.get("is_internal", False))
-            parts = partitions.setdefault(t["name"], {})
-            for p in t.get("partitions", []):
-                parts[int(p["partition_index"])] = p
-                referenced.update(p.get("replica_nodes", []))
+            internal[t.name] = t.internal
+            parts = partitions.setdefault(t.name, {})
+            for p in t.partitions:
+                parts[p.partition] = p
+                referenced.update(p.replicas)
         topic_names = sorted(partitions)
         configs = self._topic_min_isr(topic_names)
         default_min_isr = self._broker_default_min_isr(next(iter(alive), None))
@@ -250,27 +320,25 @@ class KafkaAdmin:
         for bid in sorted(set(alive) | referenced):
             info = alive.get(bid)
             caps = broker_dirs.get(bid, {})
-            brokers[bid] = BrokerInfo(id=bid, rack=info.get("rack") if info else None, alive=info is not None,
+            brokers[bid] = BrokerInfo(id=bid, rack=info.rack if info else None, alive=info is not None,
                                       log_dirs=tuple(sorted(caps)), capacity_bytes=dict(caps))
         topics_out: dict[str, TopicInfo] = {}
         for name in topic_names:
             parts_out: dict[int, PartitionInfo] = {}
             for idx, p in sorted(partitions[name].items()):
-                replicas = tuple(int(x) for x in p.get("replica_nodes", []))
-                leader = int(p.get("leader_id", -1))
-                offline = tuple(int(x) for x in p.get("offline_replicas", []) or []) or tuple(
-                    r for r in replicas if r not in alive)
+                replicas, leader = p.replicas, p.leader
+                offline = p.offline or tuple(r for r in replicas if r not in alive)
                 size = sizes.get((name, idx, leader))
                 if size is None:
                     size = max((sizes.get((name, idx, r), 0) for r in replicas), default=0)
                 parts_out[idx] = PartitionInfo(topic=name, partition=idx, replicas=replicas,
-                                               isr=tuple(int(x) for x in p.get("isr_nodes", [])),
+                                               isr=p.isr,
                                                leader=leader, offline=offline, size_bytes=int(size),
                                                replica_dirs=dirs.get((name, idx), {}))
             topics_out[name] = TopicInfo(name=name, partitions=parts_out, internal=internal.get(name, False),
                                          configs=configs.get(name, {}))
         return ClusterState(brokers=brokers, topics=topics_out, in_flight=in_flight,
-                            cluster_id=cluster.get("cluster_id"), controller_id=cluster.get("controller_id"),
+                            cluster_id=cluster.cluster_id, controller_id=cluster.controller_id,
                             default_min_isr=default_min_isr)
 
     def _topic_min_isr(self, topics: list[str]) -> dict[str, dict[str, str]]:
@@ -360,23 +428,6 @@ class KafkaAdmin:
                     break
         return out
 
-    def alter_configs_each(self, changes: Iterable[ConfigChangeLike]) -> dict[tuple[str, str], str | None]:
-        """Apply config changes resource by resource; one failing resource does not stop the others.
-
-        :returns: {(resource_type, name): None when written, else the error}
-        """
-        grouped: dict[tuple[str, str], list[ConfigChangeLike]] = {}
-        for c in changes:
-            grouped.setdefault((c.resource_type, c.name), []).append(c)
-        out: dict[tuple[str, str], str | None] = {}
-        for res, group in grouped.items():
-            try:
-                self.alter_configs(group)
-                out[res] = None
-            except KafkaAdminError as exc:
-                out[res] = str(exc)
-        return out
-
     def list_partition_reassignments(self, partitions: Iterable[TopicPartition] | None = None
                                      ) -> dict[TopicPartition, InFlight]:
         """Ongoing reassignments (all, or of ``partitions``)."""
@@ -408,8 +459,7 @@ class KafkaAdmin:
                          partitions: Iterable[TopicPartition] | None = None
                          ) -> tuple[list[ReplicaLogDir], dict[int, dict[str, int]]]:
         if broker_ids is None:
-            broker_ids = [int(b["broker_id"]) for b in self.describe_cluster().get("brokers", [])
-                          if not b.get("is_fenced", False)]
+            broker_ids = sorted(self.describe_cluster().alive)
         tp_arg: dict[str, list[int]] | None = None
         if partitions is not None:
             tp_arg = {}
@@ -468,14 +518,14 @@ class KafkaAdmin:
         return {(tp.topic, tp.partition): int(v.offset) for tp, v in raw.items()}
 
     # -- writes ----------------------------------------------------------------------
-    def alter_configs(self, changes: Iterable[Any], validate_only: bool = False) -> None:
+    def alter_configs(self, changes: Iterable[ConfigChangeLike], validate_only: bool = False) -> None:
         """Apply ConfigChanges with IncrementalAlterConfigs (SET, or DELETE when value is None).
 
         :param changes: :class:`~kafka_reassign.throttle.ConfigChange` objects
         :raises KafkaAdminError: naming every resource that failed
         """
         from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
-        grouped: dict[tuple[str, str], dict[str, tuple[Any, str | None]]] = {}
+        grouped: dict[tuple[str, str], dict[str, tuple[object, str | None]]] = {}
         for c in changes:
             op = AlterConfigOp.DELETE if c.value is None else AlterConfigOp.SET
             grouped.setdefault((c.resource_type, c.name), {})[c.key] = (op, c.value)
@@ -508,7 +558,7 @@ class KafkaAdmin:
         for attempt in range(self.retry_attempts):
             arg = {KTP(t, p): (list(r) if r is not None else None) for (t, p), r in todo.items()}
             raw = self._call("AlterPartitionReassignments", self._client.alter_partition_reassignments, arg)
-            retry: dict[TopicPartition, Any] = {}
+            retry: dict[TopicPartition, Iterable[int] | None] = {}
             for tp, err in raw.items():
                 key = (tp.topic, tp.partition)
                 out[key] = None if err is None else error_name(err)

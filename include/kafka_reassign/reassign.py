@@ -365,8 +365,8 @@ def execute_batch(admin: Any, batch: Batch, *, run_id: str | None = None) -> dic
     metas = admin.topic_metadata(sorted({t for t, _ in keys}))
     replicas: dict[TopicPartition, tuple[int, ...]] = {}
     for t in metas:
-        for p in t.get("partitions", []):
-            replicas[(t["name"], int(p["partition_index"]))] = tuple(p.get("replica_nodes", []))
+        for p in t.partitions:
+            replicas[(t.name, p.partition)] = p.replicas
     submit: dict[TopicPartition, list[int]] = {}
     for s in batch.steps:
         if s.is_log_dir_only:
@@ -527,9 +527,9 @@ def cancel_in_flight(admin: Any, what: Batch | PreparedRun | ReassignmentPlan,
                 restore_order.pop(key, None)
         reorder: dict[TopicPartition, list[int]] = {}
         for t in admin.topic_metadata(sorted({k[0] for k in restore_order})):
-            for p in t.get("partitions", []):
-                key = (t["name"], int(p["partition_index"]))
-                now = tuple(p.get("replica_nodes", []))
+            for p in t.partitions:
+                key = (t.name, p.partition)
+                now = p.replicas
                 want = restore_order.get(key)
                 if want is not None and now != want and set(now) == set(want):
                     reorder[key] = list(want)
