@@ -39,7 +39,6 @@ THROTTLING_DAG_IDS = ["kafka_reassign", "kafka_rebalance"]
     doc_md=__doc__,
     default_args={"retries": 1, "retry_delay": pendulum.duration(minutes=2)},
     on_failure_callback=run_notifiers("failure", "kafka_throttle_reconciler"),
-    on_success_callback=run_notifiers("success", "kafka_throttle_reconciler"),
     params={
         "kafka_conn_id": Param("kafka_default", type="string", minLength=1, title="Kafka connection",
                                description="Airflow connection id of the cluster to reconcile."),
