@@ -235,19 +235,28 @@ def broker_dead_at_teardown(env: Env) -> None:
     d["reconcile_after_restart"] = env.reconcile()
 
 
+def once_moving(action: Callable[[], None]) -> Callable[[Any], None]:
+    """A progress callback that runs ``action`` once, at the first poll with bytes still to copy."""
+    done: list[bool] = []
+
+    def on_progress(prog: Any) -> None:
+        if not done and prog.bytes_left > 0:
+            done.append(True)
+            action()
+
+    return on_progress
+
+
 def broker_restart_mid_move(env: Env) -> None:
     """A receiving broker stops mid-move and comes back within the stall window: the run goes on."""
     d = env.outcome.details
-    state = {"stopped": False}
 
-    def on_progress(prog: Any) -> None:
-        if not state["stopped"] and prog.bytes_left > 0:
-            state["stopped"] = True
-            env.stop(4)
-            threading.Timer(1.5, lambda: (env.start(4), d.setdefault("restarted_at", time.monotonic()))).start()
+    def stop_then_restart() -> None:
+        env.stop(4)
+        threading.Timer(1.5, lambda: (env.start(4), d.setdefault("restarted_at", time.monotonic()))).start()
 
     res = _run(env, plan_of(("orders", 0, [4, 2, 3]), ("orders", 5, [6, 4, 2])),
-               {"throttle_bytes_per_sec": 10_000_000}, "restart-b4", on_progress=on_progress)
+               {"throttle_bytes_per_sec": 10_000_000}, "restart-b4", on_progress=once_moving(stop_then_restart))
     d["result"] = res
     t0 = time.monotonic()
     d["log_dirs_rows_after_restart"] = len(env.admin.describe_log_dirs([4]))
@@ -257,18 +266,15 @@ def broker_restart_mid_move(env: Env) -> None:
 def throttle_deleted_mid_run(env: Env) -> None:
     """Someone deletes our rates on one broker and raises them on another mid-run: the guard re-applies."""
     d = env.outcome.details
-    state = {"done": False}
 
-    def on_progress(prog: Any) -> None:
-        if not state["done"] and prog.bytes_left > 0:
-            state["done"] = True
-            # Broker 4 receives: its follower rate deleted; broker 1 sends: its leader rate raised.
-            env.others_set({("broker", "4", FOLLOWER_RATE): None, ("broker", "1", LEADER_RATE): "900000000"})
-            env.fault(2)
-            d["after_edit"] = env.throttles()
+    def edit() -> None:
+        # Broker 4 receives: its follower rate deleted; broker 1 sends: its leader rate raised.
+        env.others_set({("broker", "4", FOLLOWER_RATE): None, ("broker", "1", LEADER_RATE): "900000000"})
+        env.fault(2)
+        d["after_edit"] = env.throttles()
 
     d["result"] = _run(env, plan_of(("orders", 0, [4, 2, 3])), {"throttle_bytes_per_sec": 5_000_000},
-                       "guarded", on_progress=on_progress)
+                       "guarded", on_progress=once_moving(edit))
     d["record"] = env.store.get("guarded")
     d["end"] = env.throttles()
 
@@ -276,19 +282,15 @@ def throttle_deleted_mid_run(env: Env) -> None:
 def others_throttle_changes_mid_run(env: Env) -> None:
     """Others append to our replica list, lower one of our rates and throttle another broker mid-run."""
     d = env.outcome.details
-    state = {"done": False}
 
-    def on_progress(prog: Any) -> None:
-        if not state["done"] and prog.bytes_left > 0:
-            state["done"] = True
-            follower = env.cluster.topic_configs("orders").get(FOLLOWER_REPLICAS, "")
-            env.others_set({("topic", "orders", FOLLOWER_REPLICAS): follower + ",3:6",
-                            ("broker", "4", LEADER_RATE): "1000000",
-                            ("broker", "5", FOLLOWER_RATE): "3000000"})
-            env.fault(3)
+    def edit() -> None:
+        follower = env.cluster.topic_configs("orders").get(FOLLOWER_REPLICAS, "")
+        env.others_set({("topic", "orders", FOLLOWER_REPLICAS): follower + ",3:6",
+                        ("broker", "4", LEADER_RATE): "1000000", ("broker", "5", FOLLOWER_RATE): "3000000"})
+        env.fault(3)
 
     d["result"] = _run(env, plan_of(("orders", 0, [4, 2, 3])), {"throttle_bytes_per_sec": 5_000_000},
-                       "others-mid-run", on_progress=on_progress)
+                       "others-mid-run", on_progress=once_moving(edit))
     # Our entry is gone from the list; theirs stays: theirs is "3:6" alone.
     env.others[("topic", "orders", FOLLOWER_REPLICAS)] = "3:6"
     d["end"] = env.throttles()
