@@ -227,7 +227,7 @@ class Handlers:
             if envelope is None:
                 envelope = cached[2][controller] = self._envelope(v, flexible, controller)
             head, tail = envelope
-            return RawBody([head, cached[1], tail], flexible)
+            return RawBody([head, *cached[1], tail], flexible)
 
     def _requested_topics(self, v: int, request: Any) -> list[tuple[Any, str | None, Any, int]]:
         wanted = []
@@ -305,8 +305,8 @@ class Handlers:
                                 controller_id=self.model.controller_id, topics=topics_out,
                                 error_code=NONE)
 
-    def _encode_topics_blob(self, v: int, flexible: bool) -> bytes:
-        """The all-topics array (count + entries), reusing each topic's bytes while it is unchanged."""
+    def _encode_topics_blob(self, v: int, flexible: bool) -> list[bytes]:
+        """The all-topics array (count, then one buffer per topic), reusing unchanged topics' bytes."""
         alive = {b.id for b in self._alive_brokers()}
         alive_key = frozenset(alive)
         cache = self._topic_bytes.setdefault(v, {})
@@ -325,7 +325,7 @@ class Handlers:
         for gone in set(cache) - set(self.model.topics):
             del cache[gone]
         count = _uvarint(len(chunks) + 1) if flexible else struct.pack(">i", len(chunks))
-        return b"".join([count, *chunks])
+        return [count, *chunks]
 
     def _envelope(self, v: int, flexible: bool, controller: int) -> tuple[bytes, bytes]:
         """The response around the topic array: (bytes before it, bytes after it)."""
@@ -340,7 +340,7 @@ class Handlers:
     def _encode_full_metadata(self, v: int, flexible: bool) -> bytes:
         """An all-topics response as one byte string (tests, benchmarks)."""
         head, tail = self._envelope(v, flexible, self.model.controller_id)
-        return b"".join([head, self._encode_topics_blob(v, flexible), tail])
+        return b"".join([head, *self._encode_topics_blob(v, flexible), tail])
 
     # ------------------------------------------------------------------ DescribeCluster
     def describe_cluster(self, ctx: RequestContext, request: Any) -> Any:

@@ -206,11 +206,11 @@ def test_reassignment_errors():
     assert m.partition_state("t", 0)["replicas"] == [1, 2, 3]
 
 
-def test_new_replica_lands_in_most_free_dir_or_preferred_dir():
+def test_new_replica_lands_in_dir_with_fewest_logs_or_preferred_dir():
     snap = snapshot(topics=[topic("big", [[4, 5, 6]], size=500 * GB), topic("t", [[1, 2, 3], [1, 2, 3]], size=GB)])
     snap["topics"][0]["partitions"][0]["log_dirs"] = ["/d1", "/d1", "/d1"]
     m = manual(snap)
-    # broker 4's /d1 holds 500 GB: a new replica goes to /d2
+    # broker 4's /d1 holds a log, /d2 none: a new replica goes to /d2 (LogManager.nextLogDirs)
     m.alter_reassignments([("t", 0, [4, 2, 3])])
     assert m.partition("t", 0).replica(4).log_dir == "/d2"
     # a prior AlterReplicaLogDirs for a replica the broker does not hold decides its dir
