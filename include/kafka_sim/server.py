@@ -438,6 +438,13 @@ class SimulatedCluster:
                     "removing": list(p.removing),
                     "log_dirs": [p.replica(b).log_dir for b in p.replicas]}
 
+    def quota_state(self, broker_id: int) -> dict[str, dict[str, float]]:
+        """Leader and follower replication quota of a broker: bound, recorded rate, window, allowance.
+
+        :param broker_id: broker id
+        """
+        return self.model.quota_state(broker_id)
+
     def sim_time(self) -> float:
         """Simulated seconds since start."""
         return self.model.now()
