@@ -207,9 +207,12 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
         plan_keys = {m.key for m in moves}
         for (t, p), inflight in sorted(state.in_flight.items()):
             if (t, p) not in plan_keys:
+                who_else = ("by an earlier run of this project (its record lists the move), not in this plan"
+                            if is_own_in_flight(inflight, (t, p), own_targets) else
+                            "by someone else (not in this plan)")
                 problems.append(Problem(f"{t}-{p}", f"{t}-{p} is being reassigned to {_fmt(inflight.target)} "
-                                                    "by someone else (not in this plan); two reassignments at "
-                                                    "once fight over the throttle: wait for it or cancel it",
+                                                    f"{who_else}; two reassignments at once fight over the "
+                                                    "throttle: wait for it or cancel it",
                                         "foreign_in_flight_elsewhere"))
     if stale:
         problems.append(Problem("partitions", f"stale plan: {len(stale)} partition(s) changed since the plan was "

@@ -121,6 +121,12 @@ def test_in_flight_move_is_ours_only_when_a_record_says_we_submitted_it():
         validate_plan(plan(e(partition=0, replicas=[4, 5, 6])), st, own_targets={("orders", 0): [(5, 1, 2)]})
 
 
+def test_in_flight_move_of_an_earlier_run_of_ours_elsewhere_is_named_as_ours():
+    with pytest.raises(PlanValidationError) as info:
+        validate_plan(plan(e(partition=0, replicas=[1, 2, 4])), cluster(), own_targets={("orders", 3): [(4, 5, 6)]})
+    assert "orders-3 is being reassigned to [4,5,6] by an earlier run of this project" in str(info.value)
+
+
 def test_noop_plan_is_a_success_that_says_nothing_to_move():
     warnings = validate_plan(plan(e(partition=1, replicas=[1, 2, 3]), e(partition=2, replicas=[1, 2, 3])),
                              cluster(), refuse_foreign_in_flight=False)
