@@ -5,6 +5,8 @@
   reconciler DAG finishes the job once the broker is back.
 * A no-op plan (everything already in place): the run succeeds saying "nothing to move", and
   writes nothing to Kafka.
+* Someone else appends to our replica list and lowers one of our rates mid-run: the run
+  succeeds (the report counts only our part), and their entry and rate are still there after.
 """
 from __future__ import annotations
 
@@ -70,3 +72,35 @@ def test_noop_plan_succeeds_without_writing(airflow_db, sim_cluster, kafka_conn,
     assert dr.state == "success", (airflow_env.task_states(dr), [l for l in out.splitlines() if "ERROR" in l][:5])
     assert "nothing to move" in out
     assert cluster.write_count == writes, "a no-op plan writes nothing to Kafka"
+
+
+def test_others_changes_mid_run_are_kept_and_do_not_fail_the_report(airflow_db, sim_cluster, kafka_conn, capfd):
+    from kafka_reassign.admin import KafkaAdmin
+    from kafka_reassign.throttle import FOLLOWER_REPLICAS, LEADER_RATE, ConfigChange
+
+    cluster = sim_cluster(six_broker_snapshot(size=20_000_000), time_scale=1.0)
+    kafka_conn(cluster)
+    before = airflow_env.throttle_configs(cluster)
+
+    def others_edit_mid_move() -> None:
+        deadline = time.monotonic() + 120
+        while not in_flight(cluster) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ours = cluster.topic_configs("orders").get(FOLLOWER_REPLICAS, "")
+        with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+            admin.alter_configs([ConfigChange("topic", "orders", FOLLOWER_REPLICAS, ours, ours + ",5:6"),
+                                 ConfigChange("broker", "3", LEADER_RATE, None, "1000000")])
+
+    editor = threading.Thread(target=others_edit_mid_move, daemon=True)
+    editor.start()
+    dr = airflow_env.run_dag({"plan": plan_of(("orders", 0, [4, 2, 3])), "throttle_bytes_per_sec": 10_000_000,
+                              **FAST})
+    editor.join(5)
+    out = capfd.readouterr().out
+    assert dr.state == "success", airflow_env.task_states(dr)
+    assert "kept" in out, "the teardown says it kept their values"
+    after = airflow_env.throttle_configs(cluster)
+    assert after["topic orders"].get(FOLLOWER_REPLICAS) == "5:6", "only our entries were removed"
+    assert after["broker 3"].get(LEADER_RATE) == "1000000", "the rate they set during the run is theirs"
+    assert {k: v for k, v in after.items() if k not in ("topic orders", "broker 3")} == \
+        {k: v for k, v in before.items() if k not in ("topic orders", "broker 3")}
