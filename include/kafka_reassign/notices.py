@@ -18,7 +18,13 @@ def leftover_changes(record: ThrottleRecord | None) -> list[ConfigChange]:
     """The throttle writes of a run that are still in force (its record is not restored)."""
     if record is None or record.restored:
         return []
-    return [c for c in record.changes if c.value != c.prior]
+    from kafka_reassign.restore import MOVES_PENDING
+
+    left = [c for c in record.changes if c.value != c.prior]
+    if record.pending and MOVES_PENDING not in record.pending:
+        # A partial restore: only the resources it could not reach still carry the throttle.
+        left = [c for c in left if f"{c.resource_type} {c.name}" in record.pending]
+    return left
 
 
 def _undo_command(resource_type: str, name: str, changes: Iterable[ConfigChange], bootstrap: str) -> str:

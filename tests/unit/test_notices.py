@@ -29,6 +29,13 @@ def test_leftovers_name_each_broker_and_give_exact_undo_commands():
     assert "--entity-type topics --entity-name orders --alter --add-config 'leader.replication.throttled.replicas=5:6'" in text
 
 
+def test_a_partial_restore_names_only_the_pending_broker():
+    rec = _record()
+    rec.pending = {"broker 12": "unreachable (UnknownBrokerIdError: 12)"}
+    lines = leftover_throttle_text(rec, "b1:9092")
+    assert lines[0] == "Throttle left behind by run manual__1: broker(s) 12."
+
+
 def test_a_restored_record_leaves_nothing_to_say():
     assert leftover_throttle_text(_record(restored=True)) == []
     assert leftover_throttle_text(None) == []
