@@ -56,8 +56,15 @@ class SecurityErrors(logging.Handler):
             self.last = match.group(1).strip().rstrip(":;,")
 
     def __enter__(self) -> SecurityErrors:
+        self._saved = (self._logger.level, self._logger.propagate)
+        if self._logger.getEffectiveLevel() > logging.WARNING:
+            # Silenced (the CLI without -v): listen anyway, but keep the records from the output.
+            self._logger.setLevel(logging.WARNING)
+            self._logger.propagate = False
         self._logger.addHandler(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._logger.removeHandler(self)
+        self._logger.setLevel(self._saved[0])
+        self._logger.propagate = self._saved[1]
