@@ -218,7 +218,7 @@ class Handlers:
             state = self._metadata_state_key()
             cached = self._metadata_cache.get(v)
             if state is None or cached is None or cached[0] != state:
-                cached = (state, self._encode_topics_blob(v, flexible), {})
+                cached = (state, b"".join(self._encode_topics_blob(v, flexible)), {})
                 if state is not None:
                     self._metadata_cache[v] = cached
             # KRaftMetadataCache.getControllerId: a random live broker, per request
@@ -227,7 +227,7 @@ class Handlers:
             if envelope is None:
                 envelope = cached[2][controller] = self._envelope(v, flexible, controller)
             head, tail = envelope
-            return RawBody([head, *cached[1], tail], flexible)
+            return RawBody([head, cached[1], tail], flexible)
 
     def _requested_topics(self, v: int, request: Any) -> list[tuple[Any, str | None, Any, int]]:
         wanted = []
@@ -256,17 +256,22 @@ class Handlers:
                         is_internal=topic.internal, partitions=parts)
 
     def _encode_topic(self, topic: Any, alive: set[int], v: int, flexible: bool,
-                      previous: tuple[Any, ...] | None) -> tuple[bytes, list[Any], list[bytes]]:
+                      previous: tuple[Any, ...] | None) -> tuple[bytes, list[Any], list[bytes] | None]:
         """One topic's encoded entry, re-encoding only partitions whose metadata changed.
 
         :returns: (bytes, partition keys, partition bytes) - the last two for the next call
         """
         TopicCls = MetadataResponse.MetadataResponseTopic
-        inner = MetadataResponse.fields["topics"].array_of.fields["partitions"].array_of
+        outer = MetadataResponse.fields["topics"].array_of
+        inner = outer.fields["partitions"].array_of
         parts = topic.partitions
         # partition_epoch is bumped by the model on every metadata-visible change
         keys = [p.partition_epoch for p in parts]
-        if previous and len(previous[0]) == len(keys):
+        if previous is None:
+            # first encoding: the whole topic at once (fastest); partition bytes come on a change
+            body = outer.encode(self._topic_entry(topic, alive), version=v, compact=flexible, tagged=flexible)
+            return body, keys, None
+        if previous[1] is not None and len(previous[0]) == len(keys):
             chunks = list(previous[1])
             stale = [i for i, (a, b) in enumerate(zip(keys, previous[0])) if a != b]
         else:
@@ -277,7 +282,6 @@ class Handlers:
                                      tagged=flexible)
         empty = TopicCls(error_code=NONE, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
                          partitions=[])
-        outer = MetadataResponse.fields["topics"].array_of
         encoded = outer.encode(empty, version=v, compact=flexible, tagged=flexible)
         suffix_len = (4 if v >= 8 else 0) + (1 if flexible else 0)  # authorized operations, tagged fields
         return _splice_array(encoded, suffix_len, flexible, chunks), keys, chunks
