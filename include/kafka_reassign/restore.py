@@ -100,11 +100,15 @@ def _restore_pass(admin: Any, record: ThrottleRecord, resources: set[ConfigKey],
     by_res: dict[ConfigKey, list[ConfigChange]] = {}
     for c in changes:
         by_res.setdefault(c.resource, []).append(c)
-    for res, group in by_res.items():
-        try:
-            admin.alter_configs(group)
-        except Exception as exc:  # noqa: BLE001 - any failure leaves this resource pending
-            failed[res] = f"write failed ({exc})"
+    try:
+        # One request per broker and one for every topic; only when that fails, resource by resource.
+        admin.alter_configs(changes)
+    except Exception:  # noqa: BLE001 - retried per resource just below
+        for res, group in by_res.items():
+            try:
+                admin.alter_configs(group)
+            except Exception as exc:  # noqa: BLE001 - any failure leaves this resource pending
+                failed[res] = f"write failed ({exc})"
     written = [c for c in changes if c.resource not in failed]
     check = admin.read_configs(sorted({int(c.name) for c in written if c.resource_type == "broker"}),
                                sorted({c.name for c in written if c.resource_type == "topic"}),
