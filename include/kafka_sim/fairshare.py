@@ -30,35 +30,37 @@ def allocate(flows: Sequence[Sequence[Hashable]], capacity: Mapping[Hashable, fl
     members: dict[Hashable, list[int]] = {}
     for i, res in enumerate(flows):
         for key in res:
+            if key in members:
+                members[key].append(i)
+                continue
             cap = capacity.get(key)
             if cap is None or math.isinf(cap):
                 continue
-            if key not in remaining:
-                remaining[key] = max(0.0, float(cap))
-                members[key] = []
-            members[key].append(i)
+            remaining[key] = max(0.0, float(cap))
+            members[key] = [i]
     count = {k: len(v) for k, v in members.items()}
-    version = dict.fromkeys(members, 0)
-    heap = [(remaining[k] / count[k], idx, k, 0) for idx, k in enumerate(members)]
     order = {k: idx for idx, k in enumerate(members)}  # tie-breaker, keys need not be comparable
+    heap = [(remaining[k] / count[k], order[k], k) for k in members]
     heapq.heapify(heap)
+    # A resource's fair share only grows as flows elsewhere freeze below it (they take at
+    # most its share), so a popped share is a lower bound: re-check it, re-queue if it grew.
     while heap:
-        share, _tie, key, ver = heapq.heappop(heap)
-        if ver != version[key] or count[key] == 0:
+        share, tie, key = heapq.heappop(heap)
+        c = count[key]
+        if c == 0:
             continue
-        share = max(0.0, share)
+        actual = max(0.0, remaining[key]) / c
+        if actual > share * (1 + 1e-12) + 1e-12:
+            heapq.heappush(heap, (actual, tie, key))
+            continue
         for i in members[key]:
             if rates[i] is not None:
                 continue
-            rates[i] = share
+            rates[i] = actual
             for other in flows[i]:
                 if other == key or other not in remaining:
                     continue
-                remaining[other] -= share
+                remaining[other] -= actual
                 count[other] -= 1
-                version[other] += 1
-                if count[other] > 0:
-                    heapq.heappush(heap, (max(0.0, remaining[other]) / count[other], order[other], other,
-                                          version[other]))
         count[key] = 0
     return [unlimited if r is None else r for r in rates]

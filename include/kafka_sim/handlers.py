@@ -256,7 +256,7 @@ class Handlers:
                         is_internal=topic.internal, partitions=parts)
 
     def _encode_topic(self, topic: Any, alive: set[int], v: int, flexible: bool,
-                      previous: tuple[Any, ...] | None) -> tuple[bytes, list[Any], list[bytes] | None]:
+                      previous: tuple[Any, ...] | None) -> tuple[bytes, list[Any], list[bytes]]:
         """One topic's encoded entry, re-encoding only partitions whose metadata changed.
 
         :returns: (bytes, partition keys, partition bytes) - the last two for the next call
@@ -267,18 +267,14 @@ class Handlers:
         parts = topic.partitions
         # partition_epoch is bumped by the model on every metadata-visible change
         keys = [p.partition_epoch for p in parts]
-        if previous is None:
-            # first encoding: the whole topic at once (fastest); partition bytes come on a change
-            body = outer.encode(self._topic_entry(topic, alive), version=v, compact=flexible, tagged=flexible)
-            return body, keys, None
-        if previous[1] is not None and len(previous[0]) == len(keys):
+        if previous is not None and len(previous[0]) == len(keys):
             chunks = list(previous[1])
             stale = [i for i, (a, b) in enumerate(zip(keys, previous[0])) if a != b]
         else:
             chunks = [b""] * len(keys)
             stale = range(len(keys))
         for i in stale:
-            chunks[i] = inner.encode(self._partition_entry(parts[i], alive), version=v, compact=flexible,
+            chunks[i] = inner.encode(_partition_fields(parts[i], alive), version=v, compact=flexible,
                                      tagged=flexible)
         empty = TopicCls(error_code=NONE, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
                          partitions=[])
@@ -985,6 +981,14 @@ class Handlers:
         return R(version=v, throttle_time_ms=0, error_code=NONE,
                  replica_election_results=[ResR(topic=k, partition_result=v_)
                                            for k, v_ in by_topic.items()])
+
+
+def _partition_fields(p: Any, alive: set[int]) -> dict[str, Any]:
+    """One Metadata partition entry as a plain dict (encodes like the protocol class, faster)."""
+    leader = p.leader if p.leader in alive else -1  # KRaft reports only a live leader
+    return {"error_code": NONE if leader >= 0 else LEADER_NOT_AVAILABLE, "partition_index": p.index,
+            "leader_id": leader, "leader_epoch": p.leader_epoch, "replica_nodes": list(p.replicas),
+            "isr_nodes": list(p.isr), "offline_replicas": [b for b in p.replicas if b not in alive]}
 
 
 def _splice_array(encoded_empty: bytes, suffix_len: int, flexible: bool, items: list[bytes]) -> bytes:
