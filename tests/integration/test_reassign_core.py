@@ -153,7 +153,10 @@ def test_execute_batch_adopts_and_skips_and_cancel_touches_only_ours(env):
     assert sorted(first["submitted"]) == ["orders-0", "orders-1"]
     again = execute_batch(admin, b0, run_id="ours")
     assert sorted(again["adopted"]) == ["orders-0", "orders-1"] and again["submitted"] == []
-    # Someone else starts moving clicks-0; our cancel must leave it alone.
+    # Someone else starts moving clicks-0; our cancel must leave it alone. Throttled on
+    # broker 4 (1 MB/s, set by ours) so its 2 MB are still moving when we look: unthrottled,
+    # the copy is over in milliseconds, on Kafka as on the simulator.
+    admin.alter_configs([ConfigChange("topic", "clicks", FOLLOWER_REPLICAS, None, "0:4")])
     admin.alter_partition_reassignments({("clicks", 0): [3, 4]})
     prog = poll_batch(admin, b0)
     assert not prog.done and any(r.status == "Behind" for r in prog.rows)
