@@ -27,7 +27,7 @@ import numpy as np
 SHAPES = ("skew", "new-brokers", "remove", "hetero", "hot")
 RACKS = 4
 RF = 3
-SKEW = 0.8
+SKEW = 0.6
 MEAN_UTIL = 0.45
 
 

@@ -77,17 +77,17 @@ class SparkData:
         Duplicate (topic, partition) rows are caught by the leader stage, which groups by them."""
         from pyspark.sql import functions as F
 
-        known = F.array(*[F.lit(b) for b in self.brokers])
-        topics = F.array(*[F.lit(t) for t in self.topics]) if self.topics else F.array().cast("array<string>")
+        # isin over many literals becomes a hash-set lookup (Spark's InSet), not a scan per row
+        known = self.brokers
         reps = F.col("replicas")
         checks = [
             ("no_partition", F.col("partition").isNull(), F.lit(None)),
             ("no_replicas", reps.isNull() | (F.size(reps) <= 0), F.lit(None)),
             ("missing_size", F.col("size_bytes").isNull(), F.lit(None)),
             ("negative_size", F.col("size_bytes") < 0, F.col("size_bytes").cast("string")),
-            ("unknown_broker", F.size(F.array_except(reps, known)) > 0, F.to_json(reps)),
+            ("unknown_broker", F.exists(reps, lambda x: ~x.isin(known)), F.to_json(reps)),
             ("duplicate_replica", F.size(F.array_distinct(reps)) != F.size(reps), F.to_json(reps)),
-            ("unknown_topic", ~F.array_contains(topics, F.col("topic")), F.lit(None)),
+            ("unknown_topic", ~F.col("topic").isin(self.topics), F.lit(None)),
             ("log_dirs_length", F.col("log_dirs").isNotNull() & (F.size("log_dirs") != F.size(reps)),
              F.to_json("log_dirs")),
         ]
