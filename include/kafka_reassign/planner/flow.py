@@ -103,10 +103,11 @@ def open_engine(opts: PlanOptions, spark: Any, path: str, header: dict[str, Any]
 
     if opts.engine == "local":
         return LocalData(path, header), None
-    if spark is None:
-        from kafka_reassign.planner.spark_stats import get_spark
+    from kafka_reassign.planner.spark_stats import get_spark, ship_package
 
+    if spark is None:
         spark = get_spark(opts.spark_master, input_bytes=_size_of(path))
+    ship_package(spark)
     return SparkData(spark, path, header), spark
 
 

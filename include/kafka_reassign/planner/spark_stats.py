@@ -87,3 +87,20 @@ def get_spark(master: str | None = None, app_name: str = "kafka-reassign-planner
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def ship_package(spark: Any) -> None:
+    """Send the ``kafka_reassign`` package to the executors of a non-local master (the search
+    and leader tasks run its functions there); local masters import it from this process's path.
+    Executors need pandas and pyarrow, as for any pandas UDF."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import kafka_reassign
+
+    if str(spark.sparkContext.master).startswith("local"):
+        return
+    root = Path(kafka_reassign.__file__).resolve().parent
+    out = Path(tempfile.mkdtemp(prefix="kafka-reassign-pyfiles-")) / "kafka_reassign"
+    spark.sparkContext.addPyFile(shutil.make_archive(str(out), "zip", root.parent, root.name))
