@@ -9,7 +9,7 @@
   brokers and moves only. Point ``spark_master`` (or the Spark connection of the DAG) at a
   cluster and the same code scales out. ``engine="local"`` runs the same steps in pandas.
 * replication-factor, rack-repair, disks and user assignors (``custom``) run on the driver
-  (:mod:`.legacy`).
+  (:mod:`.driver_plan`).
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def plan(snapshot: Any, goal: str, spark: Any = None, **options: Any) -> PlanRes
     """
     opts = make_options(goal, **options)
     if not _balancing(opts):
-        from kafka_reassign.planner.legacy import plan_snapshot
+        from kafka_reassign.planner.driver_plan import plan_snapshot
 
         return PlanResult(*plan_snapshot(snapshot, opts))
     from kafka_reassign.planner.flow import plan_lines

@@ -18,8 +18,8 @@ Contract of :meth:`ReplicaAssignor.assign`:
 * it raises :class:`AssignorError` (or any exception, which the planner wraps into one
   naming the class) when no assignment can be made.
 
-``self.context`` (a :class:`PlanContext`) carries the options, the load counters computed on
-Spark and, for the built-in goals, the Spark session for candidate scoring.
+``self.context`` (a :class:`PlanContext`) carries the options and the working assignment with
+its load counters. Assignors run on the driver (see :mod:`kafka_reassign.planner.driver_plan`).
 """
 from __future__ import annotations
 
@@ -101,15 +101,11 @@ class PlanContext:
     :param options: the plan options
     :param assignment: a working copy of the placement with load counters (the built-in goals
         edit it; user assignors may read it)
-    :param spark: the SparkSession when the planner runs on Spark, else None
-    :param replicas_df: the exploded replicas DataFrame (Spark engine only)
     :param warnings: assignors append operator-facing warnings here
     """
 
     options: PlanOptions
     assignment: "Assignment"
-    spark: Any = None
-    replicas_df: Any = None
     warnings: list[str] = field(default_factory=list)
     lower_bound_bytes: float | None = None
     info: dict[str, Any] = field(default_factory=dict)

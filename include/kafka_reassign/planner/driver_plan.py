@@ -18,7 +18,7 @@ from kafka_reassign.planner.errors import (AssignorError, ConstraintError, GoalE
                                            SnapshotError)
 from kafka_reassign.planner.goals import GOALS, BuiltinGoal
 from kafka_reassign.planner.options import CUSTOM_GOAL
-from kafka_reassign.planner import summary as _summary
+from kafka_reassign.planner import driver_summary as _summary
 
 
 def check_goal(cluster: Cluster, opts: PlanOptions) -> list[str]:
@@ -273,7 +273,7 @@ def plan_snapshot(snapshot: Any, opts: PlanOptions) -> tuple[ReassignmentPlan, d
 def build_summary(cluster: Cluster, opts: PlanOptions, final, reassignment,
                   before: dict, after: dict, lower_bound: float | None, warnings: list[str],
                   assignor: str) -> dict[str, Any]:
-    """The summary dict (see :mod:`kafka_reassign.planner.summary` for the definitions)."""
+    """The summary dict (see :mod:`kafka_reassign.planner.driver_summary` for the definitions)."""
     replica_moves = 0
     data = 0.0
     leader_moves = 0

@@ -1,4 +1,6 @@
-"""Plan summary: movement, lower bound, balance, batches and the KIP-73 time estimate.
+"""Summary of the driver-side goals (replication-factor, rack-repair, disks, user assignors):
+movement, lower bound, balance and the KIP-73 time estimate. The balancing goals' summary is
+:mod:`kafka_reassign.planner.report`.
 
 Definitions (also in the README):
 
@@ -12,7 +14,8 @@ Definitions (also in the README):
   total bytes / total capacity) over the brokers that hold data after the plan (drained brokers
   are left out of ``balance_after``). 1.0 is perfect; 1.05 = the fullest broker is 5% above the
   mean. ``cv`` (coefficient of variation of utilisation) is reported beside it.
-* ``estimated_seconds`` follows KIP-73: a batch lasts as long as its slowest broker, and a
+* ``estimated_seconds`` follows KIP-73 with every move in one window: it lasts as long as the
+  slowest broker, and a
   broker copies ``max(bytes in, bytes out)`` of the batch at ``min(throttle, NIC) - BytesIn``,
   where BytesIn is the produce rate of the partitions it leads (throttled replication must also
   keep up with new writes). When that rate is <= 0 the move never finishes: a warning says so
@@ -51,37 +54,6 @@ def _count_balance(values: dict[int, int] | dict[int, float]) -> float:
         return 1.0
     mean = sum(values.values()) / len(values)
     return (max(values.values()) / mean) if mean else 1.0
-
-
-def local_batches(cluster: Cluster, final: Placement, changed: Sequence[int],
-                  options: PlanOptions) -> list[list[tuple[int, tuple[int, ...], tuple[int, ...]]]]:
-    """Fallback batching when kafka_reassign.steps is unavailable: first-fit decreasing by size,
-    at most max_partition_movements per batch and max_movements_per_broker per broker.
-
-    :returns: batches of (partition index, current, target)
-    """
-    batches: list[list[tuple[int, tuple[int, ...], tuple[int, ...]]]] = []
-    loads: list[dict[int, int]] = []
-    start = 0
-    for pi in sorted(changed, key=lambda i: -cluster.partitions[i].size_bytes):
-        p = cluster.partitions[pi]
-        target = tuple(final[pi][0])
-        touched = set(target) ^ set(p.replicas)
-        for k in range(start, len(batches) + 1):
-            if k == len(batches):
-                batches.append([])
-                loads.append(defaultdict(int))
-            if len(batches[k]) >= options.max_partition_movements:
-                if k == start:
-                    start += 1
-                continue
-            if any(loads[k][b] + 1 > options.max_movements_per_broker for b in touched):
-                continue
-            batches[k].append((pi, p.replicas, target))
-            for b in touched:
-                loads[k][b] += 1
-            break
-    return batches
 
 
 def estimate_seconds(cluster: Cluster, batches: list[list[tuple[int, tuple[int, ...], tuple[int, ...]]]],
