@@ -163,21 +163,8 @@ def _python_aggregates(cluster: Cluster, placement) -> dict[str, dict]:
             "topic_broker": dict(a.topic_broker)}
 
 
-def plan_snapshot(snapshot: Any, opts: PlanOptions) -> tuple[ReassignmentPlan, dict[str, Any]]:
-    """A plan for a driver-side goal (or a user assignor) on a snapshot dict.
-
-    :raises SnapshotError: malformed snapshot; :raises GoalError: impossible goal or bad option;
-    :raises AssignorError: the assignor failed; :raises ConstraintError: a built-in goal broke a rule
-    """
-    t0 = time.monotonic()
-    cluster = Cluster.from_snapshot(snapshot)
-    warnings = check_goal(cluster, opts)
-    timings: dict[str, float] = {}
-    before = _python_aggregates(cluster, [(p.replicas, p.log_dirs) for p in cluster.partitions])
-    work = Assignment(cluster)
-    work.load_counters(before["bytes"], before["count"], before["leaders"], before["dir_bytes"],
-                       before["topic_broker"])
-
+def _run_assignor(cluster: Cluster, opts: PlanOptions, ctx: PlanContext) -> tuple[Any, str, dict, bool]:
+    """(assignor, its name, its normalised changes, whether it may change the RF)."""
     if opts.assignor:
         assignor: Any = load_assignor(opts.assignor)
         name = opts.assignor
@@ -185,14 +172,10 @@ def plan_snapshot(snapshot: Any, opts: PlanOptions) -> tuple[ReassignmentPlan, d
         assignor = GOALS[opts.goal]()  # a driver-side goal (the balancing ones run in flow)
         name = assignor_name(assignor)
     builtin = isinstance(assignor, BuiltinGoal)
-    ctx = PlanContext(options=opts, assignment=work)
     excl_t = set(opts.exclude_topics)
     offered = [p for p in cluster.partitions if p.topic not in excl_t]
-    allowed = {p.key for p in offered}
     allow_rf = bool(getattr(assignor, "changes_replication_factor", False)) or (
         not builtin and opts.goal in ("replication-factor", CUSTOM_GOAL))
-
-    t = time.monotonic()
     try:
         assignor.configure(ctx)
         result = assignor.assign(cluster, offered)
@@ -204,24 +187,21 @@ def plan_snapshot(snapshot: Any, opts: PlanOptions) -> tuple[ReassignmentPlan, d
         raise
     except Exception as exc:
         raise AssignorError(name, f"{type(exc).__name__}: {exc}") from exc
-    timings["search_s"] = round(time.monotonic() - t, 3)
-    changes = _normalize(result, cluster, allowed, name, allow_rf)
+    return assignor, name, _normalize(result, cluster, {p.key for p in offered}, name, allow_rf), allow_rf
 
-    # final placement: the goal's own dir choices; for user assignors, named dirs or the
-    # emptiest dir of each new broker
+
+def _final_placement(cluster: Cluster, changes: dict, work: Assignment, dir_bytes: dict,
+                     builtin: bool) -> list[tuple[tuple[int, ...], tuple[str, ...]]]:
+    """Replicas and log dirs of every partition after the plan: the goal's own dir choices; for
+    user assignors, the named dirs, else the replica's old dir, else the emptiest dir."""
     final: list[tuple[tuple[int, ...], tuple[str, ...]]] = []
-    if builtin:
-        for pi, p in enumerate(cluster.partitions):
-            if pi in changes:
-                final.append((tuple(work.replicas[pi]), tuple(work.dirs[pi])))
-            else:
-                final.append((p.replicas, p.log_dirs))
-    else:
-        dir_load = dict(before["dir_bytes"])
-        for pi, p in enumerate(cluster.partitions):
-            if pi not in changes:
-                final.append((p.replicas, p.log_dirs))
-                continue
+    dir_load = dict(dir_bytes)
+    for pi, p in enumerate(cluster.partitions):
+        if pi not in changes:
+            final.append((p.replicas, p.log_dirs))
+        elif builtin:
+            final.append((tuple(work.replicas[pi]), tuple(work.dirs[pi])))
+        else:
             reps, dirs = changes[pi]
             old = dict(zip(p.replicas, p.log_dirs))
             resolved = []
@@ -236,16 +216,10 @@ def plan_snapshot(snapshot: Any, opts: PlanOptions) -> tuple[ReassignmentPlan, d
                 dir_load[(r, d)] = dir_load.get((r, d), 0.0) + p.size_bytes
                 resolved.append(d)
             final.append((reps, tuple(resolved)))
+    return final
 
-    problems = check_constraints(cluster, final, opts, allow_rf_change=allow_rf)
-    if builtin:
-        problems += check_goal_scope(cluster, final, opts)
-    if problems:
-        if builtin:
-            raise ConstraintError(problems[:20])
-        raise AssignorError(name, "the assignment breaks the planner's constraints: "
-                                  + "; ".join(str(p) for p in problems[:10]))
 
+def _moves(cluster: Cluster, changes: dict, final: list) -> ReassignmentPlan:
     moves: list[PartitionMove] = []
     for pi in sorted(changes):
         p = cluster.partitions[pi]
@@ -255,15 +229,40 @@ def plan_snapshot(snapshot: Any, opts: PlanOptions) -> tuple[ReassignmentPlan, d
             continue
         moves.append(PartitionMove(p.topic, p.partition, tuple(reps),
                                    tuple(dirs) if dirs is not None else None))
-    reassignment = ReassignmentPlan(moves)
+    return ReassignmentPlan(moves)
 
+
+def plan_snapshot(snapshot: Any, opts: PlanOptions) -> tuple[ReassignmentPlan, dict[str, Any]]:
+    """A plan for a driver-side goal (or a user assignor) on a snapshot dict.
+
+    :raises SnapshotError: malformed snapshot; :raises GoalError: impossible goal or bad option;
+    :raises AssignorError: the assignor failed; :raises ConstraintError: a built-in goal broke a rule
+    """
+    t0 = time.monotonic()
+    cluster = Cluster.from_snapshot(snapshot)
+    warnings = check_goal(cluster, opts)
+    before = _python_aggregates(cluster, [(p.replicas, p.log_dirs) for p in cluster.partitions])
+    work = Assignment(cluster)
+    work.load_counters(before["bytes"], before["count"], before["leaders"], before["dir_bytes"],
+                       before["topic_broker"])
+    ctx = PlanContext(options=opts, assignment=work)
     t = time.monotonic()
+    assignor, name, changes, allow_rf = _run_assignor(cluster, opts, ctx)
+    timings = {"search_s": round(time.monotonic() - t, 3)}
+    builtin = isinstance(assignor, BuiltinGoal)
+    final = _final_placement(cluster, changes, work, before["dir_bytes"], builtin)
+    problems = check_constraints(cluster, final, opts, allow_rf_change=allow_rf)
+    if builtin:
+        problems += check_goal_scope(cluster, final, opts)
+    if problems:
+        if builtin:
+            raise ConstraintError(problems[:20])
+        raise AssignorError(name, "the assignment breaks the planner's constraints: "
+                                  + "; ".join(str(p) for p in problems[:10]))
+    reassignment = _moves(cluster, changes, final)
     after = _python_aggregates(cluster, final)
-    timings["after_aggregate_s"] = round(time.monotonic() - t, 3)
-    warnings += ctx.warnings
     lb = assignor.lower_bound_bytes(cluster) if hasattr(assignor, "lower_bound_bytes") else None
-    summary = build_summary(cluster, opts, final, reassignment, before, after, lb,
-                            warnings, name)
+    summary = build_summary(cluster, opts, final, reassignment, before, after, lb, warnings + ctx.warnings, name)
     summary["engine"] = "driver"
     summary["timings"] = timings
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
