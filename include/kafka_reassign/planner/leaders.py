@@ -127,18 +127,32 @@ def _balance(rows: list[tuple], inp: LeaderInputs) -> None:
         best = min(choices, key=lambda b: (count.get(b, 0), final.index(b)))
         count[best] = count.get(best, 0) + 1
         _lead(final, best)
-    # one repair sweep: a partition led by a broker above quota moves to a replica under it
-    for _, _, orig, final, _ in rows:
-        lead = final[0]
-        if count.get(lead, 0) <= quota or lead in inp.fixed or orig[0] in inp.fixed:
-            continue
-        under = [b for b in final[1:] if b in inp.eligible and count.get(b, 0) < quota
-                 and (inp.gainers is None or b in inp.gainers)]
-        if under:
-            best = min(under, key=lambda b: (count.get(b, 0), final.index(b)))
-            count[lead] -= 1
-            count[best] = count.get(best, 0) + 1
-            _lead(final, best)
+    _repair(rows, inp, count, quota)
+
+
+REPAIR_SWEEPS = 8
+
+
+def _repair(rows: list[tuple], inp: LeaderInputs, count: dict[int, int], quota: int) -> None:
+    """Sweeps that hand leadership from a broker above quota to a replica with at least two
+    fewer leaders (which may itself end above quota and hand on in the next sweep): each hand-over
+    lowers the sum of squared counts, so chains of brokers resolve in a few sweeps."""
+    for _ in range(REPAIR_SWEEPS):
+        changed = False
+        for _, _, orig, final, _ in rows:
+            lead = final[0]
+            if count.get(lead, 0) <= quota or lead in inp.fixed or orig[0] in inp.fixed:
+                continue
+            under = [b for b in final[1:] if b in inp.eligible and count.get(b, 0) < count[lead] - 1
+                     and (inp.gainers is None or b in inp.gainers)]
+            if under:
+                best = min(under, key=lambda b: (count.get(b, 0), final.index(b)))
+                count[lead] -= 1
+                count[best] = count.get(best, 0) + 1
+                _lead(final, best)
+                changed = True
+        if not changed:
+            return
 
 
 def _lead(final: list[int], broker: int) -> None:
