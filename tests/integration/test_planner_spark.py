@@ -31,7 +31,7 @@ def _env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def spark():
-    from kafka_reassign.planner.spark_stats import get_spark
+    from kafka_reassign.planner.spark_session import get_spark
 
     session = get_spark("local[2]", app_name="kafka-reassign-planner-tests")
     yield session

@@ -164,7 +164,7 @@ class Assignment:
     def load_counters(self, broker_bytes: dict[int, float], broker_count: dict[int, int],
                       broker_leaders: dict[int, int], dir_bytes: dict[tuple[int, str], float],
                       topic_broker: dict[tuple[str, int], int]) -> None:
-        """Initialise counters from aggregates computed elsewhere (Spark, see spark_stats).
+        """Initialise counters from aggregates computed elsewhere (see driver_plan).
 
         :param broker_bytes: bytes per broker
         :param topic_broker: replica count per (topic, broker)

@@ -19,7 +19,7 @@ from typing import Any
 from kafka_reassign.errors import Problem
 from kafka_reassign.planner.leaders import CHANGE_COLUMNS, CHANGE_SCHEMA, LeaderInputs, choose_leaders
 from kafka_reassign.planner.search import MOVE_SCHEMA, SearchInputs, search_group
-from kafka_reassign.planner.spark_stats import _quiet
+from kafka_reassign.planner.spark_session import _quiet
 
 PARTITION_SCHEMA = ("topic string, partition int, replicas array<int>, log_dirs array<string>, "
                     "size_bytes double, bytes_in_per_sec double, leader int")

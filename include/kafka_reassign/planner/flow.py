@@ -35,7 +35,6 @@ from kafka_reassign.planner.targets import (SLACK, BrokerInfo, Targets, compute_
                                             group_quotas)
 
 
-
 def check_goal_header(opts: PlanOptions, brokers: dict[int, BrokerInfo], topics: set[str]) -> None:
     """Goal options against the header: unknown brokers or topics, missing or conflicting options.
 
@@ -103,7 +102,7 @@ def open_engine(opts: PlanOptions, spark: Any, path: str, header: dict[str, Any]
 
     if opts.engine == "local":
         return LocalData(path, header), None
-    from kafka_reassign.planner.spark_stats import get_spark, ship_package
+    from kafka_reassign.planner.spark_session import get_spark, ship_package
 
     if spark is None:
         spark = get_spark(opts.spark_master, input_bytes=_size_of(path))

@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, include)
 
     from kafka_reassign.planner import cli
-    from kafka_reassign.planner.spark_stats import get_spark
+    from kafka_reassign.planner.spark_session import get_spark
 
     parser = argparse.ArgumentParser(prog="spark_job.py", description="Kafka reassignment planner (Spark)")
     cli.add_arguments(parser)

@@ -210,7 +210,7 @@ class PlannerSubmitOperator(BaseOperator):
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
         from kafka_reassign.planner import spark_job
-        from kafka_reassign.planner.spark_stats import driver_memory
+        from kafka_reassign.planner.spark_session import driver_memory
 
         conf = {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable,
                 "spark.driver.memory": driver_memory(os.path.getsize(snapshot_file)),
