@@ -136,21 +136,30 @@ REPAIR_SWEEPS = 8
 def _repair(rows: list[tuple], inp: LeaderInputs, count: dict[int, int], quota: int) -> None:
     """Sweeps that hand leadership from a broker above quota to a replica with at least two
     fewer leaders (which may itself end above quota and hand on in the next sweep): each hand-over
-    lowers the sum of squared counts, so chains of brokers resolve in a few sweeps."""
+    lowers the sum of squared counts, so chains of brokers resolve in a few sweeps. Only the
+    partitions led by brokers above quota are visited."""
+    led: dict[int, list[int]] = {}
+    for i, row in enumerate(rows):
+        led.setdefault(row[3][0], []).append(i)
     for _ in range(REPAIR_SWEEPS):
         changed = False
-        for _, _, orig, final, _ in rows:
-            lead = final[0]
-            if count.get(lead, 0) <= quota or lead in inp.fixed or orig[0] in inp.fixed:
-                continue
-            under = [b for b in final[1:] if b in inp.eligible and count.get(b, 0) < count[lead] - 1
-                     and (inp.gainers is None or b in inp.gainers)]
-            if under:
+        for lead in sorted(b for b in led if count.get(b, 0) > quota and b not in inp.fixed):
+            keep = []
+            for i in led[lead]:
+                orig, final = rows[i][2], rows[i][3]
+                under = [] if count[lead] <= quota or orig[0] in inp.fixed else [
+                    b for b in final[1:] if b in inp.eligible and count.get(b, 0) < count[lead] - 1
+                    and (inp.gainers is None or b in inp.gainers)]
+                if not under:
+                    keep.append(i)
+                    continue
                 best = min(under, key=lambda b: (count.get(b, 0), final.index(b)))
                 count[lead] -= 1
                 count[best] = count.get(best, 0) + 1
                 _lead(final, best)
+                led.setdefault(best, []).append(i)
                 changed = True
+            led[lead] = keep
         if not changed:
             return
 
