@@ -390,6 +390,27 @@ async def _authorize(request: Request, dag_id: str | None) -> None:
         raise HTTPException(status_code=403, detail="not allowed to read this DAG's runs")
 
 
+def _add_plan_and_cluster_routes(app: FastAPI) -> None:
+    """``/api/chart`` (the run's before/after chart) and ``/api/connections`` (cluster picker)."""
+    import asyncio
+
+    @app.get("/api/chart")
+    async def chart(request: Request, dag_id: str, run_id: str) -> FileResponse:
+        await _authorize(request, dag_id)
+        info = await asyncio.to_thread(_run_info, dag_id, run_id.replace(" ", "+"))
+        files = planned_files(info["xcoms"]) if info else None
+        path = Path(files["chart_file"]) if files and files.get("chart_file") else None
+        # Only the chart the run's plan task named, and only a PNG of the planner's naming.
+        if path is None or not path.name.endswith(".chart.png") or not path.is_file():
+            raise HTTPException(status_code=404, detail="this run has no plan chart")
+        return FileResponse(path, media_type="image/png", headers={"Cache-Control": "no-store"})
+
+    @app.get("/api/connections")
+    async def connections(request: Request) -> JSONResponse:
+        await _authorize(request, None)
+        return JSONResponse({"connections": await asyncio.to_thread(_kafka_connections)})
+
+
 def create_app() -> FastAPI:
     """The FastAPI app the plugin mounts under :data:`URL_PREFIX`."""
     import asyncio
@@ -434,21 +455,7 @@ def create_app() -> FastAPI:
             raise HTTPException(status_code=502, detail=f"cannot read the Kafka cluster: {exc}")
         return JSONResponse(view, headers={"Cache-Control": "no-store"})
 
-    @app.get("/api/chart")
-    async def chart(request: Request, dag_id: str, run_id: str) -> FileResponse:
-        await _authorize(request, dag_id)
-        info = await asyncio.to_thread(_run_info, dag_id, run_id.replace(" ", "+"))
-        files = planned_files(info["xcoms"]) if info else None
-        path = Path(files["chart_file"]) if files and files.get("chart_file") else None
-        # Only the chart the run's plan task named, and only a PNG of the planner's naming.
-        if path is None or not path.name.endswith(".chart.png") or not path.is_file():
-            raise HTTPException(status_code=404, detail="this run has no plan chart")
-        return FileResponse(path, media_type="image/png", headers={"Cache-Control": "no-store"})
-
-    @app.get("/api/connections")
-    async def connections(request: Request) -> JSONResponse:
-        await _authorize(request, None)
-        return JSONResponse({"connections": await asyncio.to_thread(_kafka_connections)})
+    _add_plan_and_cluster_routes(app)
 
     @app.get("/api/runs")
     async def runs(request: Request) -> JSONResponse:
