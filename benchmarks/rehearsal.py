@@ -158,7 +158,7 @@ def cases() -> list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]]:
     skewed = _generated(9, 5, 8, seed=5, median=80 * MB, produce_scale=300, skew=0.6)
     hot = _generated(6, 3, 8, seed=8, median=100 * MB, produce_scale=1500)
     return [
-        ("demo plan (scenarios/demo.json)", demo, demo_plan(demo),
+        ("demo plan (the demo scenario)", demo, demo_plan(demo),
          {"throttle_bytes_per_sec": 10 * MB, "poll_interval_seconds": 5.0}),
         ("decommission broker 9", dec, decommission_plan(dec, 9),
          {"throttle_bytes_per_sec": 20 * MB, "poll_interval_seconds": 5.0}),

@@ -150,3 +150,21 @@ def test_cli_rehearse_and_validate_offline(tmp_path, capsys):
                      "--out", str(out_file)]) == cli.EXIT_OK
     assert "predicted moving time" in capsys.readouterr().out
     assert json.loads(out_file.read_text())["outcome"] == "done"
+
+
+def test_throttle_someone_set_on_the_live_cluster_is_rehearsed(sim_cluster):
+    from kafka_reassign.throttle import LEADER_RATE, ConfigChange
+    snap = make_snapshot(brokers=4, racks=2, topics={"orders": {"partitions": 2, "rf": 2, "size_bytes": 40 * MB}})
+    cluster = sim_cluster(snap, time_scale=1.0)
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        # An operator's own throttle on broker 1 (the test's setup, before the rehearsal).
+        admin.alter_configs([ConfigChange("broker", "1", LEADER_RATE, None, str(MB))])
+        writes = cluster.write_count
+        live = read_rehearsal_snapshot(admin, sample_seconds=0.2)
+    assert live["brokers"][0]["throttle_configs"] == {LEADER_RATE: str(MB)}
+    report = rehearse(live, plan_for({0: [3, 2]}), {"throttle_bytes_per_sec": 4 * MB, "poll_interval_seconds": 0.5})
+    # 40 MB from broker 1 under its 1 MB/s leader rate: Kafka's quota lets the first 11 s worth
+    # (quota.window.num x 1 s) through at once, the other ~29 MB take ~29 s. At the run's own
+    # 4 MB/s the first 44 MB would pass at once.
+    assert 22 < report.predicted_seconds < 36, report.format()
+    assert cluster.write_count == writes
