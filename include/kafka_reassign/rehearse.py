@@ -316,7 +316,7 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
     :param snapshot: the cluster snapshot (``read_rehearsal_snapshot`` for a live cluster)
     :param plan: the reassignment plan (object, JSON or parsed)
     :param params: the run parameters the real run will use (``dry_run`` is ignored)
-    :param resolution: simulated seconds between observations (default: a fifth of the poll interval)
+    :param resolution: simulated seconds between observations (default: half the poll interval)
     :param network_bytes_per_sec: broker network capacity where the snapshot does not say
     :param on_event: receives the executor's messages
     :raises PreflightError, PlanValidationError, ParamError: as the real run would refuse
@@ -340,7 +340,7 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
     apply_snapshot_throttles(model, snap)
     plan_keys = {(e["topic"], int(e["partition"])) for e in _plan_entries(plan)}
     watch = ClusterWatch(model, plan_keys)
-    sleep = virtual_sleep(model, watch, resolution or max(p.poll_interval_seconds / 5.0, 0.01))
+    sleep = virtual_sleep(model, watch, resolution or max(p.poll_interval_seconds / 2.0, 0.01))
     events: list[str] = []
     say = on_event or events.append
     outcome, prepared = "done", None
