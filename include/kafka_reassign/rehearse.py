@@ -156,16 +156,19 @@ class ClusterWatch:
 
     :param model: the simulator's ClusterModel
     :param plan_keys: the plan's partitions (their ISR is watched)
+    :param dir_keys: the plan's partitions with log dirs named (KIP-113 moves are watched too)
     """
 
-    def __init__(self, model: Any, plan_keys: set[tuple[str, int]]) -> None:
+    def __init__(self, model: Any, plan_keys: set[tuple[str, int]],
+                 dir_keys: set[tuple[str, int]] | None = None) -> None:
         self.model = model
         self.plan_keys = plan_keys
+        self.dir_keys = sorted(dir_keys or ())
         self.first_submit: float | None = None
         self.last_done: float | None = None
         self.moving_since: dict[tuple[str, int], float] = {}
         self.moving_total: dict[tuple[str, int], float] = {}
-        self.copied: dict[tuple[str, int, int], float] = {}
+        self.copied: dict[tuple[str, int, int, str], float] = {}
         self.timeline: list[list[float]] = []
         self.peak: dict[int, dict[str, int]] = {}
         self.urp_peak = 0
@@ -190,44 +193,62 @@ class ClusterWatch:
         m = self.model
         with m.lock:
             now = m.sim_time()
-            moving = m.list_reassignments(None)
-            inn: dict[int, int] = {}
-            out: dict[int, int] = {}
-            keys = set()
-            for topic, index, replicas, adding, removing in moving:
-                key = (topic, index)
-                keys.add(key)
-                p = m.partition(topic, index)
-                if p is None:
-                    continue
-                if self.first_submit is None:
-                    self.first_submit = now
-                self.moving_since.setdefault(key, now)
-                for b in adding:
-                    r = p.replica(b)
-                    if r is not None:
-                        self.copied[(topic, index, b)] = float(r.exact_bytes())
-                    inn[b] = inn.get(b, 0) + 1
-                if adding and p.leader >= 0:
-                    out[p.leader] = out.get(p.leader, 0) + 1
+            keys: set[tuple[str, int]] = set()
+            self._reassignments(now, keys)
+            if self.dir_keys:
+                self._dir_moves(now, keys)
             # A move that disappeared finished since the previous look: count the middle.
             done_at = now if self._prev_t is None else (self._prev_t + now) / 2.0
             for key in [k for k in self.moving_since if k not in keys]:
                 self.moving_total[key] = self.moving_total.get(key, 0.0) + done_at - self.moving_since.pop(key)
                 self.last_done = done_at
                 p = m.partition(*key)
-                if p is not None:  # finished: its new replicas hold the whole log
-                    for b in p.replicas:
-                        if (key[0], key[1], b) in self.copied:
-                            self.copied[(key[0], key[1], b)] = float(p.log_bytes())
-            for side, counts in (("in", inn), ("out", out)):
-                for b, n in counts.items():
-                    peak = self.peak.setdefault(b, {"in": 0, "out": 0})
-                    peak[side] = max(peak[side], n)
+                if p is not None:  # finished: its new copies hold the whole log
+                    for k in [k for k in self.copied if k[:2] == key]:
+                        self.copied[k] = float(p.log_bytes())
             self._check_isr(now, keys, scan)
             if self.first_submit is not None:
                 self.timeline.append([now - self.first_submit, sum(self.copied.values())])
             self._prev_t = now
+
+    def _moving(self, key: tuple[str, int], now: float, keys: set[tuple[str, int]]) -> None:
+        keys.add(key)
+        if self.first_submit is None:
+            self.first_submit = now
+        self.moving_since.setdefault(key, now)
+
+    def _reassignments(self, now: float, keys: set[tuple[str, int]]) -> None:
+        """Inter-broker moves in flight: bytes copied, moves per broker in and out."""
+        m = self.model
+        inn: dict[int, int] = {}
+        out: dict[int, int] = {}
+        for topic, index, _replicas, adding, _removing in m.list_reassignments(None):
+            p = m.partition(topic, index)
+            if p is None:
+                continue
+            self._moving((topic, index), now, keys)
+            for b in adding:
+                r = p.replica(b)
+                if r is not None:
+                    self.copied[(topic, index, b, "broker")] = float(r.exact_bytes())
+                inn[b] = inn.get(b, 0) + 1
+            if adding and p.leader >= 0:
+                out[p.leader] = out.get(p.leader, 0) + 1
+        for side, counts in (("in", inn), ("out", out)):
+            for b, n in counts.items():
+                peak = self.peak.setdefault(b, {"in": 0, "out": 0})
+                peak[side] = max(peak[side], n)
+
+    def _dir_moves(self, now: float, keys: set[tuple[str, int]]) -> None:
+        """KIP-113 moves between log dirs of the plan's partitions (future replicas)."""
+        m = self.model
+        for key in self.dir_keys:
+            p = m.partition(*key)
+            for b in (p.replicas if p is not None else ()):
+                r = p.replica(b)
+                if r is not None and r.future_log_dir is not None:
+                    self._moving(key, now, keys)
+                    self.copied[(key[0], key[1], b, "dir")] = float(r.future_bytes)
 
     def _check_isr(self, now: float, moving: set[tuple[str, int]], scan: bool) -> None:
         """ISR of the moving partitions, and (``scan``) of a rotating slice of the plan's others."""
@@ -338,8 +359,10 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
     cluster = SimulatedCluster(snap, time_scale=0.0)
     model = cluster.model
     apply_snapshot_throttles(model, snap)
-    plan_keys = {(e["topic"], int(e["partition"])) for e in _plan_entries(plan)}
-    watch = ClusterWatch(model, plan_keys)
+    entries = _plan_entries(plan)
+    plan_keys = {(e["topic"], e["partition"]) for e in entries}
+    dir_keys = {(e["topic"], e["partition"]) for e in entries if e["log_dirs"]}
+    watch = ClusterWatch(model, plan_keys, dir_keys)
     sleep = virtual_sleep(model, watch, resolution or max(p.poll_interval_seconds / 2.0, 0.01))
     events: list[str] = []
     say = on_event or events.append
@@ -363,10 +386,9 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
 
 def _plan_entries(plan: Any) -> list[dict[str, Any]]:
     from kafka_reassign.plan import ReassignmentPlan
-    if isinstance(plan, ReassignmentPlan):
-        return [{"topic": m.topic, "partition": m.partition} for m in plan.moves]
-    obj = ReassignmentPlan.from_json(plan)
-    return [{"topic": m.topic, "partition": m.partition} for m in obj.moves]
+    obj = plan if isinstance(plan, ReassignmentPlan) else ReassignmentPlan.from_json(plan)
+    return [{"topic": m.topic, "partition": m.partition,
+             "log_dirs": bool(m.log_dirs and any(d != "any" for d in m.log_dirs))} for m in obj.moves]
 
 
 def _run(admin: Any, plan: Any, params: Any, store: Any, sleep: Callable[[float], None], clock: Callable[[], float],

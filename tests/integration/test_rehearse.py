@@ -168,3 +168,14 @@ def test_throttle_someone_set_on_the_live_cluster_is_rehearsed(sim_cluster):
     # 4 MB/s the first 44 MB would pass at once.
     assert 22 < report.predicted_seconds < 36, report.format()
     assert cluster.write_count == writes
+
+
+def test_rehearsal_times_a_move_between_log_dirs():
+    snap = make_snapshot(brokers=3, racks=3, topics={"orders": {"partitions": 1, "rf": 3, "size_bytes": 30 * MB}})
+    plan = {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [1, 2, 3],
+                                          "log_dirs": ["/data/d1", "any", "any"]}]}
+    report = rehearse(snap, plan, {"throttle_bytes_per_sec": 10 * MB, "log_dir_throttle_bytes_per_sec": 2 * MB,
+                                   "poll_interval_seconds": 1.0})
+    assert report.outcome == "done"
+    assert 10 < report.predicted_seconds < 20, report.format()  # 30 MB at 2 MB/s (less the quota's burst)
+    assert report.timeline[-1][1] >= 30 * MB
