@@ -93,6 +93,12 @@ class KafkaReassignNotifier(BaseNotifier):
         if errors and len(errors) == len(self.channels):
             raise RuntimeError("every notifier channel failed: " + "; ".join(errors))
 
+    async def async_notify(self, context: Any) -> None:
+        """The same, from the triggerer (deadline alerts): the channels' clients are blocking."""
+        import asyncio
+
+        await asyncio.to_thread(self.notify, context)
+
     def _send(self, channel: Channel, subject: str, body: str, context: Any) -> None:
         if callable(channel):
             channel(subject, body)

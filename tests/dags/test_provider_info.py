@@ -45,3 +45,14 @@ def test_entry_points_point_at_the_provider_and_the_plugin():
 def test_config_options_are_documented_with_defaults(option):
     opts = get_provider_info()["config"]["kafka_reassign"]["options"]
     assert opts[option]["description"] and "default" in opts[option]
+
+
+def test_airflow_loads_the_connection_form_of_kafka_reassign():
+    from airflow.providers_manager import ProvidersManager
+
+    pm = ProvidersManager()
+    behaviour = pm.field_behaviours["kafka_reassign"]
+    assert behaviour["relabeling"]["host"] == "Bootstrap servers"
+    assert "port" in behaviour["hidden_fields"]
+    assert pm.hooks["kafka_reassign"].hook_class_name.endswith("KafkaAdminHook")
+    assert pm.providers["kafka-reassign"].version == "0.1.0"
