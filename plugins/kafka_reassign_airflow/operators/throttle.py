@@ -41,8 +41,9 @@ class ThrottleSetOperator(RunStepOperator):
         for note in record.notes:
             self.log.warning("%s", note)
         written = [c.describe() for c in record.changes]
-        self.log.info("Throttle set; %d recorded change(s), prior values in Variable %s:\n%s", len(written),
-                      store.key_for(run_id), "\n".join(written) or "(none needed)")
+        # Each write is logged once, by the domain layer as it is made; here the one-line result.
+        self.log.info("Throttle set: %d recorded change(s), prior values in Variable %s", len(written),
+                      store.key_for(run_id))
         from kafka_reassign_airflow import metrics
 
         rate = data.get("params", {}).get("throttle_bytes_per_sec")
