@@ -19,17 +19,20 @@ from kafka_reassign_airflow.notifications import run_notifiers
 DOC_MD = """
 # kafka_reassign — safe Kafka partition reassignment
 
-Moves partition replicas in small KIP-435 batches under a KIP-73 replication throttle, waits
-on lag and ISR after each batch, and always puts the throttle configs back to the values
-they had before the run — whatever fails.
+Moves partition replicas as KIP-435 steps under a KIP-73 replication throttle, keeping a
+window of steps in flight (like Cruise Control's executor: at most `max_partition_movements`
+in the cluster, `max_movements_per_broker` per broker) and starting the next one as soon as one
+finishes, watching lag and ISR; it always puts the throttle configs back to the values they had
+before the run — whatever fails.
 
 **Tasks**: `snapshot` → `plan` (only when `plan` is null: the cluster snapshot, then the
 Spark planning job submitted with the Spark provider's SparkSubmitOperator to the
-`spark_conn_id` connection; skipped when a plan is given) → `prepare` (read the cluster, validate plan and params, build batches; a dry run
-stops here and prints the plan, the batches and the exact config changes) → `throttle_set`
+`spark_conn_id` connection; skipped when a plan is given) → `prepare` (read the cluster, validate plan and params, build the KIP-435 steps; a dry run
+stops here and prints the plan, the steps and the exact config changes) → `throttle_set`
 (prior values recorded in the metadata DB first, Variables `kafka_reassign.throttle.<run id>`)
-→ `batches` (one mapped instance per batch, strictly one after the other: `execute` submits,
-`wait` watches in the triggerer and logs a progress table each poll) → `cancel_on_failure`
+→ `execute` (one deferrable task whatever the plan's size: submits steps as room frees up, its
+trigger watches the steps in flight; progress saved after every poll in Variable
+`kafka_reassign.exec.<run id>`, read by the progress page and by a resumed task) → `cancel_on_failure`
 (reverts this run's in-flight moves after a failure, if the param is on) → `throttle_remove`
 (teardown: restores every config, also when the run is marked failed by hand) → `report`
 (placement vs plan, configs prior vs now, time taken).
@@ -41,7 +44,7 @@ reassigning is refused, naming the partition.
 ## From the UI
 *Trigger DAG* → fill the form: paste the plan (Kafka reassignment JSON as
 `kafka-reassign-partitions.sh --generate`, Cruise Control or topicmappr write it), pick the
-throttle and batch limits, tick **Dry run** first to see exactly what would happen.
+throttle and movement limits, tick **Dry run** first to see exactly what would happen.
 
 ## From the REST API
 ```bash
@@ -60,8 +63,9 @@ curl -s -X POST http://localhost:8080/api/v2/dags/kafka_reassign/dagRuns \\
       "dry_run": true
     }}'
 ```
-Then follow it with `GET /api/v2/dags/kafka_reassign/dagRuns/{dag_run_id}` and the task logs
-of `batches.wait` (progress table: topic, partition, broker, *In sync* / *Behind N bytes*).
+Then follow it with `GET /api/v2/dags/kafka_reassign/dagRuns/{dag_run_id}`, the task log of
+`execute` (a table of the steps in flight and a summary line each time it wakes up) or the
+*Kafka progress* page.
 
 With `"plan": null` and a `goal` (`rebalance`, `add-brokers`, `remove-brokers` + `brokers`,
 `replication-factor` + `replication_factor`, `rack-repair`) the plan is computed on Spark:
@@ -74,15 +78,15 @@ the conf always wins (then `snapshot` and `plan` are skipped).
 
 ## When something fails
 The run fails with a message saying what to change (stall: raise the throttle above the
-produce rate; offline broker: start it or plan without it; timeout: raise
-`batch_timeout_minutes`). With `cancel_on_failure` the moves in flight are reverted; the
+produce rate; offline broker: start it or plan without it; a move not done
+`batch_timeout_minutes` after its submission: raise it). With `cancel_on_failure` the moves in flight are reverted; the
 throttle is removed in every case. Re-running the same plan resumes: partitions already at
 their target are not moved again.
 """
 
 with DAG(
     dag_id="kafka_reassign",
-    description="Move Kafka partition replicas in throttled, watched batches; always remove the throttle",
+    description="Move Kafka partition replicas as a throttled, watched window of moves; always remove the throttle",
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,

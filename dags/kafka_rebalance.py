@@ -3,7 +3,7 @@
 Wiring only: planning is the same ``snapshot >> plan`` tasks ``kafka_reassign`` runs
 (``kafka_reassign_airflow.operators.workflow.planning_tasks``: the cluster snapshot, then the
 Spark job through the Spark provider's SparkSubmitOperator), the reassignment tasks are the very
-same ones too (``reassignment_tasks``: prepare -> throttle_set -> batches -> cancel_on_failure ->
+same ones too (``reassignment_tasks``: prepare -> throttle_set -> execute -> cancel_on_failure ->
 throttle_remove -> report).
 """
 from __future__ import annotations
@@ -40,8 +40,8 @@ DOC_MD = """
 4. With `require_approval` on, **approve_plan** waits for a person to press *Approve* or
    *Reject* in the Airflow UI (Required actions); the body shows the plan summary. Reject
    skips the reassignment; no answer within 12 hours counts as Reject.
-5. Then the same tasks as `kafka_reassign`: throttle, batches, sensor, teardown — one
-   implementation for both DAGs. Every throttle/batch param of `kafka_reassign` applies.
+5. Then the same tasks as `kafka_reassign`: throttle, execute (a window of moves), teardown — one
+   implementation for both DAGs. Every throttle and movement-limit param of `kafka_reassign` applies.
 
 The DAG is created paused (it moves data): unpause it when the params suit the cluster.
 """

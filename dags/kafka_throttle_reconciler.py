@@ -2,11 +2,11 @@
 
 A reassignment run records every throttle config it sets, with the value before, in the
 Airflow metadata DB *before* writing it, and its teardown task restores them. When the
-worker died mid-batch or the teardown could not reach Kafka, the record stays unrestored
+worker died mid-run or the teardown could not reach Kafka, the record stays unrestored
 and the throttle stays on the brokers, slowing every later replica movement. This DAG:
 
 1. does nothing while any partition reassignment is in flight on the cluster;
-2. leaves alone the records of runs still queued or running (between two batches nothing
+2. leaves alone the records of runs still queued or running (between two moves nothing
    is in flight, yet their throttle is in use);
 3. restores the prior value of everything the other unrestored records changed (the same
    restore code the teardown uses), reads it back and marks the records restored;

@@ -194,7 +194,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_execute(args: argparse.Namespace) -> int:
-    from kafka_reassign.progress import BatchProgress
+    from kafka_reassign.progress_view import ProgressView
     from kafka_reassign.reassign import new_run_id
     from kafka_reassign.record import FileRecordStore
     from kafka_reassign.validate import validate_params
@@ -204,10 +204,10 @@ def cmd_execute(args: argparse.Namespace) -> int:
     store = FileRecordStore(args.record_dir)
     last_print = [0.0]
 
-    def on_progress(prog: BatchProgress) -> None:
+    def on_progress(prog: ProgressView) -> None:
         if args.json:
             print(json.dumps({"event": "progress", **prog.to_json()}), flush=True)
-        elif time.monotonic() - last_print[0] >= args.print_interval or prog.done:
+        elif time.monotonic() - last_print[0] >= args.print_interval or prog.finished:
             print(prog.format_table(), flush=True)
             last_print[0] = time.monotonic()
         else:
@@ -231,7 +231,9 @@ def cmd_execute(args: argparse.Namespace) -> int:
 
 def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_id: str, store: Any,
              on_progress: Any, on_event: Any) -> int:
+    from kafka_reassign.execution_store import FileExecutionStore
     from kafka_reassign.reassign import run_reassignment
+    exec_store = FileExecutionStore(store.directory)
     with _admin(args) as admin:
         if current is not None:
             for w in _drift_warnings(current, admin.cluster_state(include_log_dirs=False)):
@@ -243,9 +245,10 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
             from kafka_reassign.state import rates_from_snapshot
             rates = rates_from_snapshot(load_snapshot(args.snapshot))
         result = run_reassignment(admin, raw, params, store, run_id=run_id, on_progress=on_progress,
-                                  on_event=on_event, produce_rates=rates)
+                                  on_event=on_event, produce_rates=rates, exec_store=exec_store,
+                                  strategy=args.strategy)
         if not result.dry_run:
-            print(f"run {run_id} finished: {result.batches_done} batch(es) done, throttles restored", flush=True)
+            print(f"run {run_id} finished: {result.steps_done} step(s) done, throttles restored", flush=True)
         if args.json:
             print(json.dumps({"event": "result", **result.to_json()}))
     return EXIT_OK
@@ -404,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
     validate = p
 
-    p = sub.add_parser("execute", help="run a plan: throttle, batches, wait, restore the throttle")
+    p = sub.add_parser("execute", help="run a plan: throttle, a window of moves in flight, restore the throttle")
     _add_conn(p)
     p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
     D.add_movement_arguments(p)
@@ -415,10 +418,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"fail when bytes left do not fall for this long (default {D.STALL_WINDOW_SECONDS:g})")
     p.add_argument("--poll-interval-seconds", type=float, default=D.POLL_INTERVAL_SECONDS,
                    help=f"progress poll interval (default {D.POLL_INTERVAL_SECONDS:g})")
+    p.add_argument("--strategy", default="busiest-brokers",
+                   help="order of the moves: busiest-brokers (default), largest-first, smallest-first, "
+                        "postpone-urp, or several separated by commas (the first decides, the next break ties)")
     p.add_argument("--print-interval", type=float, default=30.0, help="seconds between progress tables")
     p.add_argument("--allow-rf-change", action="store_true", help="accept replication-factor changes")
     p.add_argument("--allow-internal-topics", action="store_true", help="accept moves of internal topics")
-    p.add_argument("--dry-run", action="store_true", help="validate and print batches and config changes only")
+    p.add_argument("--dry-run", action="store_true", help="validate and print the steps and config changes only")
     p.add_argument("--no-cancel-on-failure", action="store_true",
                    help="leave in-flight moves running when the run fails (default: cancel ours)")
     p.add_argument("--allow-stalling-moves", action="store_true",
@@ -429,7 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measure the moving partitions' produce rates over this window before the run "
                         f"(default {D.PRODUCE_SAMPLE_SECONDS:g}; 0 = use --snapshot rates or skip the stall check)")
     p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"throttle records (default {DEFAULT_RECORD_DIR})")
-    p.add_argument("--run-id", help="run id (default: generated); re-use one to resume a run")
+    p.add_argument("--run-id", help="run id (default: generated); re-use one to resume a run (its execution state "
+                                    "is saved in --record-dir after every poll)")
     p.add_argument("--snapshot", help="snapshot with bytes_in_per_sec (snapshot --sample-seconds) for time "
                                       "estimates and throttle-below-produce-rate warnings")
     p.add_argument("--json", action="store_true", help="JSON lines instead of tables")

@@ -101,26 +101,10 @@ class KafkaAdminError(ReassignError):
         super().__init__(msg)
 
 
-class BatchExecutionError(ReassignError):
-    """Some partitions of a batch could not be submitted; ``result`` says which and why."""
-
-    def __init__(self, message: str, result: dict) -> None:
-        self.result = result
-        super().__init__(message)
-
-
 class PreflightError(ProblemListError):
     """A move would stall at the run's throttle (KIP-73 with in-sync traffic counted); nothing was written."""
 
     headline = "pre-flight: moves would stall at this throttle, nothing was written"
-
-
-class StallError(ReassignError):
-    """Replication lag stopped falling; the message says what to change."""
-
-
-class BatchTimeoutError(ReassignError):
-    """A batch did not finish within its time limit."""
 
 
 class ThrottleRecordError(ReassignError):

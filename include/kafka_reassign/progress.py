@@ -1,4 +1,7 @@
-"""Progress of a batch: per (topic, partition, broker) status, bytes left, rate, ETA, stalls.
+"""Per-replica progress of a set of moves (``kafka-reassign status``): status, bytes left, rate, ETA.
+
+A run's own progress, outcome and stall decisions are the executor's
+(:mod:`kafka_reassign.progress_view`, :mod:`kafka_reassign.outcome`); this is the KIP-179 table.
 
 Statuses follow KIP-179's ``--progress`` table: ``In sync``, ``Behind N bytes``,
 ``Catching up`` (a future replica moving between log dirs, KIP-113 offset lag), ``Offline``
@@ -12,7 +15,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -256,102 +258,3 @@ class BatchProgress:
         d.pop("done", None)
         d.pop("bytes_moved", None)
         return cls(rows=rows, **d)
-
-
-class StallDetector:
-    """Detects replication lag that stopped falling over a time window.
-
-    Feed it ``(time, bytes_left)`` at each poll; :meth:`check` returns a message saying
-    what to change when, over the last ``window_seconds``, bytes left did not fall.
-
-    :param window_seconds: how long lag may stay flat before it counts as stalled
-    :param min_progress_bytes: less progress than this over the window counts as none
-    """
-
-    def __init__(self, window_seconds: float, min_progress_bytes: int = 1) -> None:
-        if window_seconds <= 0:
-            raise ValueError("window_seconds must be > 0")
-        self.window_seconds = float(window_seconds)
-        self.min_progress_bytes = int(min_progress_bytes)
-        self.samples: deque[tuple[float, int]] = deque()
-
-    def observe(self, t: float, bytes_left: int) -> None:
-        self.samples.append((float(t), int(bytes_left)))
-        # Keep exactly one sample at or before the window start as the reference point.
-        while len(self.samples) >= 2 and self.samples[1][0] <= t - self.window_seconds:
-            self.samples.popleft()
-
-    def stalled(self) -> bool:
-        if len(self.samples) < 2:
-            return False
-        t0, left0 = self.samples[0]
-        t1, left1 = self.samples[-1]
-        if t1 - t0 < self.window_seconds or left1 == 0:
-            return False
-        return left0 - left1 < self.min_progress_bytes
-
-    def check(self, progress: BatchProgress | None = None, state: ClusterState | None = None,
-              throttle_rate: int | None = None) -> str | None:
-        """None while making progress; otherwise a message that says what to change.
-
-        :param progress: the latest poll (to name partitions and brokers)
-        :param state: for produce rates and dead brokers
-        :param throttle_rate: the replication throttle in force (bytes/s)
-        """
-        if not self.stalled():
-            return None
-        left = self.samples[-1][1]
-        head = (f"replication lag has not fallen for {self.window_seconds:.0f} s "
-                f"({fmt_bytes(left)} still to copy)")
-        return head + ": " + diagnose_stall(progress, state, throttle_rate)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"window_seconds": self.window_seconds, "min_progress_bytes": self.min_progress_bytes,
-                "samples": [list(s) for s in self.samples]}
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "StallDetector":
-        sd = cls(d["window_seconds"], d.get("min_progress_bytes", 1))
-        for t, left in d.get("samples", []):
-            sd.samples.append((float(t), int(left)))
-        return sd
-
-
-def diagnose_stall(progress: BatchProgress | None, state: ClusterState | None,
-                   throttle_rate: int | None) -> str:
-    """Say why a batch is not progressing and what to change."""
-    if progress is None:
-        return "check the receiving brokers and raise throttle_bytes_per_sec"
-    lagging = [r for r in progress.rows if r.status in (BEHIND, CATCHING_UP, OFFLINE, UNKNOWN)
-               and r.role in ("adding", "log-dir", "staying")]
-    offline = sorted({r.broker for r in lagging if r.status == OFFLINE})
-    if offline:
-        parts = ", ".join(sorted({f"{r.topic}-{r.partition}" for r in lagging if r.status == OFFLINE}))
-        return (f"broker {', '.join(map(str, offline))} is offline ({parts} cannot catch up there): "
-                "start it again, or cancel the move (cancel_on_failure) and plan without it")
-    if throttle_rate:
-        per_broker: dict[int, list[tuple[str, float]]] = {}
-        for r in lagging:
-            name = f"{r.topic}-{r.partition}"
-            rate = progress.produce_rates.get(name, 0.0)
-            p = state.partition(r.topic, r.partition) if state is not None else None
-            if p is not None and p.bytes_in_per_sec > rate:
-                rate = p.bytes_in_per_sec
-            if rate > 0:
-                per_broker.setdefault(r.broker, []).append((name, rate))
-        worst = None
-        for b, items in per_broker.items():
-            total = sum(x for _, x in items)
-            if worst is None or total > worst[1]:
-                worst = (b, total, items)
-        if worst is not None and worst[1] >= 0.8 * throttle_rate:
-            b, total, items = worst
-            names = ", ".join(n for n, _ in sorted(items, key=lambda x: -x[1])[:3])
-            return (f"throttle {fmt_bytes(throttle_rate)}/s is below the produce rate {fmt_bytes(total)}/s "
-                    f"of {names} on broker {b}: raise throttle_bytes_per_sec above {fmt_bytes(total)}/s "
-                    f"(e.g. {int(total * 2)}) or move fewer partitions per batch")
-    brokers = sorted({r.broker for r in lagging})
-    hint = f" on broker {', '.join(map(str, brokers))}" if brokers else ""
-    rate = f" (now {fmt_bytes(throttle_rate)}/s)" if throttle_rate else ""
-    return (f"replicas{hint} are not catching up: raise throttle_bytes_per_sec{rate}, check those "
-            "brokers' disks and network, or lower max_movements_per_broker")

@@ -1,14 +1,14 @@
 """The orchestration steps a reassignment run is made of; each is idempotent.
 
-``prepare`` (read + validate + steps + batches + throttle changes; writes nothing) ->
-``apply_throttle`` (record prior values durably, then write) -> for each batch:
-``execute_batch`` (AlterPartitionReassignments / AlterReplicaLogDirs) -> ``poll_batch``
-until done -> ``complete_batch`` (preferred leader election) -> finally
-``restore_throttle`` (and ``cancel_in_flight`` first when the run failed and asked for it).
+``prepare`` (read + validate + KIP-435 steps + throttle rates; writes nothing) ->
+``apply_throttle`` (record prior values durably, then set the rates) -> the pipelined
+executor (:mod:`kafka_reassign.executor`: a window of steps in flight, throttled-replica
+lists following it) -> finally ``restore_throttle`` (and ``cancel_in_flight`` first when the
+run failed and asked for it).
 
 The Airflow operators call these one per task; :func:`run_reassignment` chains them for
-the command line and the tests. A run id tags what a run owns: its throttle record, and
-(through the plan's deterministic steps) the reassignments it started.
+the command line and the tests. A run id tags what a run owns: its throttle record, its
+execution state and (through the plan's deterministic steps) the reassignments it started.
 """
 from __future__ import annotations
 
@@ -16,18 +16,21 @@ import json
 import logging
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping
 
-from kafka_reassign.errors import (BatchExecutionError, BatchTimeoutError, KafkaAdminError, ReassignError,
-                                   StallError)
+from kafka_reassign.errors import ReassignError
+from kafka_reassign.execution_store import ExecutionStore
+from kafka_reassign.executor import DONE, ExecutionLimits, MoveExecutor, run_execution
+from kafka_reassign.outcome import Outcome
 from kafka_reassign.plan import ReassignmentPlan
-from kafka_reassign.progress import BatchProgress, StallDetector
-from kafka_reassign.record import RecordStore, ThrottleRecord, note_submitted, submitted_targets
+from kafka_reassign.progress_view import ProgressView
+from kafka_reassign.record import RecordStore, ThrottleRecord, submitted_targets
+from kafka_reassign.replica_throttle import ReplicaThrottle
 from kafka_reassign.restore import RestoreResult, finish_hint, restore_throttle
 from kafka_reassign.state import ClusterState, TopicPartition, with_produce_rates
-from kafka_reassign.steps import Batch, StepMove, build_batches
+from kafka_reassign.steps import StepMove, plan_all_steps, steps_from_rows, steps_to_rows
 from kafka_reassign.estimate import Estimate, Limits, estimate_batches
 from kafka_reassign.preflight import ProduceRates, enforce, measure_produce_rates, preflight
 from kafka_reassign.throttle import (BROKER_KEYS, TOPIC_KEYS, ConfigChange, ThrottleSpec, fmt_bytes, restore_changes,
@@ -53,9 +56,9 @@ class PreparedRun:
 
     :param plan: the validated plan
     :param params: validated parameters
-    :param batches: KIP-435 batches in execution order
-    :param throttle_spec: what will be throttled
-    :param throttle_changes: the exact config writes as of prepare time (with prior values)
+    :param steps: every KIP-435 step, each partition's steps in order (the executor's queue)
+    :param throttle_spec: the rates to set (the replica lists follow the steps in flight)
+    :param throttle_changes: the exact rate config writes as of prepare time (with prior values)
     :param warnings: non-fatal findings (produce rate vs throttle, partitions at target...)
     :param notes: throttle merge notes (kept lower rates, wildcards)
     :param estimated_seconds: predicted moving time (``estimate`` says how it was obtained)
@@ -63,25 +66,24 @@ class PreparedRun:
     :param preflight: the stall check (:class:`~kafka_reassign.preflight.PreflightReport` as JSON)
     :param rehearsal: the rehearsal's report (:class:`~kafka_reassign.rehearse.RehearsalReport` as
         JSON) when ``rehearse`` was set; then ``estimate`` is the rehearsal's
+    :param leaders: partition -> leader when prepared (the broker sending a step's bytes)
+    :param urp: partitions under-replicated when prepared
     """
 
     plan: ReassignmentPlan
     params: ReassignParams
-    batches: list[Batch]
+    steps: list[StepMove]
     throttle_spec: ThrottleSpec
     throttle_changes: list[ConfigChange]
     cluster_id: str | None = None
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     estimated_seconds: float = 0.0
-    batch_estimates: list[float] = field(default_factory=list)
     estimate: dict[str, Any] | None = None
     preflight: dict[str, Any] | None = None
     rehearsal: dict[str, Any] | None = None
-
-    @property
-    def steps(self) -> list[StepMove]:
-        return [s for b in self.batches for s in b.steps]
+    leaders: dict[TopicPartition, int] = field(default_factory=dict)
+    urp: list[TopicPartition] = field(default_factory=list)
 
     def own_targets(self) -> dict[TopicPartition, list[tuple[int, ...]]]:
         """Every replica list this run may submit, per partition (to recognise our moves)."""
@@ -92,73 +94,69 @@ class PreparedRun:
             out.setdefault(m.key, []).append(tuple(m.replicas))
         return out
 
-    def report(self) -> str:
-        """A printable dry-run report: batches, steps and the exact config changes."""
+    def limits(self, strategy: str | None = None) -> ExecutionLimits:
+        return ExecutionLimits.from_params(self.params, strategy)
+
+    def report(self, max_steps: int = 500) -> str:
+        """A printable dry-run report: limits, throttle, steps and the exact config changes."""
         steps = self.steps
         moving = {s.key for s in steps}
         total = sum(s.bytes_to_copy for s in steps)
-        leaders = sum(1 for s in steps if s.moves_leader)
+        p = self.params
         lines = [
             f"Reassignment of {len(self.plan.moves)} partition(s): {len(moving)} to move, "
             f"{len(self.plan.moves) - len(moving)} already at target",
-            f"  {len(self.batches)} batch(es), {len(steps)} step(s), {fmt_bytes(total)} to copy, "
-            f"{leaders} leader movement(s)",
-            f"  limits per batch: {self.params.max_partition_movements} partition movements, "
-            f"{self.params.max_movements_per_broker} per broker, {self.params.max_leader_movements} leader movements",
+            f"  {len(steps)} KIP-435 step(s), {fmt_bytes(total)} to copy, "
+            f"{sum(1 for s in steps if s.moves_leader)} leader movement(s)",
+            f"  in flight at once: {p.max_partition_movements} step(s) in the cluster, {p.max_movements_per_broker} "
+            f"per broker, {p.max_leader_movements} leader movement(s); a step's successor starts when it is done",
         ]
-        rate = self.throttle_spec.rate
-        if rate is None:
-            lines.append("  throttle: NONE (replication is not throttled)")
-        else:
-            lines.append(f"  throttle: {fmt_bytes(rate)}/s on broker(s) "
-                         f"{','.join(map(str, sorted(self.throttle_spec.rate_brokers))) or '-'}")
-        if self.throttle_spec.log_dir_brokers:
-            lines.append(f"  log-dir move throttle: {fmt_bytes(self.throttle_spec.log_dir_rate or 0)}/s on "
-                         f"broker(s) {','.join(map(str, sorted(self.throttle_spec.log_dir_brokers)))}")
-        if self.estimate is not None:
-            lines.append(f"  {Estimate.from_json(self.estimate).describe()}")
-        else:
-            lines.append(f"  estimated moving time: {self.estimated_seconds:.0f} s")
-        if self.preflight is not None:
-            lines.append(f"  pre-flight: {self.preflight.get('rates')}; "
-                         f"{self.preflight.get('stall_count', 0)} stalling, {self.preflight.get('slow_count', 0)} "
-                         "slow move(s)")
-        for b, secs in zip(self.batches, self.batch_estimates or [0.0] * len(self.batches)):
-            lines.append(f"Batch {b.index}: {len(b.steps)} step(s), {fmt_bytes(b.bytes_to_copy)}, ~{secs:.0f} s")
-            for s in b.steps:
-                if s.is_log_dir_only:
-                    dirs = ", ".join(f"broker {br} -> {d}" for br, d in sorted(s.wanted_dirs().items()))
-                    lines.append(f"  {s.name}: log dirs: {dirs}")
-                    continue
-                extra = []
-                if s.adding:
-                    extra.append("+" + ",".join(map(str, s.adding)))
-                if s.removing:
-                    extra.append("-" + ",".join(map(str, s.removing)))
-                if s.moves_leader:
-                    extra.append(f"preferred leader {s.current[0]}->{s.target[0]}")
-                lines.append(f"  {s.name}: {_fmt(s.current)} -> {_fmt(s.target)}  ({' '.join(extra)}; "
-                             f"step {s.step_index + 1}/{s.step_count}, {fmt_bytes(s.size_bytes)})")
+        lines += self._throttle_lines()
+        for s in steps[:max_steps]:
+            lines.append("  " + describe_step(s))
+        if len(steps) > max_steps:
+            lines.append(f"  ... and {len(steps) - max_steps} more step(s)")
         lines.append(f"Config changes ({len(self.throttle_changes)}):")
         lines += [f"  {c.describe()}" for c in self.throttle_changes] or ["  (none)"]
-        if self.notes:
-            lines.append("Notes:")
-            lines += [f"  {n}" for n in self.notes]
-        if self.warnings:
-            lines.append("Warnings:")
-            lines += [f"  {w}" for w in self.warnings]
+        if self.throttle_spec.rate is not None and steps:
+            lines.append("  + leader/follower.replication.throttled.replicas entries of each step while it is in "
+                         "flight (added on submission, removed on completion, prior values recorded)")
+        for title, items in (("Notes", self.notes), ("Warnings", self.warnings)):
+            if items:
+                lines.append(f"{title}:")
+                lines += [f"  {n}" for n in items]
         if self.rehearsal:
             lines.append(self.rehearsal.get("text", ""))
         return "\n".join(lines)
 
+    def _throttle_lines(self) -> list[str]:
+        spec = self.throttle_spec
+        if spec.rate is None:
+            out = ["  throttle: NONE (replication is not throttled)"]
+        else:
+            out = [f"  throttle: {fmt_bytes(spec.rate)}/s on broker(s) "
+                   f"{','.join(map(str, sorted(spec.rate_brokers))) or '-'}"]
+        if spec.log_dir_brokers:
+            out.append(f"  log-dir move throttle: {fmt_bytes(spec.log_dir_rate or 0)}/s on broker(s) "
+                       f"{','.join(map(str, sorted(spec.log_dir_brokers)))}")
+        if self.estimate is not None:
+            out.append(f"  {Estimate.from_json(self.estimate).describe()}")
+        else:
+            out.append(f"  estimated moving time: {self.estimated_seconds:.0f} s")
+        if self.preflight is not None:
+            out.append(f"  pre-flight: {self.preflight.get('rates')}; {self.preflight.get('stall_count', 0)} "
+                       f"stalling, {self.preflight.get('slow_count', 0)} slow move(s)")
+        return out
+
     def to_json(self) -> dict[str, Any]:
-        return {"plan": self.plan.to_json(), "params": self.params.to_json(),
-                "batches": [b.to_json() for b in self.batches], "throttle_spec": self.throttle_spec.to_json(),
+        return {"plan": self.plan.to_json(), "params": self.params.to_json(), "steps": steps_to_rows(self.steps),
+                "throttle_spec": self.throttle_spec.to_json(),
                 "throttle_changes": [c.to_json() for c in self.throttle_changes], "cluster_id": self.cluster_id,
                 "warnings": list(self.warnings), "notes": list(self.notes),
                 "estimated_seconds": None if self.estimated_seconds == float("inf") else self.estimated_seconds,
-                "batch_estimates": [None if x == float("inf") else x for x in self.batch_estimates],
-                "estimate": self.estimate, "preflight": self.preflight, "rehearsal": self.rehearsal}
+                "estimate": self.estimate, "preflight": self.preflight, "rehearsal": self.rehearsal,
+                "leaders": [[t, p, b] for (t, p), b in sorted(self.leaders.items())],
+                "urp": [[t, p] for t, p in self.urp]}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | str) -> "PreparedRun":
@@ -166,13 +164,29 @@ class PreparedRun:
             d = json.loads(d)
         est = d.get("estimated_seconds")
         return cls(plan=ReassignmentPlan.from_json(d["plan"]), params=validate_params(d["params"]),
-                   batches=[Batch.from_json(b) for b in d["batches"]],
-                   throttle_spec=ThrottleSpec.from_json(d["throttle_spec"]),
+                   steps=steps_from_rows(d["steps"]), throttle_spec=ThrottleSpec.from_json(d["throttle_spec"]),
                    throttle_changes=[ConfigChange.from_json(c) for c in d["throttle_changes"]],
                    cluster_id=d.get("cluster_id"), warnings=list(d.get("warnings", [])),
                    notes=list(d.get("notes", [])), estimated_seconds=float("inf") if est is None else est,
-                   batch_estimates=[float("inf") if x is None else x for x in d.get("batch_estimates", [])],
-                   estimate=d.get("estimate"), preflight=d.get("preflight"), rehearsal=d.get("rehearsal"))
+                   estimate=d.get("estimate"), preflight=d.get("preflight"), rehearsal=d.get("rehearsal"),
+                   leaders={(t, int(p)): int(b) for t, p, b in d.get("leaders", [])},
+                   urp=[(t, int(p)) for t, p in d.get("urp", [])])
+
+
+def describe_step(s: StepMove) -> str:
+    """One line per step for reports: replicas before -> after, what is added and dropped."""
+    if s.is_log_dir_only:
+        dirs = ", ".join(f"broker {br} -> {d}" for br, d in sorted(s.wanted_dirs().items()))
+        return f"{s.name}: log dirs: {dirs}"
+    extra = []
+    if s.adding:
+        extra.append("+" + ",".join(map(str, s.adding)))
+    if s.removing:
+        extra.append("-" + ",".join(map(str, s.removing)))
+    if s.moves_leader:
+        extra.append(f"preferred leader {s.current[0]}->{s.target[0]}")
+    return (f"{s.name}: {_fmt(s.current)} -> {_fmt(s.target)}  ({' '.join(extra)}; "
+            f"step {s.step_index + 1}/{s.step_count}, {fmt_bytes(s.size_bytes)})")
 
 
 def _read_throttle_configs(admin: Any, spec_or_resources: ThrottleSpec | tuple[list[int], list[str]]
@@ -194,7 +208,7 @@ def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
             produce_rates: Mapping[TopicPartition, float] | None = None,
             sleep: Callable[[float], None] = time.sleep,
             clock: Callable[[], float] = time.monotonic) -> PreparedRun:
-    """Validate the plan against the live cluster and compute batches and throttle changes.
+    """Validate the plan against the live cluster and compute the steps and throttle changes.
 
     Writes nothing: a dry run is ``print(prepare(...).report())``.
 
@@ -218,10 +232,11 @@ def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
                              allow_internal_topics=params.allow_internal_topics, own_targets=own_targets)
     if not isinstance(plan, ReassignmentPlan):
         plan = ReassignmentPlan.from_json(plan)
-    batches = build_batches(plan.moves, state, params.max_partition_movements, params.max_movements_per_broker,
-                            params.max_leader_movements)
-    steps = [s for b in batches for s in b.steps]
-    spec = ThrottleSpec.for_moves(steps, params.throttle_bytes_per_sec, params.log_dir_throttle_bytes_per_sec)
+    steps = plan_all_steps(plan.moves, state)
+    ExecutionLimits.from_params(params).validate(steps)
+    # Rates only: the replica lists name each step while it is in flight (replica_throttle).
+    spec = replace(ThrottleSpec.for_moves(steps, params.throttle_bytes_per_sec, params.log_dir_throttle_bytes_per_sec),
+                   leader={}, follower={})
     notes: list[str] = []
     current = _read_throttle_configs(admin, spec) if not spec.empty else {}
     changes = throttle_changes(spec, current, notes) if not spec.empty else []
@@ -234,17 +249,30 @@ def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
         warnings.append("no throttle: replication traffic is unbounded and may slow producers and consumers")
     limits = Limits(rate=params.throttle_bytes_per_sec, log_dir_rate=params.log_dir_throttle_bytes_per_sec,
                     broker_rates=check.kept_lower)
-    estimate, per_batch = estimate_batches([b.steps for b in batches], state, limits)
+    estimate, _ = estimate_batches([steps], state, limits, pipelined=True)
     rehearsal = None
     if params.rehearse and any(s.adding or s.is_log_dir_only for s in steps):
         from kafka_reassign.rehearse import rehearse_live
         rehearsal = rehearse_live(admin, plan, params, rates.rates)
         estimate = rehearsal.estimate()  # a rehearsal, when made, is the estimate shown
-    return PreparedRun(plan=plan, params=params, batches=batches, throttle_spec=spec, throttle_changes=changes,
+    leaders, urp = _leaders_and_urp(steps, state)
+    return PreparedRun(plan=plan, params=params, steps=steps, throttle_spec=spec, throttle_changes=changes,
                        cluster_id=state.cluster_id, warnings=warnings, notes=notes,
-                       estimated_seconds=estimate.seconds, batch_estimates=per_batch,
-                       estimate=estimate.to_json(), preflight=check.to_json(),
-                       rehearsal=None if rehearsal is None else rehearsal.to_json())
+                       estimated_seconds=estimate.seconds, estimate=estimate.to_json(), preflight=check.to_json(),
+                       rehearsal=None if rehearsal is None else rehearsal.to_json(), leaders=leaders, urp=urp)
+
+
+def _leaders_and_urp(steps: list[StepMove], state: ClusterState) -> tuple[dict[TopicPartition, int], list[TopicPartition]]:
+    """Each moving partition's leader now (the source of its copies) and the under-replicated ones."""
+    leaders: dict[TopicPartition, int] = {}
+    urp: list[TopicPartition] = []
+    for key in dict.fromkeys(s.key for s in steps):
+        p = state.partition(*key)
+        if p is not None:
+            leaders[key] = p.leader
+            if len(p.isr) < len(p.replicas):
+                urp.append(key)
+    return leaders, urp
 
 
 def _produce_rates(admin: Any, state: ClusterState, steps: list[StepMove], params: ReassignParams,
@@ -344,140 +372,7 @@ def restore_unrestored(admin: Any, store: Any, cluster_id: str | None = None) ->
     return out
 
 
-def execute_batch(admin: Any, batch: Batch, *, run_id: str | None = None) -> dict[str, Any]:
-    """Submit a batch's steps. Idempotent and safe to re-run.
-
-    Partitions already at the step's target are skipped; ones already moving to exactly that
-    target are adopted; one moving elsewhere (someone else) or whose replicas changed since
-    planning is an error and is not touched. Log-dir steps use AlterReplicaLogDirs for the
-    replicas not yet in the wanted dir.
-
-    :param admin: KafkaAdmin
-    :param batch: the batch
-    :param run_id: for log messages
-    :raises BatchExecutionError: when any partition failed (``.result`` has the details;
-        the other partitions were submitted)
-    """
-    result: dict[str, Any] = {"batch": batch.index, "submitted": [], "adopted": [], "skipped": [],
-                              "log_dirs_submitted": [], "errors": {}}
-    keys = [s.key for s in batch.steps]
-    in_flight = admin.list_partition_reassignments(keys)
-    metas = admin.topic_metadata(sorted({t for t, _ in keys}))
-    replicas: dict[TopicPartition, tuple[int, ...]] = {}
-    for t in metas:
-        for p in t.partitions:
-            replicas[(t.name, p.partition)] = p.replicas
-    submit: dict[TopicPartition, list[int]] = {}
-    for s in batch.steps:
-        if s.is_log_dir_only:
-            continue
-        cur = replicas.get(s.key)
-        inf = in_flight.get(s.key)
-        if cur is None:
-            result["errors"][s.name] = "UNKNOWN_TOPIC_OR_PARTITION: the partition no longer exists"
-        elif inf is not None:
-            if tuple(inf.target) == tuple(s.target):
-                result["adopted"].append(s.name)
-            else:
-                result["errors"][s.name] = (f"{s.name} is already being reassigned to {_fmt(inf.target)} by "
-                                            "someone else; not touched")
-        elif tuple(cur) == tuple(s.target):
-            result["skipped"].append(s.name)
-        elif set(cur) != set(s.current):
-            result["errors"][s.name] = (f"{s.name} replicas are {_fmt(cur)}, not {_fmt(s.current)} as when the "
-                                        "batch was planned; prepare the run again")
-        else:
-            submit[s.key] = list(s.target)
-    # New replicas with a wanted log dir: tell their brokers first (Kafka remembers the dir and
-    # answers REPLICA_NOT_AVAILABLE until the replica exists), as kafka-reassign-partitions does.
-    preferred = {(s.topic, s.partition, b): d for s in batch.steps
-                 if s.key in submit and s.log_dirs for b, d in s.wanted_dirs().items() if b in s.adding}
-    if preferred:
-        try:
-            answers = admin.alter_replica_log_dirs(preferred)
-        except KafkaAdminError as exc:  # best effort: the log-dir step that follows moves them anyway
-            log.warning("could not pre-set log dirs of new replicas (%s); a log-dir step follows", exc)
-            answers = {}
-        for k, err in answers.items():
-            if err not in (None, "REPLICA_NOT_AVAILABLE"):
-                log.warning("could not pre-set log dir %s for %s-%s on broker %s: %s (a log-dir step follows)",
-                            preferred[k], k[0], k[1], k[2], err)
-    if submit:
-        log.info("run %s batch %d: AlterPartitionReassignments for %d partition(s)", run_id, batch.index,
-                 len(submit))
-        for key, err in admin.alter_partition_reassignments(submit).items():
-            name = f"{key[0]}-{key[1]}"
-            if err is None:
-                result["submitted"].append(name)
-            else:
-                result["errors"][name] = err
-    dir_steps = [s for s in batch.steps if s.is_log_dir_only]
-    if dir_steps:
-        brokers = sorted({b for s in dir_steps for b in s.wanted_dirs()})
-        rows = admin.describe_log_dirs(brokers, [s.key for s in dir_steps])
-        where = {(r.topic, r.partition, r.broker): r.path for r in rows if not r.is_future}
-        future = {(r.topic, r.partition, r.broker): r.path for r in rows if r.is_future}
-        moves: dict[tuple[str, int, int], str] = {}
-        for s in dir_steps:
-            pending = False
-            for b, d in sorted(s.wanted_dirs().items()):
-                k = (s.topic, s.partition, b)
-                if future.get(k) == d:
-                    pending = True  # already moving there: adopt
-                elif where.get(k) != d:
-                    moves[k] = d
-            if not any(k[:2] == s.key for k in moves):
-                (result["adopted"] if pending else result["skipped"]).append(s.name)
-        if moves:
-            for (t, p, b), err in admin.alter_replica_log_dirs(moves).items():
-                if err is None:
-                    result["log_dirs_submitted"].append(f"{t}-{p}@{b}")
-                else:
-                    result["errors"][f"{t}-{p}@{b}"] = err
-    if result["errors"]:
-        errs = "; ".join(f"{k}: {v}" for k, v in sorted(result["errors"].items()))
-        raise BatchExecutionError(f"batch {batch.index}: {len(result['errors'])} partition(s) failed: {errs}",
-                                  result)
-    return result
-
-
-def poll_batch(admin: Any, batch: Batch, previous: BatchProgress | None = None,
-               now: float | None = None) -> BatchProgress:
-    """Read-only progress of a batch (ListPartitionReassignments, metadata, DescribeLogDirs).
-
-    :param previous: the previous poll, for rate and ETA
-    :param now: poll time (default monotonic clock)
-    """
-    topics = sorted({s.topic for s in batch.steps})
-    state = admin.cluster_state(include_log_dirs=False, topics=topics)
-    brokers = sorted({b for s in batch.steps for b in (*s.current, *s.target)
-                      if b in state.brokers and state.brokers[b].alive})
-    rows = admin.describe_log_dirs(brokers, [s.key for s in batch.steps]) if brokers else []
-    return BatchProgress.build(batch, state.in_flight, state, rows, previous=previous, now=now)
-
-
-def complete_batch(admin: Any, batch: Batch) -> dict[TopicPartition, str | None]:
-    """After a batch is done: elect the preferred leader where it is in sync but not leading.
-
-    KIP-435 brings the new preferred leader in first; this moves leadership to it now
-    rather than waiting for the brokers' periodic auto leader rebalance.
-    """
-    state = admin.cluster_state(include_log_dirs=False, topics=sorted({s.topic for s in batch.steps}))
-    want = []
-    for s in batch.steps:
-        p = state.partition(s.topic, s.partition)
-        if p is not None and p.replicas and p.leader != p.replicas[0] and p.replicas[0] in p.isr:
-            want.append(s.key)
-    if not want:
-        return {}
-    res = admin.elect_preferred_leaders(want)
-    for k, err in res.items():
-        if err:
-            log.warning("preferred leader election for %s-%s: %s", k[0], k[1], err)
-    return res
-
-
-def cancel_in_flight(admin: Any, what: Batch | PreparedRun | ReassignmentPlan,
+def cancel_in_flight(admin: Any, what: PreparedRun | ReassignmentPlan,
                      state: ClusterState | None = None) -> dict[str, Any]:
     """Cancel (revert) in-flight reassignments that are ours; leave everyone else's alone.
 
@@ -485,7 +380,7 @@ def cancel_in_flight(admin: Any, what: Batch | PreparedRun | ReassignmentPlan,
     order (so the preferred leader can change). Where we know the order the step started
     from, we put it back with a reorder-only reassignment (no data moves).
 
-    :param what: a batch (its step targets), a prepared run (all its step targets) or a plan
+    :param what: a prepared run (all its step targets) or a plan
         (final targets, and the first step from where each partition was)
     :param state: for min ISR when ``what`` is a plan (default: read)
     :returns: {"cancelled": [...], "left": [...], "reordered": [...], "errors": {...}}
@@ -493,7 +388,7 @@ def cancel_in_flight(admin: Any, what: Batch | PreparedRun | ReassignmentPlan,
     own: dict[TopicPartition, list[tuple[int, ...]]] = {}
     origin: dict[tuple[TopicPartition, tuple[int, ...]], tuple[int, ...]] = {}
     plan_targets: dict[TopicPartition, tuple[int, ...]] = {}
-    steps = what.steps if isinstance(what, Batch) else what.steps if isinstance(what, PreparedRun) else []
+    steps = what.steps if isinstance(what, PreparedRun) else []
     for s in steps:
         own.setdefault(s.key, []).append(tuple(s.target))
         origin[(s.key, tuple(s.target))] = tuple(s.current)
@@ -557,40 +452,6 @@ def cancel_in_flight(admin: Any, what: Batch | PreparedRun | ReassignmentPlan,
     return out
 
 
-def wait_for_batch(admin: Any, batch: Batch, params: ReassignParams, *, throttle_rate: int | None = None,
-                   rates: ClusterState | None = None,
-                   on_progress: Callable[[BatchProgress], None] | None = None,
-                   sleep: Callable[[float], None] = time.sleep,
-                   clock: Callable[[], float] = time.monotonic) -> BatchProgress:
-    """Poll until the batch is done; raise on stall or timeout (the sensor's logic, blocking).
-
-    :param rates: a state with partitions' bytes_in_per_sec (e.g. from a snapshot) for the stall
-        diagnosis; without it the produce rate is measured from the leaders' log growth
-    :raises StallError: lag did not fall over ``params.stall_window_seconds``
-    :raises BatchTimeoutError: not done within ``params.batch_timeout_minutes``
-    """
-    start = clock()
-    deadline = start + params.batch_timeout_minutes * 60
-    stall = StallDetector(params.stall_window_seconds)
-    previous: BatchProgress | None = None
-    while True:
-        now = clock()
-        prog = poll_batch(admin, batch, previous=previous, now=now)
-        if on_progress is not None:
-            on_progress(prog)
-        if prog.done:
-            return prog
-        stall.observe(now, prog.bytes_left)
-        msg = stall.check(prog, rates, throttle_rate)
-        if msg:
-            raise StallError(f"batch {batch.index}: {msg}")
-        if now >= deadline:
-            raise BatchTimeoutError(f"batch {batch.index} not finished after {params.batch_timeout_minutes:g} "
-                                    f"minute(s): {prog.summary()}")
-        previous = prog
-        sleep(min(params.poll_interval_seconds, max(0.0, deadline - now) + 0.01))
-
-
 @dataclass
 class RunResult:
     """Outcome of :func:`run_reassignment`."""
@@ -598,35 +459,69 @@ class RunResult:
     run_id: str
     prepared: PreparedRun
     dry_run: bool = False
-    batches_done: int = 0
+    progress: ProgressView | None = None
     restore: RestoreResult | None = None
     cancelled: dict[str, Any] | None = None
     error: str | None = None
-    progress: list[dict[str, Any]] = field(default_factory=list)
-    executions: list[dict[str, Any]] = field(default_factory=list)
     throttle_reapplied: int = 0
 
+    @property
+    def steps_done(self) -> int:
+        return self.progress.steps_done if self.progress is not None else 0
+
     def to_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "dry_run": self.dry_run, "batches": len(self.prepared.batches),
-                "batches_done": self.batches_done, "error": self.error, "cancelled": self.cancelled,
+        return {"run_id": self.run_id, "dry_run": self.dry_run, "steps": len(self.prepared.steps),
+                "steps_done": self.steps_done, "outcome": self.progress.outcome if self.progress else None,
+                "error": self.error, "cancelled": self.cancelled,
                 "restore": self.restore.to_json() if self.restore else None}
+
+
+def executor_for(prepared: PreparedRun, run_id: str, record_store: RecordStore | None, *,
+                 saved: Mapping[str, Any] | None = None, strategy: str | None = None,
+                 produce_rates: Mapping[TopicPartition, float] | None = None) -> MoveExecutor:
+    """The run's executor: its steps, limits and throttle record; resumed from ``saved`` state.
+
+    :param record_store: where the throttle record is (None: the replica lists are not managed)
+    :param saved: what an :class:`ExecutionStore` loaded for this run (``{"state": ...}``)
+    """
+    throttled = prepared.throttle_spec.rate is not None and record_store is not None
+    ex = MoveExecutor(prepared.steps, prepared.limits(strategy), run_id=run_id,
+                      throttle_rate=prepared.throttle_spec.rate,
+                      replica_throttle=ReplicaThrottle(record_store, run_id, prepared.cluster_id) if throttled else None,
+                      leaders=prepared.leaders, urp=prepared.urp, produce_rates=produce_rates,
+                      record_store=record_store, cluster_id=prepared.cluster_id)
+    if saved and saved.get("state"):
+        ex.load_state(saved["state"])
+    return ex
+
+
+class RunFailed(ReassignError):
+    """The execution ended with a dead step (stalled, failed, timed out); ``outcome`` says which."""
+
+    def __init__(self, outcome: Outcome, message: str) -> None:
+        super().__init__(f"{outcome.value.replace('_', ' ')}: {message}")
+        self.outcome = outcome
 
 
 def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
                      params: ReassignParams | Mapping[str, Any] | None, store: RecordStore, *,
-                     run_id: str | None = None, on_progress: Callable[[BatchProgress], None] | None = None,
+                     run_id: str | None = None, on_progress: Callable[[ProgressView], None] | None = None,
                      on_event: Callable[[str], None] | None = None, sleep: Callable[[float], None] = time.sleep,
-                     clock: Callable[[], float] = time.monotonic,
-                     produce_rates: Mapping[TopicPartition, float] | None = None) -> RunResult:
+                     clock: Callable[[], float] = time.time,
+                     produce_rates: Mapping[TopicPartition, float] | None = None,
+                     exec_store: ExecutionStore | None = None, strategy: str | None = None,
+                     should_stop: Callable[[ProgressView], bool] | None = None) -> RunResult:
     """Run a whole reassignment (what ``kafka-reassign execute`` does).
 
     The throttle is restored in a ``finally`` whatever happens; on failure with
-    ``cancel_on_failure`` our in-flight moves are cancelled first.
+    ``cancel_on_failure`` our in-flight moves are cancelled first. With ``exec_store`` the
+    execution state is saved after every poll and a run with the same id resumes from it.
 
-    :raises: the first error (validation, Kafka, stall, timeout) after cleaning up
+    :raises: the first error (validation, Kafka, :class:`RunFailed`) after cleaning up
     """
     run_id = run_id or new_run_id()
     say = on_event or (lambda m: log.info("%s", m))
+    saved = exec_store.load(run_id) if exec_store is not None else None
     prepared = prepare(admin, plan, params, run_id=run_id, produce_rates=produce_rates, sleep=sleep, clock=clock,
                        own_targets=submitted_targets(store, None, run_id))
     result = RunResult(run_id=run_id, prepared=prepared, dry_run=prepared.params.dry_run)
@@ -634,60 +529,76 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
     if prepared.params.dry_run:
         say("dry run: nothing written")
         return result
-    if not prepared.batches:
+    if not prepared.steps:
         say(f"run {run_id}: nothing to move: every partition is already at its target; nothing written")
         return result
-    p = prepared.params
-    failure: BaseException | None = None
+    executor = _resumed(prepared, run_id, store, saved, strategy, produce_rates, say)
     guard = ThrottleGuard(admin, store, run_id)
 
-    def watch(prog: BatchProgress) -> None:
+    def watch(view: ProgressView) -> None:
         # Every poll: put the throttle back if someone removed or raised it (raises if it cannot).
         for w in guard.check().warnings:
             say(f"warning: {w}")
         if on_progress is not None:
-            on_progress(prog)
+            on_progress(view)
 
+    failure: BaseException | None = None
     try:
         apply_throttle(admin, prepared, store, run_id)
         say(f"run {run_id}: throttle set ({len(prepared.throttle_changes)} config change(s))")
-        for batch in prepared.batches:
-            note_submitted(store, run_id, prepared.cluster_id,
-                           {s.key: s.target for s in batch.steps if not s.is_log_dir_only})
-            res = execute_batch(admin, batch, run_id=run_id)
-            result.executions.append(res)
-            say(f"batch {batch.index}/{len(prepared.batches) - 1}: submitted {len(res['submitted'])}, "
-                f"adopted {len(res['adopted'])}, skipped {len(res['skipped'])}, "
-                f"log dirs {len(res['log_dirs_submitted'])}")
-            prog = wait_for_batch(admin, batch, p, throttle_rate=p.throttle_bytes_per_sec,
-                                  on_progress=watch, sleep=sleep, clock=clock)
-            result.progress.append({"batch": batch.index, "bytes_total": prog.bytes_total})
-            complete_batch(admin, batch)
-            result.batches_done += 1
+        result.progress = run_execution(admin, executor, exec_store, poll_seconds=prepared.params.poll_interval_seconds,
+                                        on_progress=watch, should_stop=should_stop, sleep=sleep, clock=clock)
+        if executor.outcome() not in (Outcome.DONE, Outcome.IN_PROGRESS):
+            raise RunFailed(executor.outcome(), executor.message)
     except BaseException as exc:
         failure = exc
         result.error = str(exc)
-        if p.cancel_on_failure:
-            try:
-                result.cancelled = cancel_in_flight(admin, prepared)
-                say(f"run {run_id}: cancelled in-flight moves {result.cancelled['cancelled']}")
-            except Exception as cexc:  # noqa: BLE001 - keep going to the throttle restore
-                say(f"run {run_id}: cancelling in-flight moves failed: {cexc}")
+        _cancel_after_failure(admin, prepared, result, say)
         raise
     finally:
-        try:
-            result.restore = restore_throttle(admin, store, run_id,
-                                              keep_while_moving=failure is not None and not p.cancel_on_failure)
-            say(result.restore.message())
-            for w in result.restore.warnings:
-                say(f"warning: {w}")
-        except Exception as rexc:  # noqa: BLE001
-            say(f"run {run_id}: RESTORING THE THROTTLE FAILED: {rexc}; {finish_hint(run_id)}")
-            if failure is None:
-                raise ReassignError(f"throttle restore failed for run {run_id}: {rexc}") from rexc
-        result.throttle_reapplied = len(guard.reapplied)
-        if guard.summary():
-            say(f"warning: {guard.summary()}")
-        if failure is None and result.restore is not None and not result.restore.done:
-            raise ReassignError(result.restore.message())
+        _restore_after_run(admin, store, run_id, result, guard, failure, say)
     return result
+
+
+def _resumed(prepared: PreparedRun, run_id: str, store: RecordStore, saved: Mapping[str, Any] | None,
+             strategy: str | None, produce_rates: Mapping[TopicPartition, float] | None,
+             say: Callable[[str], None]) -> MoveExecutor:
+    """The run's executor, resumed from ``saved`` when it is the state of these very steps."""
+    if saved and saved.get("state"):
+        try:
+            ex = executor_for(prepared, run_id, store, saved=saved, strategy=strategy, produce_rates=produce_rates)
+            say(f"run {run_id}: resuming ({ex.counts[DONE]} step(s) already done)")
+            return ex
+        except ValueError as exc:  # the plan's steps changed since (partitions moved meanwhile)
+            say(f"run {run_id}: not resuming the saved state ({exc}); starting from the cluster as it is")
+    return executor_for(prepared, run_id, store, strategy=strategy, produce_rates=produce_rates)
+
+
+def _cancel_after_failure(admin: Any, prepared: PreparedRun, result: RunResult, say: Callable[[str], None]) -> None:
+    if not prepared.params.cancel_on_failure:
+        return
+    try:
+        result.cancelled = cancel_in_flight(admin, prepared)
+        say(f"run {result.run_id}: cancelled in-flight moves {result.cancelled['cancelled']}")
+    except Exception as cexc:  # noqa: BLE001 - keep going to the throttle restore
+        say(f"run {result.run_id}: cancelling in-flight moves failed: {cexc}")
+
+
+def _restore_after_run(admin: Any, store: RecordStore, run_id: str, result: RunResult, guard: ThrottleGuard,
+                       failure: BaseException | None, say: Callable[[str], None]) -> None:
+    """Restore the throttle (kept while our moves go on after a failure without cancel)."""
+    keep = failure is not None and not result.prepared.params.cancel_on_failure
+    try:
+        result.restore = restore_throttle(admin, store, run_id, keep_while_moving=keep)
+        say(result.restore.message())
+        for w in result.restore.warnings:
+            say(f"warning: {w}")
+    except Exception as rexc:  # noqa: BLE001
+        say(f"run {run_id}: RESTORING THE THROTTLE FAILED: {rexc}; {finish_hint(run_id)}")
+        if failure is None:
+            raise ReassignError(f"throttle restore failed for run {run_id}: {rexc}") from rexc
+    result.throttle_reapplied = len(guard.reapplied)
+    if guard.summary():
+        say(f"warning: {guard.summary()}")
+    if failure is None and result.restore is not None and not result.restore.done:
+        raise ReassignError(result.restore.message())

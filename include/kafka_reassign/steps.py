@@ -33,13 +33,16 @@ INT_MAX = 2**31 - 1
 
 
 def plan_steps(current: Sequence[int], target: Sequence[int], min_isr: int,
-               offline: Iterable[int] = ()) -> list[list[int]]:
+               offline: Iterable[int] = (), add_first: int | None = None) -> list[list[int]]:
     """Intermediate replica lists from ``current`` to ``target`` (last one == target).
 
     :param current: current replicas (preferred leader first)
     :param target: final replicas
     :param min_isr: the topic's min.insync.replicas
     :param offline: replicas on dead brokers; dropped first since they are not in sync anyway
+    :param add_first: the new replica to bring in first (default the new preferred leader); the
+        others follow in target order, cyclically. The executor spreads first additions over
+        the receiving brokers so that every one of them copies from the start of a run.
     :returns: [] when already at target; otherwise the successive replica lists
     """
     current, target = list(current), list(target)
@@ -50,6 +53,9 @@ def plan_steps(current: Sequence[int], target: Sequence[int], min_isr: int,
         return [target]
     offline_set = set(offline)
     adds = [b for b in target if b not in current]          # target order: preferred leader first
+    if add_first in adds:
+        at = adds.index(add_first)
+        adds = adds[at:] + adds[:at]
     drops = [b for b in current if b not in target]
     # Drop dead replicas first, then followers from the back, the current leader (first) last:
     # leadership moves once, to the new preferred leader, not to an arbitrary follower.
@@ -207,11 +213,12 @@ class Batch:
         return cls(index=int(d["index"]), steps=[StepMove.from_json(s) for s in d["steps"]])
 
 
-def steps_for_move(move: PartitionMove, state: ClusterState) -> list[StepMove]:
+def steps_for_move(move: PartitionMove, state: ClusterState, add_first: int | None = None) -> list[StepMove]:
     """All steps of one partition move, including a final log-dir step when needed.
 
     :param move: the target placement
     :param state: the cluster now (current replicas, min ISR, sizes, replica dirs)
+    :param add_first: the new replica to add first (see :func:`plan_steps`)
     """
     p = state.partition(move.topic, move.partition)
     if p is None:
@@ -227,7 +234,16 @@ def steps_for_move(move: PartitionMove, state: ClusterState) -> list[StepMove]:
         # adopt that move as one step rather than fighting it.
         lists = [list(move.replicas)]
     else:
-        lists = plan_steps(current, move.replicas, state.min_isr(move.topic), offline=p.offline)
+        lists = plan_steps(current, move.replicas, state.min_isr(move.topic), offline=p.offline,
+                           add_first=add_first)
+        if inflight is not None:
+            # Resume: the interrupted run may have brought another new replica in first.
+            for first in (b for b in move.replicas if b not in current):
+                alt = plan_steps(current, move.replicas, state.min_isr(move.topic), offline=p.offline,
+                                 add_first=first)
+                if alt and tuple(alt[0]) == tuple(inflight.target):
+                    lists = alt
+                    break
     wanted = move.wanted_dirs()
     need_dir_step = any(p.replica_dirs.get(b) != d for b, d in wanted.items())
     chain: list[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...] | None]] = []
@@ -244,6 +260,38 @@ def steps_for_move(move: PartitionMove, state: ClusterState) -> list[StepMove]:
     return [StepMove(topic=move.topic, partition=move.partition, current=c, target=t, log_dirs=ld,
                      size_bytes=p.size_bytes, step_index=i, step_count=n)
             for i, (c, t, ld) in enumerate(chain)]
+
+
+def plan_all_steps(moves: Iterable[PartitionMove], state: ClusterState) -> list[StepMove]:
+    """Every step of every move, partitions in input order, each partition's steps in order.
+
+    Partitions gaining several replicas bring them in one at a time; which one comes first is
+    chosen here so that first (then second...) additions spread their bytes evenly over the
+    receiving brokers. With every chain starting on the same broker (a 1,2,3 -> 4,5,6 move adds
+    4 first everywhere), broker 6 would idle until the first partitions reached their last step.
+    """
+    moves = list(moves)
+    load: dict[tuple[int, int], float] = {}   # (position in chain, broker) -> bytes
+    first: dict[tuple[str, int], int | None] = {}
+    for m in sorted(moves, key=lambda m: -state.size_of(m.topic, m.partition)):
+        p = state.partition(m.topic, m.partition)
+        adds = [b for b in m.replicas if p is not None and b not in p.replicas]
+        if len(adds) < 2 or p is None or m.key in state.in_flight:
+            continue  # resumed moves keep the deterministic order, so the step in flight matches
+        size = float(max(1, p.size_bytes))
+
+        def cost(at: int) -> tuple[float, ...]:
+            order = adds[at:] + adds[:at]
+            return tuple(sorted((load.get((i, b), 0.0) + size for i, b in enumerate(order)), reverse=True))
+
+        best = min(range(len(adds)), key=cost)
+        for i, b in enumerate(adds[best:] + adds[:best]):
+            load[(i, b)] = load.get((i, b), 0.0) + size
+        first[m.key] = adds[best]
+    out: list[StepMove] = []
+    for m in moves:
+        out.extend(steps_for_move(m, state, add_first=first.get(m.key)))
+    return out
 
 
 def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
@@ -449,6 +497,20 @@ def _first_ranks(next_rank: list[int], total: int) -> list[int]:
         if nr >= 0:
             is_next[nr] = 1
     return [r for r in range(total) if not is_next[r]]
+
+
+def steps_to_rows(steps: Iterable[StepMove]) -> list[list[Any]]:
+    """Steps as compact JSON rows (20k steps stay ~1 MB): topic, partition, current, target,
+    log dirs, size, step index, step count."""
+    return [[s.topic, s.partition, list(s.current), list(s.target),
+             list(s.log_dirs) if s.log_dirs is not None else None, s.size_bytes, s.step_index, s.step_count]
+            for s in steps]
+
+
+def steps_from_rows(rows: Iterable[Sequence[Any]]) -> list[StepMove]:
+    return [StepMove(topic=r[0], partition=int(r[1]), current=tuple(int(b) for b in r[2]),
+                     target=tuple(int(b) for b in r[3]), log_dirs=tuple(r[4]) if r[4] is not None else None,
+                     size_bytes=int(r[5]), step_index=int(r[6]), step_count=int(r[7])) for r in rows]
 
 
 def batches_to_json(batches: list[Batch]) -> list[dict[str, Any]]:

@@ -34,7 +34,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from kafka_reassign.state import ClusterState
 
 log = logging.getLogger(__name__)
 
@@ -352,90 +351,3 @@ def leftovers(record: Any, current_configs: CurrentConfigs) -> list[ConfigChange
     """
     return restore_changes(record, current_configs, [])
 
-
-# -- KIP-73 time estimates and warnings ----------------------------------------------------
-
-def estimate_seconds(bytes_to_move: float, rate: float | None, capacity: float | None = None,
-                     produce_rate: float = 0.0) -> float:
-    """Time to copy ``bytes_to_move`` through one throttled broker.
-
-    KIP-73: MoveTime = bytes / (quota - BytesIn): the throttle carries both the catch-up
-    traffic and the keep-up traffic of the partitions being moved.
-
-    :param rate: throttle in bytes/s (None = only capacity limits)
-    :param capacity: network or disk capacity in bytes/s
-    :param produce_rate: bytes/s produced into the moving partitions
-    :returns: seconds, ``inf`` when the throttle is at or below the produce rate
-    """
-    limits = [x for x in (rate, capacity) if x]
-    if not limits:
-        return 0.0
-    effective = min(limits) - produce_rate
-    if effective <= 0:
-        return float("inf")
-    return bytes_to_move / effective
-
-
-def estimate_batch_seconds(steps: Iterable[Any], rate: int | None, state: ClusterState | None = None,
-                           network_bytes_per_sec: float = 125_000_000) -> float:
-    """Estimated duration of one batch: its slowest broker, in or out (throttles are per broker).
-
-    :param steps: StepMoves of the batch
-    :param rate: replication throttle in bytes/s
-    :param state: for produce rates of the moving partitions (optional)
-    :param network_bytes_per_sec: per-broker capacity
-    """
-    inbound: dict[int, float] = {}
-    outbound: dict[int, float] = {}
-    produce_in: dict[int, float] = {}
-    for s in steps:
-        added = [b for b in s.target if b not in s.current]
-        if not added:
-            if s.current == s.target and getattr(s, "log_dirs", None):
-                for b in s.target:
-                    inbound[b] = inbound.get(b, 0.0) + s.size_bytes
-            continue
-        source = s.current[0] if s.current else -1
-        p = state.partition(s.topic, s.partition) if state is not None else None
-        if p is not None and p.leader in s.current:
-            source = p.leader
-        bytes_in = p.bytes_in_per_sec if p is not None else 0.0
-        for b in added:
-            inbound[b] = inbound.get(b, 0.0) + s.size_bytes
-            produce_in[b] = produce_in.get(b, 0.0) + bytes_in
-            outbound[source] = outbound.get(source, 0.0) + s.size_bytes
-    worst = 0.0
-    for b, n in inbound.items():
-        worst = max(worst, estimate_seconds(n, rate, network_bytes_per_sec, produce_in.get(b, 0.0)))
-    for b, n in outbound.items():
-        worst = max(worst, estimate_seconds(n, rate, network_bytes_per_sec))
-    return worst
-
-
-def produce_rate_warnings(steps: Iterable[Any], state: ClusterState, rate: int | None) -> list[str]:
-    """KIP-73's warning: a throttle at or below the produce rate into a receiving broker
-    never lets the new replicas catch up.
-
-    :param steps: the StepMoves of a batch (or of the whole run)
-    :param state: for partitions' bytes_in_per_sec
-    :param rate: the replication throttle (None = no warning)
-    """
-    if rate is None:
-        return []
-    per_broker: dict[int, list[tuple[str, float]]] = {}
-    for s in steps:
-        p = state.partition(s.topic, s.partition)
-        if p is None or p.bytes_in_per_sec <= 0:
-            continue
-        for b in (b for b in s.target if b not in s.current):
-            per_broker.setdefault(b, []).append((s.name, p.bytes_in_per_sec))
-    out = []
-    for b, parts in sorted(per_broker.items()):
-        total = sum(r for _, r in parts)
-        if total >= rate:
-            top = ", ".join(f"{n} {fmt_bytes(r)}/s" for n, r in sorted(parts, key=lambda x: -x[1])[:3])
-            out.append(f"throttle {fmt_bytes(rate)}/s is at or below the produce rate {fmt_bytes(total)}/s "
-                       f"of the partitions moving to broker {b} ({top}): they would never catch up; raise "
-                       f"throttle_bytes_per_sec above {fmt_bytes(total)}/s (e.g. {int(total * 2)}) or move "
-                       "fewer of them per batch")
-    return out

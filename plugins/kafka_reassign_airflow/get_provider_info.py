@@ -59,7 +59,6 @@ def get_provider_info() -> dict[str, Any]:
         "hooks": [{"integration-name": _INTEGRATION, "python-modules": ["kafka_reassign_airflow.hooks.kafka_admin"]}],
         "operators": [{"integration-name": _INTEGRATION, "python-modules": _modules("operators", (
             "planning", "prepare", "throttle", "execute", "cancel", "report"))}],
-        "sensors": [{"integration-name": _INTEGRATION, "python-modules": _modules("sensors", ("reassignment", "watch"))}],
         "triggers": [{"integration-name": _INTEGRATION, "python-modules": _modules("triggers", ("reassignment",))}],
         "connection-types": [{
             "hook-class-name": "kafka_reassign_airflow.hooks.kafka_admin.KafkaAdminHook",

@@ -1,7 +1,7 @@
 """Typed DAG params of the reassignment DAGs, with the descriptions the trigger form shows.
 
 Defaults come from :mod:`kafka_reassign.defaults` (shared with the CLI). JSON-schema types
-let Airflow refuse a wrong type (a string for a rate, a negative batch size) before a run even
+let Airflow refuse a wrong type (a string for a rate, a negative movement limit) before a run even
 exists; :func:`run_options` then turns the resolved params into the keyword dict the domain
 layer's ``prepare`` validates again (the REST API and ``dag.test`` can pass what the form
 would not).
@@ -120,26 +120,28 @@ def reassign_params() -> dict[str, Param]:
             section=_HOW),
         "batch_timeout_minutes": Param(
             D.BATCH_TIMEOUT_MINUTES, type="number", exclusiveMinimum=0, title="Move timeout (minutes)",
-            description="A batch not finished after this long fails the run (then cancel_on_failure "
-                        "and the throttle removal apply).",
+            description="A move (KIP-435 step) not finished this long after its submission fails the "
+                        "run (then cancel_on_failure and the throttle removal apply).",
             section=_SAFETY),
         "poll_interval_seconds": Param(
             D.POLL_INTERVAL_SECONDS, type="number", exclusiveMinimum=0, title="Progress poll interval (seconds)",
-            description="How often the batch sensor reads reassignment progress, ISR and lag.",
+            description="How often the execute task's trigger reads the moves in flight (reassignments, "
+                        "lag); a finished move's successor starts at most this long after it.",
             section=_HOW),
         "stall_window_minutes": Param(
             D.STALL_WINDOW_SECONDS / 60, type="number", exclusiveMinimum=0, title="Stall window (minutes)",
-            description="Fail a batch when its bytes left have not fallen for this long (KIP-73: a "
-                        "throttle below the produce rate never catches up).",
+            description="Fail a move when its bytes left have not fallen for this long (KIP-73: a "
+                        "throttle below the produce rate never catches up), or when a broker it needs has "
+                        "been offline this long (shorter outages are waited out).",
             section=_SAFETY),
         "dry_run": Param(
             D.DRY_RUN, type="boolean", title="Dry run",
-            description="Validate, print the plan, the batches and the exact config changes, and "
+            description="Validate, print the plan, the steps and the exact config changes, and "
                         "stop without writing anything to the cluster.",
             section=_SAFETY),
         "cancel_on_failure": Param(
             D.CANCEL_ON_FAILURE, type="boolean", title="Cancel on failure",
-            description="When a batch fails, cancel (revert) this run's in-flight moves before the "
+            description="When a move fails, cancel (revert) this run's in-flight moves before the "
                         "throttle is removed. Off: moves keep going, unthrottled.",
             section=_SAFETY),
         "allow_stalling_moves": Param(
@@ -207,16 +209,3 @@ def dag_schedule(setting: str, default: str) -> str | None:
 
     value = conf.get("kafka_reassign", setting, fallback=default).strip()
     return None if value.lower() in ("", "none") else value
-
-
-def min_return_seconds() -> float:
-    """``[kafka_reassign] min_return_seconds`` (default 15): how soon, at the earliest, a batch
-    task that rescheduled or deferred itself comes back.
-
-    A task that comes back before the scheduler has handled the executor's event for its
-    previous try is failed by the scheduler (apache/airflow#10790); a floor of a few scheduler
-    loops avoids it. Only tiny batches are slowed by it.
-    """
-    from airflow.configuration import conf
-
-    return conf.getfloat("kafka_reassign", "min_return_seconds", fallback=15.0)

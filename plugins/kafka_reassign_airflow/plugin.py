@@ -3,15 +3,17 @@
 A FastAPI app mounted on the api-server under :data:`URL_PREFIX` serves
 
 * ``/`` - a page (static files in ``ui/``) that refreshes itself every few seconds;
-* ``/api/progress?dag_id=&run_id=&conn_id=`` - JSON: per batch and per partition bytes moved
-  and left, rate, ETA, throttles per broker, partitions under min ISR;
+* ``/api/progress?dag_id=&run_id=&conn_id=`` - JSON: steps done / in flight / queued, per
+  partition bytes moved and left, rate, ETA, throttles per broker, partitions under min ISR;
 * ``/api/runs`` - recent runs of the reassignment DAGs, for the page's run picker.
 
 The page is registered in the Airflow UI as external views: one entry in the navigation
 (cluster-wide: every reassignment in flight) and one tab on each DAG run (that run's
-batches). Data come live from the cluster (ListPartitionReassignments, metadata ISR,
-DescribeLogDirs, DescribeConfigs through :class:`KafkaAdminHook`) combined with the run's
-batches (its XComs) by :func:`build_progress_view`, which has no Airflow dependency.
+progress). A run's progress is what its execute task saved after its last poll (the
+executor's :class:`~kafka_reassign.progress_view.ProgressView`), made live for the steps in
+flight (ListPartitionReassignments, DescribeLogDirs) and completed with the cluster's ISR and
+throttles (DescribeConfigs through :class:`KafkaAdminHook`) by :func:`build_progress_view`,
+which has no Airflow dependency.
 
 Auth: the JSON endpoints require a user allowed to read the DAG's runs - the Airflow UI
 session cookie inside the UI, or ``Authorization: Bearer <token>`` (from ``POST /auth/token``).
@@ -39,11 +41,9 @@ log = logging.getLogger(__name__)
 
 URL_PREFIX = "/kafka-reassign"
 UI_DIR = Path(__file__).resolve().parent / "ui"
-#: DAGs whose runs move replicas (their batches are shown per run).
+#: DAGs whose runs move replicas (their progress is shown per run).
 REASSIGN_DAG_IDS = ("kafka_reassign", "kafka_rebalance")
 DEFAULT_CONN_ID = "kafka_default"
-#: XCom key under which the prepare task publishes the run's batches.
-BATCHES_XCOM_KEY = "batches"
 
 _BROKER_THROTTLE_KEYS = (
     "leader.replication.throttled.rate",
@@ -104,169 +104,98 @@ def under_min_isr_view(state: Any) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: (r["topic"], r["partition"]))
 
 
-def in_flight_batch(in_flight: Mapping[tuple[str, int], Any], state: Any) -> Any:
-    """A pseudo batch of every reassignment in flight (cluster-wide view, no run given)."""
-    from kafka_reassign.steps import Batch, StepMove
+def in_flight_steps(in_flight: Mapping[tuple[str, int], Any], state: Any) -> list[Any]:
+    """Every reassignment in flight as a step (cluster-wide view, no run given)."""
+    from kafka_reassign.steps import StepMove
 
-    steps = []
-    for (topic, partition), f in sorted(in_flight.items()):
-        steps.append(StepMove(topic=topic, partition=partition, current=tuple(f.original),
-                              target=tuple(f.target), size_bytes=state.size_of(topic, partition)))
-    return Batch(index=0, steps=steps)
+    return [StepMove(topic=t, partition=p, current=tuple(f.original), target=tuple(f.target),
+                     size_bytes=state.size_of(t, p)) for (t, p), f in sorted(in_flight.items())]
 
 
-def build_progress_view(*, state: Any, in_flight: Mapping[tuple[str, int], Any], log_dirs: list[Any],
-                        configs: Mapping[tuple[str, str], Mapping[str, str | None]],
-                        batches: list[Any] | None, previous: Mapping[int, Any] | None = None,
-                        now: float | None = None, own_changes: Iterable[Any] = ()) -> tuple[dict[str, Any], dict[int, Any]]:
-    """Assemble what the page shows from one consistent read of the cluster.
+def _partition_row(step: Any, status: str, state: Any, live: Any, saved_row: Any = None) -> dict[str, Any]:
+    """One row of the partitions table; bytes from the live read when the step is in flight."""
+    p = state.partition(step.topic, step.partition)
+    under = p is not None and len(p.isr) < state.min_isr(step.topic)
+    total = live.bytes_total if live is not None else (saved_row.bytes_total if saved_row else step.bytes_to_copy)
+    left = live.bytes_left if live is not None else (saved_row.bytes_left if saved_row else 0)
+    replicas = [{"broker": b, "role": "adding", "status": f"Behind {n} bytes", "bytes_left": n}
+                for b, n in (live.lagging if live is not None else [])]
+    return {"topic": step.topic, "partition": step.partition, "step": f"{step.step_index + 1}/{step.step_count}",
+            "status": status + (" · under min ISR" if under else ""), "current": list(step.current),
+            "target": list(step.target), "isr": list(p.isr) if p is not None else [],
+            "leader": p.leader if p is not None else -1, "min_isr": state.min_isr(step.topic), "under_min_isr": under,
+            "in_flight": live is not None and live.in_flight, "bytes_total": total, "bytes_left": left,
+            "bytes_moved": max(0, total - left), "replicas": replicas,
+            "message": saved_row.message if saved_row is not None else ""}
 
-    :param state: ClusterState now
-    :param in_flight: ListPartitionReassignments now
-    :param log_dirs: DescribeLogDirs rows of the partitions shown
+
+def build_progress_view(*, state: Any, cluster: Any, configs: Mapping[tuple[str, str], Mapping[str, str | None]],
+                        progress: Any = None, now: float | None = None,
+                        own_changes: Iterable[Any] | None = None) -> dict[str, Any]:
+    """Assemble what the page shows: a run's saved progress (or every move in flight), made live.
+
+    :param state: ClusterState now (ISR, min ISR, sizes)
+    :param cluster: :class:`kafka_reassign.executor_io.ClusterView` of the steps shown
     :param configs: DescribeConfigs of every broker (throttle keys)
-    :param batches: the run's batches, or None for the cluster-wide view (in-flight moves)
-    :param previous: BatchProgress by batch index from the previous call (for rates)
-    :param now: poll time in seconds (default time.time())
-    :param own_changes: ConfigChanges recorded by the run (throttle "set by")
-    :returns: (JSON view, BatchProgress by batch index to pass as ``previous`` next time)
+    :param progress: the run's saved :class:`~kafka_reassign.progress_view.ProgressView`, or None
+        for the cluster-wide view
+    :param own_changes: ConfigChanges recorded by the run (throttle "set by"); None = no run
     """
-    from kafka_reassign.progress import BatchProgress
+    from kafka_reassign.executor_io import observe
+    from kafka_reassign.steps import StepMove
 
     now = time.time() if now is None else now
-    previous = previous or {}
-    run_batches = list(batches) if batches is not None else [in_flight_batch(in_flight, state)]
-    progress = {b.index: BatchProgress.build(b, in_flight, state, log_dirs, previous=previous.get(b.index), now=now)
-                for b in run_batches}
-
-    # Batch state. Kafka only tells us about the present, so order decides: every batch
-    # before the one in flight is done (later batches may have moved its partitions on).
-    flying = [b.index for b in run_batches if any(s.key in in_flight for s in b.steps)]
-    current = max(flying) if flying else None
-    finished_upto = max([b.index for b in run_batches if progress[b.index].done] or [-1])
-    batch_rows, partition_rows = [], []
-    total_bytes = moved_bytes = left_bytes = 0
-    rate = 0.0
-    rate_known = False
-    for b in run_batches:
-        prog = progress[b.index]
-        if current is not None:
-            bstate = "done" if b.index < current else "running" if b.index == current else "pending"
-        else:
-            bstate = "done" if b.index <= finished_upto else "pending"
-        if batches is None:
-            bstate = "running" if flying else "done"
-        b_total = max(prog.bytes_total, sum(s.bytes_to_copy for s in b.steps))
-        b_left = 0 if bstate == "done" else (prog.bytes_left if bstate == "running" else b_total)
-        b_moved = max(0, b_total - b_left)
-        total_bytes += b_total
-        moved_bytes += b_moved
-        left_bytes += b_left
-        if bstate == "running" and prog.rate_bytes_per_sec is not None:
-            rate += prog.rate_bytes_per_sec
-            rate_known = True
-        batch_rows.append({"index": b.index, "state": bstate, "partitions": len(b.steps),
-                           "bytes_total": b_total, "bytes_moved": b_moved, "bytes_left": b_left,
-                           "rate_bytes_per_sec": prog.rate_bytes_per_sec if bstate == "running" else None,
-                           "eta_seconds": prog.eta_seconds if bstate == "running" else None})
-        rows_by_tp: dict[tuple[str, int], list[Any]] = {}
-        for r in prog.rows:
-            rows_by_tp.setdefault((r.topic, r.partition), []).append(r)
-        for s in b.steps:
-            p = state.partition(s.topic, s.partition)
-            rows = rows_by_tp.get(s.key, [])
-            moving = [r for r in rows if r.role in ("adding", "log-dir", "removing")]
-            p_total = max(sum(r.bytes_total for r in rows), s.bytes_to_copy)
-            p_left = sum(r.bytes_behind for r in rows)
-            under = p is not None and len(p.isr) < state.min_isr(s.topic)
-            if bstate == "done":
-                status, p_left = "Done", 0
-            elif bstate == "pending":
-                status, p_left = f"Waiting for batch {b.index}", p_total
-            elif s.name in prog.done_partitions:
-                status, p_left = "Done", 0
-            elif s.key in in_flight:
-                status = "Moving"
-            else:
-                status = "Starting"
-            if under:
-                status += " · under min ISR"
-            partition_rows.append({
-                "topic": s.topic, "partition": s.partition, "batch": b.index if batches is not None else None,
-                "step": f"{s.step_index + 1}/{s.step_count}", "status": status,
-                "current": list(s.current), "target": list(s.target),
-                "isr": list(p.isr) if p is not None else [], "leader": p.leader if p is not None else -1,
-                "min_isr": state.min_isr(s.topic), "under_min_isr": under, "in_flight": s.key in in_flight,
-                "bytes_total": p_total, "bytes_left": p_left, "bytes_moved": max(0, p_total - p_left),
-                "replicas": [{"broker": r.broker, "role": r.role, "status": r.status_text,
-                              "bytes_left": r.bytes_behind} for r in moving] if bstate == "running" else [],
-            })
-    # No ETA when nothing is moving: "0 s" would read as "about to finish".
-    eta = (left_bytes / rate) if rate_known and rate > 0 else (0.0 if left_bytes == 0 and total_bytes else None)
-    view = {
-        "generated_at": datetime.fromtimestamp(now, tz=timezone.utc).isoformat(),
-        "cluster_id": state.cluster_id,
-        "summary": {
-            "partitions_total": len(partition_rows),
-            "partitions_in_flight": sum(1 for r in partition_rows if r["in_flight"]),
-            "partitions_done": sum(1 for r in partition_rows if r["status"].startswith("Done")),
-            "bytes_total": total_bytes, "bytes_moved": moved_bytes, "bytes_left": left_bytes,
-            "rate_bytes_per_sec": rate if rate_known else None, "eta_seconds": eta,
-            "batches_total": len(batch_rows) if batches is not None else 0,
-            "current_batch": current if current is not None else (None if batches is None else finished_upto),
-            "in_flight_cluster_wide": len(in_flight),
-        },
-        "batches": batch_rows if batches is not None else [],
-        "partitions": partition_rows,
-        "throttles": throttles_view(configs, own_changes if batches is not None else None),
-        "under_min_isr": under_min_isr_view(state),
-        "warnings": [],
-    }
-    return view, progress
+    rows = []
+    if progress is not None:
+        for r in progress.rows:
+            topic, _, part = r.name.rpartition("-")
+            idx, count = (int(x) for x in r.step.split("/"))
+            step = StepMove(topic, int(part), tuple(r.current), tuple(r.target), step_index=idx - 1, step_count=count)
+            live = observe(step, cluster) if r.status == "in_flight" else None
+            status = {"in_flight": "Moving", "done": "Done"}.get(r.status, r.status.replace("_", " ").capitalize())
+            rows.append(_partition_row(step, status, state, live, r))
+        summary = {"outcome": progress.outcome, "message": progress.message,
+                   "steps_total": progress.steps_total, "steps_done": progress.steps_done,
+                   "steps_in_flight": progress.steps_in_flight, "steps_queued": progress.steps_queued,
+                   "partitions_total": progress.partitions_total, "partitions_done": progress.partitions_done,
+                   "partitions_in_flight": progress.steps_in_flight, "bytes_total": progress.bytes_total,
+                   "bytes_moved": progress.bytes_moved, "bytes_left": progress.bytes_left,
+                   "rate_bytes_per_sec": progress.rate_bytes_per_sec, "eta_seconds": progress.eta_seconds,
+                   "updated_at": progress.updated_at}
+    else:
+        for step in in_flight_steps(cluster.in_flight, state):
+            rows.append(_partition_row(step, "Moving", state, observe(step, cluster)))
+        total, left = sum(r["bytes_total"] for r in rows), sum(r["bytes_left"] for r in rows)
+        summary = {"partitions_total": len(rows), "partitions_in_flight": len(rows), "partitions_done": 0,
+                   "bytes_total": total, "bytes_moved": total - left, "bytes_left": left,
+                   "rate_bytes_per_sec": None, "eta_seconds": None}
+    summary["in_flight_cluster_wide"] = len(cluster.in_flight)
+    return {"generated_at": datetime.fromtimestamp(now, tz=timezone.utc).isoformat(), "cluster_id": state.cluster_id,
+            "summary": summary, "partitions": rows, "throttles": throttles_view(configs, own_changes),
+            "under_min_isr": under_min_isr_view(state), "warnings": []}
 
 
 # -- Airflow glue (api-server side) ------------------------------------------------------
 
-class _ProgressMemory:
-    """The previous poll per (conn, dag, run), so each refresh can report a rate."""
+class _LastLeft:
+    """The cluster-wide view's previous bytes left per connection, for a rate between refreshes
+    (a run's rate comes from its saved progress)."""
 
-    def __init__(self, max_entries: int = 64) -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._data: dict[tuple[str, str | None, str | None], tuple[float, dict[int, Any]]] = {}
-        self.max_entries = max_entries
+        self._last: dict[str, tuple[float, int]] = {}
 
-    def get(self, key: tuple[str, str | None, str | None]) -> dict[int, Any] | None:
+    def rate(self, conn_id: str, summary: dict[str, Any]) -> None:
+        now, left = time.time(), int(summary["bytes_left"])
         with self._lock:
-            item = self._data.get(key)
-            return item[1] if item else None
-
-    def put(self, key: tuple[str, str | None, str | None], progress: dict[int, Any]) -> None:
-        with self._lock:
-            self._data[key] = (time.time(), progress)
-            if len(self._data) > self.max_entries:
-                oldest = min(self._data, key=lambda k: self._data[k][0])
-                self._data.pop(oldest, None)
+            before = self._last.get(conn_id)
+            self._last[conn_id] = (now, left)
+        if before is not None and now > before[0] and before[1] > left:
+            summary["rate_bytes_per_sec"] = (before[1] - left) / (now - before[0])
+            summary["eta_seconds"] = left / summary["rate_bytes_per_sec"]
 
 
-_MEMORY = _ProgressMemory()
-
-
-def _find_batches(values: Iterable[Any]) -> list[Any] | None:
-    """The run's batches from its XCom values: a list of Batch JSON, or {"batches": [...]}."""
-    from kafka_reassign.steps import Batch
-
-    def as_batches(v: Any) -> list[Any] | None:
-        if isinstance(v, dict) and isinstance(v.get("batches"), list):
-            v = v["batches"]
-        if isinstance(v, list) and v and all(isinstance(b, dict) and "index" in b and "steps" in b for b in v):
-            return [Batch.from_json(b) for b in v]
-        return None
-
-    for value in values:
-        found = as_batches(value)
-        if found is not None:
-            return sorted(found, key=lambda b: b.index)
-    return None
+_LAST_LEFT = _LastLeft()
 
 
 def _run_info(dag_id: str, run_id: str) -> dict[str, Any] | None:
@@ -284,8 +213,7 @@ def _run_info(dag_id: str, run_id: str) -> dict[str, Any] | None:
         rows = session.scalars(select(XComModel).where(XComModel.dag_id == dag_id, XComModel.run_id == run_id)
                                .order_by(XComModel.timestamp.desc())).all()
         values = []
-        # The prepare task pushes the batches under the key "batches"; look there first.
-        for row in sorted(rows, key=lambda r: r.key != BATCHES_XCOM_KEY):
+        for row in rows:
             try:
                 values.append(XComModel.deserialize_value(row))
             except Exception:  # a value we cannot read is not ours to show
@@ -343,43 +271,48 @@ def _own_changes(run_id: str) -> list[Any]:
 
 
 def collect_progress(conn_id: str, dag_id: str | None, run_id: str | None) -> dict[str, Any]:
-    """Read the cluster (and the run) and build the view. Blocking: call it in a thread.
+    """Read the run's saved progress and the cluster, and build the view. Blocking: call it in a thread.
 
     :param conn_id: Kafka connection id (the run's kafka_conn_id when a run is given)
     :param dag_id: DAG of the run to show, or None for the cluster-wide view
     :param run_id: run to show, or None
     """
+    from kafka_reassign.executor_io import read_cluster
+    from kafka_reassign.progress_view import ProgressView
+    from kafka_reassign.steps import StepMove
+
     from kafka_reassign_airflow.hooks.kafka_admin import KafkaAdminHook
+    from kafka_reassign_airflow.record_store import VariableExecutionStore
 
     run = _run_info(dag_id, run_id) if dag_id and run_id else None
     if dag_id and run_id and run is None:
         raise LookupError(f"no run {run_id!r} of DAG {dag_id!r}")
-    batches = _find_batches(run["xcoms"]) if run else None
+    saved = VariableExecutionStore().load(run_id) if run else None
+    progress = ProgressView.from_json(saved["progress"]) if saved and saved.get("progress") else None
     admin = KafkaAdminHook(kafka_config_id=conn_id).get_admin()
     try:
         state = admin.cluster_state(include_log_dirs=False)
-        in_flight = state.in_flight if state.in_flight is not None else admin.list_partition_reassignments()
-        shown = batches if batches is not None else []
-        tps = {s.key for b in shown for s in b.steps} | set(in_flight)
-        log_dirs = admin.describe_log_dirs(None, sorted(tps)) if tps else []
+        if progress is not None:
+            shown = [StepMove(r.name.rpartition("-")[0], int(r.name.rpartition("-")[2]), tuple(r.current),
+                              tuple(r.target)) for r in progress.rows if r.status == "in_flight"]
+        else:
+            shown = in_flight_steps(state.in_flight, state) if not run else []
+        cluster = read_cluster(admin, shown)
         configs = admin.describe_configs(sorted(state.alive_brokers), [], keys=_BROKER_THROTTLE_KEYS)
     finally:
         admin.close()
-    key = (conn_id, dag_id, run_id)
-    view, progress = build_progress_view(
-        state=state, in_flight=in_flight, log_dirs=log_dirs, configs=configs,
-        batches=batches if run else None, previous=_MEMORY.get(key),
-        own_changes=_own_changes(run_id) if run_id else ())
-    _MEMORY.put(key, progress)
+    view = build_progress_view(state=state, cluster=cluster, configs=configs, progress=progress,
+                               own_changes=_own_changes(run_id) if run_id else None)
+    if progress is None:
+        _LAST_LEFT.rate(conn_id, view["summary"])
     view["conn_id"] = conn_id
     view["run"] = {k: v for k, v in run.items() if k not in ("xcoms", "conf")} if run else None
     view["plan"] = load_plan_view(planned_files(run["xcoms"])) if run else None
-    if run and batches is None:
+    if run and progress is None:
         finished = run.get("state") in ("success", "failed")
         view["warnings"].append("This run moved nothing: it stopped before the reassignment or was a dry run."
-                                if finished else "This run has not computed its batches yet: showing nothing "
-                                                 "per batch.")
-    if not run and dag_id is None and in_flight:
+                                if finished else "This run has not started moving yet: nothing to show.")
+    if not run and dag_id is None and state.in_flight:
         view["warnings"].append("Cluster-wide view: every reassignment in flight, whoever started it.")
     return view
 

@@ -13,6 +13,7 @@ Inside a task (or a trigger) the Task SDK's ``airflow.sdk.Variable`` is used; ou
 Key layout (prefix :data:`PREFIX`):
   ``kafka_reassign.throttle.<run id>`` -> ThrottleRecord JSON
   ``kafka_reassign.lock.<cluster id>`` -> {"dag_id", "run_id", "since"}
+  ``kafka_reassign.exec.<run id>`` -> {"state": executor state, "progress": ProgressView} (after every poll)
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from kafka_reassign.record import RecordStoreBase, ThrottleRecord
 PREFIX = "kafka_reassign."
 THROTTLE_PREFIX = PREFIX + "throttle."
 LOCK_PREFIX = PREFIX + "lock."
+EXEC_PREFIX = PREFIX + "exec."
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -142,6 +144,24 @@ class VariableRecordStore(RecordStoreBase):
 
     def __repr__(self) -> str:
         return "Airflow Variables " + THROTTLE_PREFIX + "*"
+
+
+class VariableExecutionStore:
+    """:class:`kafka_reassign.execution_store.ExecutionStore` on Airflow Variables.
+
+    The execute task saves after every poll; a retried or cleared task resumes from it and the
+    UI progress page reads the progress from it. The state is compact (a character per step).
+    """
+
+    def key_for(self, run_id: str) -> str:
+        return EXEC_PREFIX + _safe(run_id)
+
+    def save(self, run_id: str, state: dict[str, Any], progress: dict[str, Any]) -> None:
+        _Vars.set(self.key_for(run_id), {"state": state, "progress": progress},
+                  description=f"kafka_reassign execution state and progress of run {run_id}")
+
+    def load(self, run_id: str) -> dict[str, Any] | None:
+        return _Vars.get(self.key_for(run_id))
 
 
 class ClusterLockError(Exception):

@@ -71,11 +71,13 @@ def test_wiring_teardown_and_sequencing(dag):
     assert t["prepare"].is_setup and t["throttle_set"].is_setup
     assert "cancel_on_failure" in remove.upstream_task_ids  # cancel before the throttle goes
     assert str(t["cancel_on_failure"].trigger_rule) in ("one_failed", "TriggerRule.ONE_FAILED")
-    # The report (not the teardown) decides the run state, and needs the batches to succeed.
-    assert {"batches.wait", "throttle_remove"} <= t["report"].upstream_task_ids
+    # The report (not the teardown) decides the run state, and needs execute to succeed.
+    assert {"execute", "throttle_remove"} <= t["report"].upstream_task_ids
     assert [x.task_id for x in dag.tasks if not x.downstream_list] == ["report"]
-    for tid in ("batches.execute", "batches.wait"):
-        assert t[tid].max_active_tis_per_dagrun == 1
+    # One task instance per task whatever the plan's size: nothing is mapped.
+    assert len(dag.tasks) == 8
+    assert not any(getattr(x, "_is_mapped", False) or type(x).__name__ == "MappedOperator" for x in dag.tasks)
+    assert t["execute"].upstream_task_ids == {"throttle_set"} and t["execute"].deferrable
     assert "spark-submit" in dag.doc_md.lower() or "SparkSubmitOperator" in dag.doc_md
     assert dag.max_active_runs == 1
     assert dag.render_template_as_native_obj
@@ -133,13 +135,19 @@ def test_planner_args_and_planning_dir(monkeypatch, tmp_path):
 
 
 def test_trigger_serializes_to_plain_json_and_imports_from_the_package():
-    from kafka_reassign_airflow.triggers.reassignment import ReassignmentBatchTrigger
+    from kafka_reassign.executor import ExecutionLimits, MoveExecutor
+    from kafka_reassign.outcome import StepWatch
+    from kafka_reassign.steps import StepMove
 
-    batch = {"index": 0, "steps": []}
-    trig = ReassignmentBatchTrigger(kafka_conn_id="kafka_default", batch=batch, deadline=123.0,
-                                    poll_interval=1.5, stall_window=60.0, run_id="r", throttle_rate=1000)
+    from kafka_reassign_airflow.triggers.reassignment import ReassignmentWatchTrigger
+
+    ex = MoveExecutor([StepMove("t", 0, (1, 2), (3, 1), size_bytes=10)], ExecutionLimits(), throttle_rate=1000)
+    ex.watches[0] = StepWatch.start(100.0)  # as if submitted
+    trig = ReassignmentWatchTrigger(kafka_conn_id="kafka_default", spec=ex.watch_spec(), poll_interval=1.5,
+                                    run_id="r")
     path, kwargs = trig.serialize()
-    assert path == "kafka_reassign_airflow.triggers.reassignment.ReassignmentBatchTrigger"
+    assert path == "kafka_reassign_airflow.triggers.reassignment.ReassignmentWatchTrigger"
+    assert kwargs["spec"]["steps"]["0"]["target"] == [3, 1]
     assert json.loads(json.dumps(kwargs)) == kwargs
     assert not any("password" in k or "sasl" in k for k in kwargs)
     import importlib

@@ -86,7 +86,7 @@ def test_execute_dry_run_writes_nothing(cluster, tmp_path, capsys):
                "--throttle", "5000000", "--dry-run", "--record-dir", str(tmp_path / "rec"), *FAST])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "Batch 0" in out and "SET    broker 4: follower.replication.throttled.rate = '5000000'" in out
+    assert "KIP-435 step(s)" in out and "SET    broker 4: follower.replication.throttled.rate = '5000000'" in out
     assert "dry run: nothing written" in out
     assert cluster.write_count == 0
 
@@ -102,7 +102,7 @@ def test_execute_full_run_restores_throttle(cluster, tmp_path, capsys):
     assert all(not cluster.broker_configs(b) for b in range(1, 6))
     assert "throttle.replicas" not in json.dumps(cluster.topic_configs("orders"))
     assert FileRecordStore(tmp_path / "rec").get("cli-run").restored
-    assert "Topic" in out and "run cli-run finished" in out
+    assert "steps done" in out and "run cli-run finished: 4 step(s) done" in out
 
 
 @pytest.mark.parametrize("args, fragment", [

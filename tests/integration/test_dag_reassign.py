@@ -86,7 +86,7 @@ def in_flight(cluster: Any) -> list[str]:
             or cluster.partition_state(t["name"], p["partition"])["removing"]]
 
 
-def test_happy_path_several_batches(airflow_db, sim_cluster, kafka_conn, capfd):
+def test_happy_path_window_of_moves(airflow_db, sim_cluster, kafka_conn, capfd):
     cluster = sim_cluster(six_broker_snapshot(), time_scale=10.0)
     kafka_conn(cluster)
     set_foreign_throttle(cluster)
@@ -97,9 +97,8 @@ def test_happy_path_several_batches(airflow_db, sim_cluster, kafka_conn, capfd):
     states = airflow_env.task_states(dr)
     out = capfd.readouterr().out
     assert dr.state == "success", states
-    n_batches = len([k for k in states if k.startswith("batches.wait[")])
-    assert n_batches >= 3, states
-    assert all(states[f"batches.wait[{i}]"] == "success" for i in range(n_batches))
+    # One execute task instance for the whole plan (no task per batch), deferred between polls.
+    assert states["execute"] == "success" and len(states) == 8, states
     assert states["cancel_on_failure"] == "skipped"
     # Final placement equals the plan, nothing in flight.
     assert placement(cluster, HAPPY_PLAN) == {f"{e['topic']}-{e['partition']}": e["replicas"]
@@ -114,9 +113,15 @@ def test_happy_path_several_batches(airflow_db, sim_cluster, kafka_conn, capfd):
     assert sampler.samples > 20
     assert sampler.violations == []
     assert {"orders-0", "orders-1", "orders-2", "orders-3", "clicks-1"} <= sampler.moving_seen
-    # The sensor logged the KIP-179 table and the summary line; the report the before/after.
-    assert "Broker" in out and "In sync" in out and "partitions done" in out
-    assert "Placement (before -> after)" in out
+    # The execute task logged the steps in flight and the summary line; the report the before/after.
+    assert "Partition" in out and "in_flight" in out and "steps done" in out
+    assert "Placement (before -> after)" in out and "Execution: DONE" in out
+    # The progress saved after every poll says done, as the UI reads it.
+    from kafka_reassign_airflow.record_store import VariableExecutionStore
+
+    saved = VariableExecutionStore().load(dr.run_id)
+    assert saved["progress"]["outcome"] == "done" and saved["progress"]["steps_queued"] == 0
+    assert set(saved["state"]["status"]) == {"d"}
     # The durable record says restored.
     rec = airflow_env.read_record(dr.run_id)
     assert rec is not None and rec.restored and rec.changes
@@ -132,8 +137,9 @@ def test_dry_run_writes_nothing(airflow_db, sim_cluster, kafka_conn, capfd):
     assert dr.state == "success", states
     assert cluster.write_count == 0
     assert states["prepare"] == "success" and states["throttle_set"] == "skipped"
-    # The report names the batches and the exact config changes with their prior values.
-    assert "DRY RUN" in out and "Batch 0" in out and "Config changes" in out
+    # The report names the steps and the exact config changes with their prior values.
+    assert "DRY RUN" in out and "KIP-435 step(s)" in out and "orders-0: [1,2,3] -> " in out
+    assert "Config changes" in out
     assert "leader.replication.throttled.rate = '10000000' (was (not set))" in out
     assert airflow_env.read_record(dr.run_id) is None
 

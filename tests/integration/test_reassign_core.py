@@ -10,10 +10,11 @@ from typing import Any, Callable
 import pytest
 
 from kafka_reassign.admin import KafkaAdmin
-from kafka_reassign.errors import BatchExecutionError, PlanValidationError, PreflightError, StallError
-from kafka_reassign.reassign import (apply_throttle, cancel_in_flight, execute_batch, poll_batch, prepare,
+from kafka_reassign.errors import PlanValidationError, PreflightError
+from kafka_reassign.executor import run_execution
+from kafka_reassign.reassign import (RunFailed, apply_throttle, cancel_in_flight, executor_for, prepare,
                                      restore_throttle, run_reassignment)
-from kafka_reassign.record import FileRecordStore, note_submitted
+from kafka_reassign.record import FileRecordStore
 from kafka_reassign.throttle import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS,
                                      ConfigChange)
 
@@ -82,7 +83,7 @@ def plan_for(targets: dict[int, list[int]], topic: str = "orders") -> dict[str, 
     return {"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": r} for p, r in targets.items()]}
 
 
-def test_full_execute_several_batches_restores_operator_throttle(env):
+def test_full_execute_restores_operator_throttle(env):
     cluster, admin, store = env()
     # The operator's own throttle, set before the run: must be exactly the same afterwards.
     admin.alter_configs([ConfigChange("broker", "4", LEADER_RATE, None, "30000000"),
@@ -96,14 +97,15 @@ def test_full_execute_several_batches_restores_operator_throttle(env):
     with IsrSampler(cluster, "orders", 6, 2) as sampler:
         result = run_reassignment(admin, plan_for(TARGET), params, store, run_id="run-full",
                                   on_event=events.append)
-    assert result.batches_done == len(result.prepared.batches) >= 3
+    assert result.progress.outcome == "done" and result.steps_done == len(result.prepared.steps) >= 6
     assert placement(cluster, "orders", 6) == TARGET
     assert configs(cluster) == before, "throttle configs back to exactly what they were"
     assert sampler.samples > 10 and sampler.violations == [], "never below min.insync.replicas"
     assert store.get("run-full").restored
-    # Leadership followed the preferred leader (KIP-435 brings it in first; we elect it after each batch).
+    # Leadership followed the preferred leader (it moves when the old leader leaves, or is elected
+    # once the partition's last step is done).
     assert all(cluster.partition_state("orders", p)["leader"] == r[0] for p, r in TARGET.items())
-    assert cluster.writes["AlterPartitionReassignments"] == sum(len(b.steps) for b in result.prepared.batches)
+    assert cluster.writes["AlterPartitionReassignments"] == len(result.prepared.steps), "each step submitted once"
     assert any("throttle restored" in e for e in events)
 
 
@@ -111,7 +113,8 @@ def test_dry_run_writes_nothing(env):
     cluster, admin, store = env()
     result = run_reassignment(admin, plan_for(TARGET), {"dry_run": True, **FAST}, store, run_id="dry")
     report = result.prepared.report()
-    assert "Batch 0" in report and "SET    broker 4: follower.replication.throttled.rate = '50000000'" in report
+    assert "KIP-435 step(s)" in report and "orders-0: [1,2,3] -> " in report
+    assert "SET    broker 4: follower.replication.throttled.rate = '50000000'" in report
     assert cluster.write_count == 0 and store.get("dry") is None
 
 
@@ -143,23 +146,27 @@ def test_apply_and_restore_are_idempotent_and_record_first(env):
     assert cluster.write_count == writes
 
 
-def test_execute_batch_adopts_and_skips_and_cancel_touches_only_ours(env):
+def test_executor_adopts_its_moves_and_cancel_touches_only_ours(env):
     cluster, admin, store = env(time_scale=1.0)
     prepared = prepare(admin, plan_for({0: [4, 5, 6], 1: [5, 6, 1]}),
                        {"throttle_bytes_per_sec": 1_000_000, "max_partition_movements": 5})
     apply_throttle(admin, prepared, store, "ours")
-    b0 = prepared.batches[0]
-    first = execute_batch(admin, b0, run_id="ours")
-    assert sorted(first["submitted"]) == ["orders-0", "orders-1"]
-    again = execute_batch(admin, b0, run_id="ours")
-    assert sorted(again["adopted"]) == ["orders-0", "orders-1"] and again["submitted"] == []
+    first = executor_for(prepared, "ours", store)
+    first.tick(admin)
+    assert sorted(prepared.steps[i].name for i in first.in_flight) == ["orders-0", "orders-1"]
+    submits = cluster.writes["AlterPartitionReassignments"]
+    # A second executor of the same run (a resumed worker without saved state) adopts them.
+    again = executor_for(prepared, "ours", store)
+    again.tick(admin)
+    assert cluster.writes["AlterPartitionReassignments"] == submits and len(again.in_flight) == 2
     # Someone else starts moving clicks-0; our cancel must leave it alone. Throttled on
     # broker 4 (1 MB/s, set by ours) so its 2 MB are still moving when we look: unthrottled,
     # the copy is over in milliseconds, on Kafka as on the simulator.
     admin.alter_configs([ConfigChange("topic", "clicks", FOLLOWER_REPLICAS, None, "0:4")])
     admin.alter_partition_reassignments({("clicks", 0): [3, 4]})
-    prog = poll_batch(admin, b0)
-    assert not prog.done and any(r.status == "Behind" for r in prog.rows)
+    again.tick(admin)
+    assert again.outcome().value == "in_progress"
+    assert all(w.bytes_left > 0 and w.lagging for w in again.watches.values())
     out = cancel_in_flight(admin, prepared)
     assert sorted(out["cancelled"]) == ["orders-0", "orders-1"] and out["left"] == []
     assert not set(admin.list_partition_reassignments()) & {("orders", 0), ("orders", 1)}
@@ -169,7 +176,7 @@ def test_execute_batch_adopts_and_skips_and_cancel_touches_only_ours(env):
     restore_throttle(admin, store, "ours")
 
 
-def test_execute_batch_refuses_someone_elses_move(env):
+def test_executor_refuses_someone_elses_move(env):
     cluster, admin, store = env(time_scale=1.0)
     prepared = prepare(admin, plan_for({0: [4, 5, 6]}), {"throttle_bytes_per_sec": 1_000_000})
     admin.alter_configs([ConfigChange("broker", str(b), k, None, "100000") for b in range(1, 7)
@@ -177,8 +184,11 @@ def test_execute_batch_refuses_someone_elses_move(env):
                         + [ConfigChange("topic", "orders", FOLLOWER_REPLICAS, None, "*"),
                            ConfigChange("topic", "orders", LEADER_REPLICAS, None, "*")])
     admin.alter_partition_reassignments({("orders", 0): [2, 3, 5]})
-    with pytest.raises(BatchExecutionError, match="orders-0 is already being reassigned to \\[2,3,5\\] by someone else"):
-        execute_batch(admin, prepared.batches[0])
+    ex = executor_for(prepared, "theirs", store)
+    ex.tick(admin)
+    assert ex.outcome().value == "failed"
+    assert "orders-0 is being reassigned to [2, 3, 5] by someone else" in ex.message
+    assert admin.list_partition_reassignments()[("orders", 0)].target == (2, 3, 5), "not touched"
 
 
 def test_resume_after_killed_run_finishes_without_moving_finished_partitions(env):
@@ -187,13 +197,11 @@ def test_resume_after_killed_run_finishes_without_moving_finished_partitions(env
     # 2 MB/s: a 20 MB step takes ~10 simulated seconds, so the moves in flight when run 1
     # dies are still in flight when run 2 reads the cluster (the bound below relies on it)
     params = {"throttle_bytes_per_sec": 2_000_000, "max_partition_movements": 6, **FAST}
-    # Run 1 applies the throttle, runs batch 0 to completion, starts batch 1 and dies (no cleanup).
+    # Run 1 applies the throttle, finishes some steps with others in flight and dies (no cleanup).
     p1 = prepare(admin, plan_for(TARGET), params, run_id="killed")
     apply_throttle(admin, p1, store, "killed")
-    for b in p1.batches[:2]:  # as a run does: record what it submits, then submit
-        assert cluster.wait_for(lambda: not admin.list_partition_reassignments(), timeout=30)
-        note_submitted(store, "killed", p1.cluster_id, {s.key: s.target for s in b.steps})
-        execute_batch(admin, b)
+    run_execution(admin, executor_for(p1, "killed", store), None, poll_seconds=0.05,
+                  should_stop=lambda v: v.steps_done >= 4 and v.steps_in_flight > 0)
     in_flight_then = set(admin.list_partition_reassignments())
     done_then = {p for p, r in TARGET.items() if cluster.partition_state("orders", p)["replicas"] == r}
     submits_before = cluster.writes["AlterPartitionReassignments"]
@@ -203,9 +211,7 @@ def test_resume_after_killed_run_finishes_without_moving_finished_partitions(env
     assert configs(cluster) == before, "the killed run's throttle is cleaned up too"
     assert store.list_unrestored() == []
     resubmitted = cluster.writes["AlterPartitionReassignments"] - submits_before
-    remaining = sum(len(b.steps) for b in result.prepared.batches)
-    assert resubmitted <= remaining - len(in_flight_then & {s.key for b in result.prepared.batches[:1]
-                                                             for s in b.steps})
+    assert resubmitted <= len(result.prepared.steps) - len(in_flight_then), "in-flight steps adopted"
     for p in done_then:
         assert all(s.partition != p for s in result.prepared.steps), "finished partitions are not moved again"
 
@@ -216,14 +222,26 @@ def test_log_dir_moves(env):
         {"topic": "orders", "partition": 0, "replicas": [1, 2, 3], "log_dirs": ["/data/d1", "any", "/data/d1"]},
         {"topic": "orders", "partition": 1, "replicas": [2, 3, 5], "log_dirs": ["any", "any", "/data/d1"]}]}
     before = configs(cluster)
-    result = run_reassignment(admin, plan, {"throttle_bytes_per_sec": 10_000_000, **FAST}, store, run_id="dirs")
+    dir_moves: list[dict] = []
+
+    class Recording:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(admin, name)
+
+        def alter_replica_log_dirs(self, moves: dict) -> dict:
+            dir_moves.append(dict(moves))
+            return admin.alter_replica_log_dirs(moves)
+
+    result = run_reassignment(Recording(), plan, {"throttle_bytes_per_sec": 10_000_000, **FAST}, store,
+                              run_id="dirs")
     st0, st1 = cluster.partition_state("orders", 0), cluster.partition_state("orders", 1)
     assert st0["log_dirs"][1] == "/data/d1" and st0["log_dirs"][3] == "/data/d1" and st0["replicas"] == [1, 2, 3]
     assert st1["replicas"] == [2, 3, 5] and st1["log_dirs"][5] == "/data/d1"
-    # The new replica on broker 5 was created in /data/d1 directly: its log-dir step had nothing to do.
-    dir_batches = [e for e in result.executions if "orders-1" in e["skipped"]]
-    assert dir_batches and not any("orders-1@5" in e["log_dirs_submitted"] for e in result.executions)
-    assert cluster.writes["AlterReplicaLogDirs"] >= 1
+    # The new replica on broker 5 was created in /data/d1 directly (told before it existed): its
+    # log-dir step found it there and had nothing to do.
+    assert [m for m in dir_moves if ("orders", 1, 5) in m] == [{("orders", 1, 5): "/data/d1"}]
+    assert {("orders", 0, 1), ("orders", 0, 3)} <= {k for m in dir_moves for k in m}
+    assert result.progress.outcome == "done"
     assert any("replica.alter.log.dirs.io.max.bytes.per.second" == c.key for c in result.prepared.throttle_changes)
     assert configs(cluster) == before
 
@@ -237,12 +255,13 @@ def test_stall_when_throttle_below_produce_rate_cancels_and_restores(env):
     # exercise the runtime stall detector.
     params = {"throttle_bytes_per_sec": 1_000_000, "poll_interval_seconds": 0.05, "stall_window_seconds": 10.0,
               "batch_timeout_minutes": 1, "allow_stalling_moves": True}
-    with pytest.raises(StallError) as info:
+    with pytest.raises(RunFailed) as info:
         # Simulated time as the clock: rates and windows in the cluster's seconds.
         run_reassignment(admin, plan_for({0: [4, 2, 3]}), params, store, run_id="stall", clock=cluster.sim_time)
     msg = str(info.value)
-    assert re.search(r"throttle 1\.0 MB/s is below the produce rate (2\.[89]|3\.[01]) MB/s of orders-0 on broker 4",
-                     msg), msg
+    assert info.value.outcome.value == "stalled"
+    assert re.search(r"orders-0 stalled: its new replica on broker 4 .* throttle 1\.0 MB/s, produce rate "
+                     r"(2\.[89]|3\.[01]) MB/s into orders-0", msg), msg
     assert "raise throttle_bytes_per_sec above" in msg
     assert admin.list_partition_reassignments() == {}, "cancel_on_failure left nothing in flight"
     assert configs(cluster) == before
@@ -254,6 +273,7 @@ def test_restore_keeps_values_someone_else_set_during_the_run(env):
     cluster, admin, store = env()
     prepared = prepare(admin, plan_for({0: [4, 5, 6]}), {"throttle_bytes_per_sec": 5_000_000})
     apply_throttle(admin, prepared, store, "drift")
+    executor_for(prepared, "drift", store).tick(admin)  # the first step goes: its replica lists are set
     admin.alter_configs([ConfigChange("broker", "4", LEADER_RATE, "5000000", "7000000"),
                          ConfigChange("topic", "orders", FOLLOWER_REPLICAS, None,
                                       cluster.topic_configs("orders")[FOLLOWER_REPLICAS] + ",4:9")])
@@ -335,12 +355,14 @@ def test_cancel_stops_our_log_dir_move(env):
         {"topic": "orders", "partition": 2, "replicas": [3, 4, 5], "log_dirs": ["/data/d1", "any", "any"]}]}
     prepared = prepare(admin, plan, {"throttle_bytes_per_sec": 1_000_000})
     apply_throttle(admin, prepared, store, "dircancel")
-    res = execute_batch(admin, prepared.batches[0])
-    assert res["log_dirs_submitted"] == ["orders-2@3"]
+    ex = executor_for(prepared, "dircancel", store)
+    ex.tick(admin)
+    assert [prepared.steps[i].name for i in ex.in_flight] == ["orders-2"]
     assert cluster.wait_for(lambda: cluster.partition_state("orders", 2)["future_log_dirs"].get(3) == "/data/d1",
                             timeout=5)
-    prog = poll_batch(admin, prepared.batches[0])
-    assert not prog.done and any(r.status == "Catching up" and r.broker == 3 for r in prog.rows)
+    ex.tick(admin)
+    (watch,) = ex.watches.values()
+    assert ex.outcome().value == "in_progress" and watch.lagging and watch.lagging[0][0] == 3
     out = cancel_in_flight(admin, prepared)
     assert out["cancelled"] == ["orders-2@3"]
     st = cluster.partition_state("orders", 2)

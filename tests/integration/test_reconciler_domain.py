@@ -12,9 +12,9 @@ from typing import Any, Callable
 import pytest
 
 from kafka_reassign.admin import KafkaAdmin
-from kafka_reassign.reassign import apply_throttle, execute_batch, prepare
+from kafka_reassign.reassign import apply_throttle, executor_for, prepare
 from kafka_reassign.reconcile import reconcile
-from kafka_reassign.record import FileRecordStore, note_submitted
+from kafka_reassign.record import FileRecordStore
 from kafka_reassign.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 from sim_snapshots import dynamic_configs
 
@@ -49,8 +49,7 @@ def _dead_run(admin: KafkaAdmin, store: FileRecordStore, run_id: str, targets: d
                                          for p, r in targets.items()]}
     prepared = prepare(admin, plan, {"throttle_bytes_per_sec": rate, "max_partition_movements": 10}, run_id=run_id)
     apply_throttle(admin, prepared, store, run_id)
-    note_submitted(store, run_id, prepared.cluster_id, {s.key: s.target for s in prepared.batches[0].steps})
-    execute_batch(admin, prepared.batches[0], run_id=run_id)
+    executor_for(prepared, run_id, store).tick(admin)  # the first window goes out, with its replica lists
     return prepared  # ...and the worker dies here: no teardown
 
 
@@ -123,7 +122,7 @@ def test_two_dead_runs_on_one_key_end_at_the_oldest_prior(setup: Any) -> None:
     plan = {"version": 1, "partitions": [{"topic": "orders", "partition": 2, "replicas": [2, 4, 1]}]}
     prepared = prepare(admin, plan, {"throttle_bytes_per_sec": 20_000_000}, run_id="dead-b")
     apply_throttle(admin, prepared, store, "dead-b", adopt_stale_records=False)
-    execute_batch(admin, prepared.batches[0], run_id="dead-b")
+    executor_for(prepared, "dead-b", store).tick(admin)
     _wait_idle(admin)
     report = reconcile(admin, store)
     assert [r.run_id for r in report.restored] == ["dead-b", "dead-a"]

@@ -80,14 +80,17 @@ def test_rehearsal_offline_reports_time_timeline_and_peaks():
         "orders": {"partitions": 4, "rf": 3, "size_bytes": 20 * MB, "bytes_in_per_sec": 100_000,
                    "configs": {"min.insync.replicas": "2"}}})
     plan = plan_for({0: [4, 2, 3], 1: [5, 3, 4], 2: [3, 4, 6]})
+    # Two moves per broker: the three moves fit the caps at once, as the pipelined formula assumes
+    # (with one, orders-0 and orders-2 both remove a replica from broker 1 and must take turns).
     report = rehearse(snap, plan, {"throttle_bytes_per_sec": 2 * MB, "poll_interval_seconds": 2.0,
-                                   "max_movements_per_broker": 1})
+                                   "max_movements_per_broker": 2})
     assert report.outcome == "done" and report.partitions == 3
     formula = report.formula["seconds"]
     assert report.predicted_seconds == pytest.approx(formula, rel=0.25), report.format()
-    assert report.ratio >= 1.0 and report.bound_seconds > 0
+    # Moves start together and end at the bound; a poll (2 s) of slack either way.
+    assert report.ratio >= 0.8 and report.bound_seconds > 0
     assert report.timeline[-1][1] >= report.bytes_total * 0.99
-    assert all(v["in"] <= 1 for v in report.peak_in_flight.values())
+    assert all(v["in"] <= 2 for v in report.peak_in_flight.values())
     assert [s["partition"] for s in report.slowest][:1] and report.isr_risks == []
     assert report.estimate().source == "rehearsal" and "rehearsal" in report.estimate().describe()
     back = RehearsalReport.from_json(report.to_json())

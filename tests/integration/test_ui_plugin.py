@@ -49,7 +49,7 @@ def screenshot_stats(path: Path) -> dict[str, float]:
 def start_slow_move(cluster: Any, run_id: str = "ui-test-move") -> None:
     """Start a throttled reassignment directly through the domain package (no Airflow)."""
     from kafka_reassign.admin import KafkaAdmin
-    from kafka_reassign.reassign import apply_throttle, execute_batch, prepare
+    from kafka_reassign.reassign import apply_throttle, executor_for, prepare
     from kafka_reassign.record import MemoryRecordStore
 
     admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers.split(","))
@@ -59,8 +59,9 @@ def start_slow_move(cluster: Any, run_id: str = "ui-test-move") -> None:
             {"topic": "orders", "partition": 1, "replicas": [1, 3, 4]}]}
         prepared = prepare(admin, plan, {"throttle_bytes_per_sec": 2_000_000, "max_partition_movements": 10},
                            run_id=run_id)
-        apply_throttle(admin, prepared, MemoryRecordStore(), run_id)
-        execute_batch(admin, prepared.batches[0], run_id=run_id)
+        records = MemoryRecordStore()
+        apply_throttle(admin, prepared, records, run_id)
+        executor_for(prepared, run_id, records).tick(admin)  # submits both moves
     finally:
         admin.close()
 
@@ -126,33 +127,30 @@ def test_cluster_wide_page_shows_live_move(tmp_path: Path, cluster: Any) -> None
         shutil.copyfile(shot, keep / "ui-progress-cluster.png")
 
 
-def test_run_page_shows_batches_of_a_running_dag(tmp_path: Path, cluster: Any) -> None:
-    """A kafka_reassign run triggered over REST, watched per batch on its run page."""
+def test_run_page_shows_the_progress_of_a_running_dag(tmp_path: Path, cluster: Any) -> None:
+    """A kafka_reassign run triggered over REST, watched on its run page (the executor's saved progress)."""
     conn = {"conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap_servers}}
     with AirflowStack(home=tmp_path / "airflow", dags_folder=DAGS, connections={"kafka_default": conn}) as stack:
         stack.wait_for_dag("kafka_reassign")
         plan = {"version": 1, "partitions": [
             {"topic": "orders", "partition": 0, "replicas": [4, 2, 3]},
             {"topic": "orders", "partition": 1, "replicas": [1, 3, 4]}]}
-        # 400 MB partitions at 40 MB/s: each batch runs ~10 s, enough to watch it.
+        # 400 MB partitions at 40 MB/s, one move at a time: each runs ~10 s, enough to watch it.
         run = stack.trigger("kafka_reassign", {"plan": plan, "throttle_bytes_per_sec": 40_000_000,
                                                "max_partition_movements": 1, "poll_interval_seconds": 1,
                                                "batch_timeout_minutes": 10})
         run_id = run["dag_run_id"]
         path = f"/kafka-reassign/api/progress?dag_id=kafka_reassign&run_id={quote(run_id, safe='')}"
 
-        def running_batch() -> dict[str, Any] | None:
+        def moving() -> dict[str, Any] | None:
             view = stack.request("GET", path)
-            busy = [b for b in view["batches"] if b["state"] == "running" and b["bytes_left"] > 0]
-            return view if busy and view["summary"]["rate_bytes_per_sec"] else None
+            busy = [p for p in view["partitions"] if p["status"].startswith("Moving") and p["bytes_left"] > 0]
+            return view if busy and view["summary"].get("rate_bytes_per_sec") else None
 
-        view = stack.wait_for(running_batch, 240, "a batch of the run to be moving data", interval=0.5)
+        view = stack.wait_for(moving, 240, "a move of the run to be copying data", interval=0.5)
         assert view["run"]["run_id"] == run_id and view["run"]["dag_id"] == "kafka_reassign"
-        assert [b["index"] for b in view["batches"]] == [0, 1]
-        assert {(p["topic"], p["partition"], p["batch"]) for p in view["partitions"]} == {
-            ("orders", 0, 0), ("orders", 1, 1)} or {(p["topic"], p["partition"]) for p in view["partitions"]} == {
-            ("orders", 0), ("orders", 1)}
-        assert view["summary"]["batches_total"] == 2
+        assert view["summary"]["steps_total"] == 2 and view["summary"]["steps_in_flight"] == 1
+        assert {(p["topic"], p["partition"]) for p in view["partitions"]} <= {("orders", 0), ("orders", 1)}
         assert any(t["set_by"].startswith("this run") for t in view["throttles"]), view["throttles"]
 
         # Unencoded, as the Airflow UI substitutes {RUN_ID} into the external view's href.
@@ -171,5 +169,5 @@ def test_run_page_shows_batches_of_a_running_dag(tmp_path: Path, cluster: Any) -
         final = stack.wait_for_run("kafka_reassign", run_id, timeout=300)
         assert final["state"] == "success", stack.diagnostics()
         done = stack.request("GET", path)
-        assert all(b["state"] == "done" for b in done["batches"]), done["batches"]
+        assert done["summary"]["outcome"] == "done" and done["summary"]["steps_done"] == 2, done["summary"]
         assert done["summary"]["bytes_left"] == 0 and done["throttles"] == []

@@ -1,9 +1,9 @@
-"""Batch progress rows, summary, table and stall detection (kafka_reassign.progress)."""
+"""Per-replica progress rows, summary and table (kafka_reassign.progress); stalls: test_executor_state."""
 from __future__ import annotations
 
 import json
 
-from kafka_reassign.progress import BatchProgress, StallDetector
+from kafka_reassign.progress import BatchProgress
 from kafka_reassign.state import ClusterState, InFlight, ReplicaLogDir
 from kafka_reassign.steps import Batch, StepMove
 
@@ -72,30 +72,3 @@ def test_log_dir_step_catching_up():
     done = BatchProgress.build(Batch(1, [step]), {}, st,
                                [ReplicaLogDir(1, "/d2", "orders", 3, 1000, 0, False)] + dirs(None)[1:])
     assert done.done
-
-
-def test_stall_detector_names_what_to_change():
-    sd = StallDetector(window_seconds=30)
-    st = state(isr=(1, 2, 3), bytes_in=2_000_000)
-    prev = None
-    for t in range(0, 50, 5):
-        prog = BatchProgress.build(BATCH, MOVING, st, dirs(250), previous=prev, now=float(t))
-        sd.observe(t, prog.bytes_left)
-        prev = prog
-    msg = sd.check(prog, st, throttle_rate=1_000_000)
-    assert msg is not None
-    assert "throttle 1.0 MB/s is below the produce rate 2.0 MB/s of orders-3 on broker 4" in msg
-    assert "raise throttle_bytes_per_sec above 2.0 MB/s" in msg
-    assert StallDetector.from_json(sd.to_json()).stalled()
-
-
-def test_stall_detector_quiet_while_progressing_and_offline_hint():
-    sd = StallDetector(window_seconds=10)
-    for t, left in [(0, 1000), (5, 900), (10, 800), (15, 700)]:
-        sd.observe(t, left)
-    assert sd.check() is None
-    sd2 = StallDetector(window_seconds=10)
-    prog = BatchProgress.build(BATCH, MOVING, state(isr=(1, 2, 3), alive=(1, 2, 3, 5)), dirs(None))
-    for t in (0, 6, 12):
-        sd2.observe(t, prog.bytes_left)
-    assert "broker 4 is offline" in sd2.check(prog, None, 1_000_000)

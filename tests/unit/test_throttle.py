@@ -1,13 +1,9 @@
-"""KIP-73 throttle sets, merging, restoring and estimates (kafka_reassign.throttle)."""
+"""KIP-73 throttle sets, merging and restoring (kafka_reassign.throttle)."""
 from __future__ import annotations
 
-import math
-
-from kafka_reassign.state import ClusterState
 from kafka_reassign.steps import StepMove
 from kafka_reassign.throttle import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE,
-                                     ConfigChange, ThrottleSpec, estimate_batch_seconds, estimate_seconds,
-                                     leftovers, parse_replica_list, produce_rate_warnings, restore_changes,
+                                     ConfigChange, ThrottleSpec, leftovers, parse_replica_list, restore_changes,
                                      throttle_changes)
 
 STEPS = [StepMove("orders", 3, (1, 2, 3), (4, 1, 2), size_bytes=1000),
@@ -122,28 +118,6 @@ def test_parse_replica_list_formats():
     assert parse_replica_list("0-1") == {(0, 1)}
     assert parse_replica_list("*") == "*"
     assert parse_replica_list(None) == set()
-
-
-def test_estimates_follow_kip73():
-    assert estimate_seconds(100e6, 10e6) == 10
-    assert estimate_seconds(100e6, 10e6, capacity=5e6) == 20
-    assert estimate_seconds(100e6, 10e6, produce_rate=5e6) == 20
-    assert math.isinf(estimate_seconds(1, 1e6, produce_rate=1e6))
-    steps = [StepMove("t", 0, (1, 2), (3, 1), size_bytes=50_000_000),
-             StepMove("t", 1, (1, 2), (3, 2), size_bytes=50_000_000)]
-    # Both go into broker 3: 100 MB through a 10 MB/s throttle.
-    assert estimate_batch_seconds(steps, 10_000_000) == 10
-
-
-def test_warning_when_throttle_below_produce_rate():
-    state = ClusterState.from_snapshot({"version": 1, "brokers": [{"id": i} for i in range(1, 5)],
-                                        "topics": [{"name": "orders", "partitions": [
-                                            {"partition": 3, "replicas": [1, 2, 3], "bytes_in_per_sec": 2e6}]}]})
-    w = produce_rate_warnings([StepMove("orders", 3, (1, 2, 3), (4, 1, 2))], state, 1_000_000)
-    assert len(w) == 1
-    assert "throttle 1.0 MB/s is at or below the produce rate 2.0 MB/s" in w[0] and "broker 4" in w[0]
-    assert "orders-3" in w[0] and "raise throttle_bytes_per_sec above 2.0 MB/s" in w[0]
-    assert produce_rate_warnings([StepMove("orders", 3, (1, 2, 3), (4, 1, 2))], state, 5_000_000) == []
 
 
 def test_config_change_json_and_describe():

@@ -1,82 +1,128 @@
-"""The execute task of a batch: submit it once the previous batch is done."""
+"""The execute task: the pipelined executor, one tick per wake-up, waiting in the triggerer.
+
+Each time it runs (first start, then each time its trigger fires) the task resumes the run's
+:class:`~kafka_reassign.executor.MoveExecutor` from the state saved in the metadata DB, polls
+the steps in flight, refills the window (throttled-replica lists, then one
+AlterPartitionReassignments), saves the state and progress, and defers again to
+:class:`~kafka_reassign_airflow.triggers.reassignment.ReassignmentWatchTrigger`, which polls
+only the steps in flight and fires as soon as one finishes, dies or loses a broker. No worker
+slot is held between polls, and a plan of any size is one task instance.
+"""
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk.exceptions import AirflowFailException, AirflowRescheduleException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_reassign_airflow.operators.common import RunStepOperator, admin_client
-from kafka_reassign_airflow.params import min_return_seconds
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from kafka_reassign.executor import MoveExecutor
+    from kafka_reassign.progress_view import ProgressView
 
-class BatchExecuteOperator(RunStepOperator):
-    """Submit one batch (AlterPartitionReassignments / AlterReplicaLogDirs), in order.
+#: Extra seconds a deferral may last beyond a step's timeout and stall window, so the trigger
+#: reports the timeout itself (naming the step) before Airflow's own trigger timeout.
+_TIMEOUT_GRACE = 600.0
 
-    Batches are strictly sequential: batch i starts only after batch i-1's sensor succeeded.
-    Until then the task reschedules itself (no worker slot held); when batch i-1 failed or was
-    skipped, batch i is skipped so nothing new starts after a failure.
 
-    :param batch: the batch as JSON (templated, from the mapped task group)
-    :param wait_task_id: task id of the sensor of the same group (whose previous map index gates us)
-    :param recheck_seconds: how often to look again while the previous batch runs
+class ReassignmentExecuteOperator(RunStepOperator):
+    """Run the prepared steps as a sliding window under the run's limits; fail on a dead step.
+
+    A step that stalls, times out or loses a broker for longer than the stall window fails the
+    task with the outcome's message (cancel_on_failure and the throttle teardown follow).
+    Retrying or clearing the task resumes from the saved state: steps already done are never
+    submitted again, steps in flight are adopted.
+
+    :param poll_interval_seconds: time between polls (templated); a finished step waits at most
+        this long for its successor
+    :param strategy: ordering strategy (templated), see :mod:`kafka_reassign.executor_order`
+    :param deferrable: wait in the triggerer (default); False runs the whole loop in the worker
     """
 
-    template_fields: Sequence[str] = ("kafka_conn_id", "batch", "recheck_seconds")
+    template_fields: Sequence[str] = ("kafka_conn_id", "poll_interval_seconds", "strategy")
     ui_color = "#ffe0cc"
 
-    def __init__(self, *, batch: Any, wait_task_id: str, recheck_seconds: Any = 10.0, **kwargs: Any) -> None:
+    def __init__(self, *, poll_interval_seconds: Any = 10.0, strategy: Any = None, deferrable: bool = True,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.batch = batch
-        self.wait_task_id = wait_task_id
-        self.recheck_seconds = recheck_seconds
-
-    def _previous_batch_state(self, context: Context, index: int) -> str | None:
-        ti = context["ti"]
-        states = ti.get_task_states(dag_id=ti.dag_id, task_ids=[self.wait_task_id], run_ids=[ti.run_id])
-        per_ti = states.get(ti.run_id, {})
-        state = per_ti.get(f"{self.wait_task_id}_{index}")
-        return None if state is None else str(getattr(state, "value", state))
+        self.poll_interval_seconds = poll_interval_seconds
+        self.strategy = strategy
+        self.deferrable = deferrable
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from kafka_reassign.reassign import execute_batch
-        from kafka_reassign.steps import Batch
+        return self._wake(context, None)
 
-        ti = context["ti"]
-        position = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else 0
-        if position > 0:
-            prev = self._previous_batch_state(context, position - 1)
-            if prev in ("failed", "upstream_failed", "skipped", "removed"):
-                raise AirflowSkipException(f"batch {position - 1} ended {prev}: batch {position} is not started")
-            if prev != "success":
-                # A reschedule due sooner than the scheduler handles this try's executor event
-                # gets the task failed by the scheduler (apache/airflow#10790): keep a floor.
-                delay = max(float(self.recheck_seconds), min_return_seconds())
-                self.log.info("Batch %d is not finished yet (%s); checking again in %ss",
-                              position - 1, prev or "not started", delay)
-                raise AirflowRescheduleException(datetime.now(timezone.utc) + timedelta(seconds=delay))
-        data = self.prepared(context)  # a skipped/failed prepare means nothing to do
-        from kafka_reassign.errors import BatchExecutionError
-        from kafka_reassign.record import note_submitted
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The trigger fired: act on what it saw (or fail on its error), then defer again."""
+        if event and event.get("status") == "error":
+            # Not retried: the cluster could not be read; cancel_on_failure and the teardown run now.
+            raise AirflowFailException(event.get("message") or "the trigger could not read progress")
+        for reason in (event or {}).get("reasons", []):
+            self.log.info("%s", reason)
+        return self._wake(context, event)
 
-        from kafka_reassign_airflow.record_store import VariableRecordStore
+    def _executor(self, context: Context, data: dict[str, Any]) -> MoveExecutor:
+        from kafka_reassign.reassign import PreparedRun, executor_for
 
-        batch = Batch.from_json(self.batch)
-        # Recorded before submitting: only what a record lists counts as ours later.
-        note_submitted(VariableRecordStore(), context["run_id"], data.get("cluster_id"),
-                       {s.key: s.target for s in batch.steps if not s.is_log_dir_only})
+        from kafka_reassign_airflow.record_store import VariableExecutionStore, VariableRecordStore
+
+        run_id = context["run_id"]
+        saved = VariableExecutionStore().load(run_id)
+        return executor_for(PreparedRun.from_json(data), run_id, VariableRecordStore(), saved=saved,
+                            strategy=self.strategy or None)
+
+    def _wake(self, context: Context, event: dict[str, Any] | None) -> dict[str, Any]:
+        from kafka_reassign.executor import run_execution
+
+        from kafka_reassign_airflow.record_store import VariableExecutionStore
+
+        data = self.prepared(context)
+        if data.get("dry_run"):
+            raise AirflowSkipException("dry run: nothing is moved")
+        ex = self._executor(context, data)
+        if event:
+            ex.merge_watches(event.get("watch") or {})
+        store = VariableExecutionStore()
+        poll = float(self.poll_interval_seconds)
         admin = admin_client(self.kafka_conn_id)
         try:
-            result = execute_batch(admin, batch, run_id=context["run_id"])
-        except BatchExecutionError as exc:
-            self.log.error("Batch %s partly refused: %s", batch.index, json.dumps(exc.result, indent=1))
-            raise AirflowFailException(str(exc)) from exc
+            if self.deferrable:
+                ex.tick(admin)
+                view = ex.progress()
+                store.save(ex.run_id, ex.state_json(), view.to_json())
+            else:
+                view = run_execution(admin, ex, store, poll_seconds=poll,
+                                     on_progress=lambda v: self.log.info("%s", v.summary()))
         finally:
             admin.close()
-        self.log.info("Batch %s submitted: %s", batch.index, json.dumps(result, default=str, indent=1))
-        return result
+        self.log.info("Progress (poll %d):\n%s", view.polls, view.format_table())
+        from kafka_reassign_airflow import metrics
+
+        metrics.progress(done=view.steps_done, in_flight=view.steps_in_flight, queued=view.steps_queued,
+                         bytes_moved=view.bytes_moved, bytes_left=view.bytes_left,
+                         rate_bytes_per_sec=view.rate_bytes_per_sec, dag_id=context["ti"].dag_id,
+                         cluster=data.get("cluster_id"))
+        if view.finished:
+            return self._finish(view)
+        self.defer(trigger=self._trigger(ex, context, poll), method_name="execute_complete",
+                   timeout=timedelta(seconds=ex.limits.step_timeout_seconds + ex.limits.stall_window_seconds
+                                     + _TIMEOUT_GRACE))
+        return {}  # not reached: defer() raises
+
+    def _trigger(self, ex: MoveExecutor, context: Context, poll: float) -> Any:
+        from kafka_reassign_airflow.triggers.reassignment import ReassignmentWatchTrigger
+
+        return ReassignmentWatchTrigger(kafka_conn_id=self.kafka_conn_id, spec=ex.watch_spec(), poll_interval=poll,
+                                        run_id=context["run_id"])
+
+    def _finish(self, view: ProgressView) -> dict[str, Any]:
+        if view.outcome != "done":
+            # A stall, an offline broker or a timeout needs a decision: not retried.
+            raise AirflowFailException(f"{view.outcome.replace('_', ' ')}: {view.message}")
+        self.log.info("Every step is done: %s", view.summary())
+        return {"outcome": view.outcome, "steps": view.steps_total, "bytes_moved": view.bytes_moved,
+                "polls": view.polls}

@@ -17,13 +17,12 @@ if TYPE_CHECKING:
 
 
 class ReassignmentPrepareOperator(BaseOperator):
-    """Read the cluster, validate the plan and params, build KIP-435 batches; write nothing.
+    """Read the cluster, validate the plan and params, build the KIP-435 steps; write nothing.
 
-    With ``dry_run`` it prints the plan, the batches and the exact config changes and stops.
-    Otherwise it takes the cluster lock (one reassignment per cluster). It returns the list of
-    batches (what the mapped task group expands over; empty for a dry run) and pushes the
-    prepared run (plan, params, batches, throttle changes, placement before) to the XCom key
-    ``prepared``.
+    With ``dry_run`` it prints the plan, the steps and the exact config changes and stops.
+    Otherwise it takes the cluster lock (one reassignment per cluster). It returns a summary
+    (partitions, steps, estimate) and pushes the prepared run (plan, params, steps, throttle
+    changes, placement before) to the XCom key ``prepared``, which the execute task runs.
 
     :param kafka_conn_id: Airflow connection id (conn_type kafka)
     :param plan: reassignment JSON object; None = read the plan file the planning task wrote
@@ -31,7 +30,7 @@ class ReassignmentPrepareOperator(BaseOperator):
     :param goal: planner goal when ``plan`` is None (replication-factor allows RF changes)
     :param brokers: broker ids of the add/remove-brokers goals (informational here)
     :param replication_factor: target RF of the replication-factor goal (informational here)
-    :param options: run options (throttle, batch limits, dry_run, ...) as the DAG params name them
+    :param options: run options (throttle, movement limits, dry_run, ...) as the DAG params name them
     :param plan_task_id: the :class:`PlannerSubmitOperator` task whose XCom names the plan file
     """
 
@@ -79,7 +78,7 @@ class ReassignmentPrepareOperator(BaseOperator):
         self.log.info("No plan given: using the plan computed by %s (%s)", self.plan_task_id, path)
         return plan
 
-    def execute(self, context: Context) -> list[dict[str, Any]]:
+    def execute(self, context: Context) -> dict[str, Any]:
         from kafka_reassign.errors import ReassignError
         from kafka_reassign.reassign import prepare
         from kafka_reassign.record import submitted_targets
@@ -108,12 +107,13 @@ class ReassignmentPrepareOperator(BaseOperator):
         dry_run = prepared.params.dry_run
         self.log.info("Reassignment %s:\n%s", "DRY RUN (nothing will be written)" if dry_run else "plan", report)
         data = prepared.to_json()
-        batches = data.get("batches", [])
+        summary = {"partitions": len(prepared.plan.moves), "steps": len(prepared.steps), "dry_run": dry_run,
+                   "estimated_seconds": data.get("estimated_seconds")}
         ti = context["ti"]
         if dry_run:
             ti.xcom_push(key=PREPARED_XCOM_KEY, value={**data, "dry_run": True, "before": before})
-            return []
-        if not batches:
+            return summary
+        if not prepared.steps:
             self.log.info("Every partition is already at its target: nothing to move.")
         from kafka_reassign_airflow.record_store import ClusterLock, ClusterLockError
 
@@ -129,9 +129,9 @@ class ReassignmentPrepareOperator(BaseOperator):
                                                    "before": before})
         from kafka_reassign_airflow import metrics
 
-        metrics.plan_size(moves=len(prepared.plan.moves), bytes_to_move=sum(b.bytes_to_copy for b in prepared.batches),
+        metrics.plan_size(moves=len(prepared.plan.moves), bytes_to_move=sum(s.bytes_to_copy for s in prepared.steps),
                           moved_over_bound=self._moved_over_bound(context), dag_id=ti.dag_id, cluster=cluster_id)
-        return batches
+        return summary
 
     def _moved_over_bound(self, context: Context) -> float | None:
         """The planner's data moved / lower bound, when this run's plan was computed."""

@@ -23,11 +23,12 @@ def _by_key(changes: list[Any]) -> dict[tuple[str, str, str], list[Any]]:
 class ReassignmentReportOperator(RunStepOperator):
     """Final check and report: placement equals the plan, throttles are back, time taken.
 
-    Runs after the throttle teardown. Prints before/after placement of every moved partition,
-    the time taken, and, for every config the run changed, its prior value, ours and its value
-    now. Fails when a partition is not where the plan wanted it or the run's own part of a
-    config is still set (entries or values others set during the run do not count). A broker
-    it cannot reach is reported as unknown, not a crash.
+    Runs after the throttle teardown. Prints the execution's outcome, before/after placement of
+    every moved partition, the time taken, and, for every config the run changed, its prior
+    value, ours and its value now. Fails when the execution did not end done, a partition is
+    not where the plan wanted it or the run's own part of a config is still set (entries or
+    values others set during the run do not count). A broker it cannot reach is reported as
+    unknown, not a crash.
     """
 
     ui_color = "#e6f5e6"
@@ -52,9 +53,8 @@ class ReassignmentReportOperator(RunStepOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from kafka_reassign.restore import finish_hint
-        from kafka_reassign.throttle import leftovers
 
-        from kafka_reassign_airflow.record_store import VariableRecordStore
+        from kafka_reassign_airflow.record_store import VariableExecutionStore, VariableRecordStore
 
         data = self.prepared(context)
         if data.get("dry_run"):
@@ -66,57 +66,17 @@ class ReassignmentReportOperator(RunStepOperator):
             unfinished = [u for u in unfinished if not u.endswith(": skipped")]
             self.log.info("nothing to move: every partition of the plan was already at its target")
         record = VariableRecordStore().get(context["run_id"])
-        admin = admin_client(self.kafka_conn_id)
-        try:
-            topics = sorted({e["topic"] for e in data["plan"]["partitions"]})
-            state = admin.cluster_state(include_log_dirs=False, topics=topics)
-            changes = record.changes if record is not None else []
-            # Per resource: one broker down must not hide the others (nor crash the report).
-            read = admin.read_configs(
-                broker_ids=sorted({int(c.name) for c in changes if c.resource_type == "broker"}),
-                topics=sorted({c.name for c in changes if c.resource_type == "topic"}),
-                keys=sorted({c.key for c in changes})) if changes else None
-        finally:
-            admin.close()
-        now_cfg = read.values if read is not None else {}
-        unreachable = read.unreachable if read is not None else {}
-        before = data.get("before") or {}
-        lines = ["Placement (before -> after):"]
-        wrong: list[str] = []
-        for e in data["plan"]["partitions"]:
-            name = f"{e['topic']}-{e['partition']}"
-            p = state.partition(e["topic"], e["partition"])
-            after = list(p.replicas) if p is not None else None
-            mark = "" if after == list(e["replicas"]) else f"   <-- plan wants {e['replicas']}"
-            if mark:
-                wrong.append(name)
-            lines.append(f"  {name}: {before.get(name)} -> {after}{mark}")
-        lines.append("Throttle configs (prior -> ours -> now):")
-        # Only our own part counts: entries or values others set during the run are theirs.
-        left = {(c.resource_type, c.name, c.key)
-                for c in leftovers([c for c in changes if c.resource not in unreachable], now_cfg)}
-        not_restored: list[str] = []
-        for (rtype, name, key), group in _by_key(changes).items():
-            res = f"{rtype} {name} {key}"
-            if (rtype, name) in unreachable:
-                flag, now = "   <-- UNKNOWN (unreachable)", "?"
-                not_restored.append(f"{res} (unreachable)")
-            else:
-                now = repr((now_cfg.get((rtype, name)) or {}).get(key))
-                flag = "   <-- NOT RESTORED" if (rtype, name, key) in left else ""
-                if flag:
-                    not_restored.append(res)
-            lines.append(f"  {res}: {group[0].prior!r} -> {group[-1].value!r} -> {now}{flag}")
-        if not changes:
-            lines.append("  (this run changed no config)")
-        if record is not None and record.pending:
-            lines.append("Restore pending (retried by the kafka_throttle_reconciler DAG):")
-            lines += [f"  {res}: {why}" for res, why in sorted(record.pending.items())]
-        if record is not None and record.notes:
-            lines += ["Notes:"] + [f"  {n}" for n in record.notes]
+        changes = record.changes if record is not None else []
+        state, read = self._read(data, changes)
+        wrong, lines = _placement_lines(data, state)
+        not_restored, cfg_lines = _config_lines(changes, read, record)
+        outcome, exec_line = _execution_line(VariableExecutionStore().load(context["run_id"]))
         took = time.time() - float(data.get("started_at") or time.time())
-        lines.append(f"Time taken: {took:.1f} s for {len(data.get('batches', []))} batch(es)")
+        lines = [exec_line, *lines, *cfg_lines,
+                 f"Time taken: {took:.1f} s for {len(data.get('steps', []))} step(s)"]
         self.log.info("\n".join(lines))
+        if outcome not in ("done", None) and not unfinished:
+            unfinished = [f"execution {outcome}"]
         if wrong or not_restored or unfinished:
             raise AirflowFailException(
                 (f"the reassignment did not complete ({', '.join(unfinished)}). " if unfinished else "")
@@ -124,4 +84,77 @@ class ReassignmentReportOperator(RunStepOperator):
                 + (f"configs of this run not restored: {', '.join(not_restored)}; {finish_hint(context['run_id'])}"
                    if not_restored else ""))
         return {"partitions": len(data["plan"]["partitions"]), "seconds": round(took, 3),
-                "configs_restored": len(changes)}
+                "configs_restored": len(changes), "outcome": outcome}
+
+    def _read(self, data: dict[str, Any], changes: list[Any]) -> tuple[Any, Any]:
+        """The placement of the plan's topics and, per resource, the configs the run changed."""
+        admin = admin_client(self.kafka_conn_id)
+        try:
+            topics = sorted({e["topic"] for e in data["plan"]["partitions"]})
+            state = admin.cluster_state(include_log_dirs=False, topics=topics)
+            # Per resource: one broker down must not hide the others (nor crash the report).
+            read = admin.read_configs(
+                broker_ids=sorted({int(c.name) for c in changes if c.resource_type == "broker"}),
+                topics=sorted({c.name for c in changes if c.resource_type == "topic"}),
+                keys=sorted({c.key for c in changes})) if changes else None
+        finally:
+            admin.close()
+        return state, read
+
+
+def _placement_lines(data: dict[str, Any], state: Any) -> tuple[list[str], list[str]]:
+    """(partitions not where the plan wants them, the before -> after lines)."""
+    before = data.get("before") or {}
+    lines = ["Placement (before -> after):"]
+    wrong: list[str] = []
+    for e in data["plan"]["partitions"]:
+        name = f"{e['topic']}-{e['partition']}"
+        p = state.partition(e["topic"], e["partition"])
+        after = list(p.replicas) if p is not None else None
+        mark = "" if after == list(e["replicas"]) else f"   <-- plan wants {e['replicas']}"
+        if mark:
+            wrong.append(name)
+        lines.append(f"  {name}: {before.get(name)} -> {after}{mark}")
+    return wrong, lines
+
+
+def _config_lines(changes: list[Any], read: Any, record: Any) -> tuple[list[str], list[str]]:
+    """(this run's configs still set, the prior -> ours -> now lines)."""
+    from kafka_reassign.throttle import leftovers
+
+    now_cfg = read.values if read is not None else {}
+    unreachable = read.unreachable if read is not None else {}
+    lines = ["Throttle configs (prior -> ours -> now):"]
+    # Only our own part counts: entries or values others set during the run are theirs.
+    left = {(c.resource_type, c.name, c.key)
+            for c in leftovers([c for c in changes if c.resource not in unreachable], now_cfg)}
+    not_restored: list[str] = []
+    for (rtype, name, key), group in _by_key(changes).items():
+        res = f"{rtype} {name} {key}"
+        if (rtype, name) in unreachable:
+            flag, now = "   <-- UNKNOWN (unreachable)", "?"
+            not_restored.append(f"{res} (unreachable)")
+        else:
+            now = repr((now_cfg.get((rtype, name)) or {}).get(key))
+            flag = "   <-- NOT RESTORED" if (rtype, name, key) in left else ""
+            if flag:
+                not_restored.append(res)
+        lines.append(f"  {res}: {group[0].prior!r} -> {group[-1].value!r} -> {now}{flag}")
+    if not changes:
+        lines.append("  (this run changed no config)")
+    if record is not None and record.pending:
+        lines.append("Restore pending (retried by the kafka_throttle_reconciler DAG):")
+        lines += [f"  {res}: {why}" for res, why in sorted(record.pending.items())]
+    if record is not None and record.notes:
+        lines += ["Notes:"] + [f"  {n}" for n in record.notes]
+    return not_restored, lines
+
+
+def _execution_line(saved: dict[str, Any] | None) -> tuple[str | None, str]:
+    """The execution's outcome as the executor last saved it, and a line saying it."""
+    from kafka_reassign.progress_view import ProgressView
+
+    if not saved or not saved.get("progress"):
+        return None, "Execution: no step was run"
+    view = ProgressView.from_json(saved["progress"])
+    return view.outcome, f"Execution: {view.outcome.upper()} - {view.summary()}"

@@ -9,15 +9,15 @@ tasks; this builds them once. Planning (:func:`planning_tasks`, when no plan is 
 
 The reassignment itself (:func:`reassignment_tasks`)::
 
-    prepare ──> throttle_set ──> batches[i]: execute ──> wait   (mapped, strictly sequential)
-       │             │                 │
-       │             │                 └──> cancel_on_failure (one failed; only if the param is on)
+    prepare ──> throttle_set ──> execute (deferrable: a window of KIP-435 steps in flight,
+       │             │             │       its trigger watches lag and ISR of the steps in flight)
+       │             │             └──> cancel_on_failure (execute failed; only if the param is on)
        └─────────────┴──(setups)──> throttle_remove (teardown, fails the run if it fails) ──> report
 
-``report`` is the leaf that decides the run's state: it needs the batches *and* the
-teardown to succeed, so a failed batch fails the run even though the throttle removal after
-it succeeded. It is a teardown as well, so it also runs (and fails the run) after a run is
-marked failed by hand.
+Eight task instances per run whatever the plan's size. ``report`` is the leaf that decides
+the run's state: it needs execute *and* the teardown to succeed, so a failed execute fails
+the run even though the throttle removal after it succeeded. It is a teardown as well, so it
+also runs (and fails the run) after a run is marked failed by hand.
 """
 from __future__ import annotations
 
@@ -25,21 +25,18 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import TriggerRule, task_group
+from airflow.sdk import TriggerRule
 
 from kafka_reassign_airflow.operators.cancel import ReassignmentCancelOperator
 from kafka_reassign_airflow.operators.common import PREPARE_TASK_ID
-from kafka_reassign_airflow.operators.execute import BatchExecuteOperator
+from kafka_reassign_airflow.operators.execute import ReassignmentExecuteOperator
 from kafka_reassign_airflow.operators.planning import (PLAN_TASK_ID, PLANNER_LIMITS, SNAPSHOT_TASK_ID,
                                                        ClusterSnapshotOperator, PlannerSubmitOperator)
 from kafka_reassign_airflow.operators.prepare import ReassignmentPrepareOperator
 from kafka_reassign_airflow.operators.report import ReassignmentReportOperator
 from kafka_reassign_airflow.operators.throttle import ThrottleRemoveOperator, ThrottleSetOperator
-from kafka_reassign_airflow.sensors.reassignment import ReassignmentBatchSensor
 
-BATCH_GROUP_ID = "batches"
-EXECUTE_TASK_ID = f"{BATCH_GROUP_ID}.execute"
-WAIT_TASK_ID = f"{BATCH_GROUP_ID}.wait"
+EXECUTE_TASK_ID = "execute"
 
 
 def p(name: str) -> str:
@@ -97,7 +94,7 @@ class ReassignmentTasks:
 
     prepare: ReassignmentPrepareOperator
     throttle_set: ThrottleSetOperator
-    batches: Any
+    execute: ReassignmentExecuteOperator
     cancel: ReassignmentCancelOperator
     throttle_remove: ThrottleRemoveOperator
     report: ReassignmentReportOperator
@@ -121,35 +118,26 @@ def reassignment_tasks(*, plan: Any = p("plan"), kafka_conn_id: Any = p("kafka_c
     :param replication_factor: RF for the planner
     :param planning: the :func:`planning_tasks` of this DAG: ``prepare`` runs after them (also when
         they were skipped because a plan was given) and reads their plan file when ``plan`` is null
-    :param deferrable: wait for batches in the triggerer (default) instead of a worker slot
+    :param deferrable: wait in the triggerer (default) instead of a worker slot
     """
     prepare = ReassignmentPrepareOperator(
         task_id=PREPARE_TASK_ID, kafka_conn_id=kafka_conn_id, plan=plan, goal=goal, brokers=brokers,
         replication_factor=replication_factor, plan_task_id=planning.plan.task_id if planning else None,
-        doc_md="Reads the cluster, validates plan and params, builds the KIP-435 batches and the exact "
+        # The planning tasks are skipped when a plan is given; a failed plan stops here.
+        trigger_rule=TriggerRule.NONE_FAILED if planning is not None else TriggerRule.ALL_SUCCESS,
+        doc_md="Reads the cluster, validates plan and params, builds the KIP-435 steps and the exact "
                "throttle config changes. Writes nothing to Kafka. A dry run stops here.")
     throttle_set = ThrottleSetOperator(
         task_id="throttle_set", kafka_conn_id=kafka_conn_id,
         doc_md="Records every prior config value in the Airflow metadata DB, then sets the KIP-73 "
-               "replication throttle on the brokers and topics involved.")
-
-    @task_group(group_id=BATCH_GROUP_ID, tooltip="One mapped instance per batch, run one after the other")
-    def batches(batch: dict[str, Any]) -> None:
-        execute = BatchExecuteOperator(
-            task_id="execute", batch=batch, kafka_conn_id=kafka_conn_id, wait_task_id=WAIT_TASK_ID,
-            recheck_seconds=p("poll_interval_seconds"), max_active_tis_per_dagrun=1,
-            doc_md="Submits the batch (AlterPartitionReassignments / AlterReplicaLogDirs) once the "
-                   "previous batch's wait succeeded.")
-        wait = ReassignmentBatchSensor(
-            task_id="wait", batch=batch, kafka_conn_id=kafka_conn_id,
-            batch_timeout_minutes=p("batch_timeout_minutes"), poll_interval_seconds=p("poll_interval_seconds"),
-            stall_window_minutes=p("stall_window_minutes"), throttle_bytes_per_sec=p("throttle_bytes_per_sec"),
-            deferrable=deferrable, max_active_tis_per_dagrun=1,
-            doc_md="Waits until every partition of the batch is at its target and in sync; logs a "
-                   "progress table each poll; fails on stall, offline broker or timeout.")
-        execute >> wait
-
-    batch_group = batches.expand(batch=prepare.output)
+               "replication throttle rates on the brokers involved.")
+    execute = ReassignmentExecuteOperator(
+        task_id=EXECUTE_TASK_ID, kafka_conn_id=kafka_conn_id, poll_interval_seconds=p("poll_interval_seconds"),
+        deferrable=deferrable,
+        doc_md="Keeps a window of KIP-435 steps in flight under max_partition_movements, "
+               "max_movements_per_broker and max_leader_movements, refilled as soon as a step finishes; "
+               "throttled-replica lists name only the steps in flight. Waits in the triggerer (lag and "
+               "ISR of the steps in flight); fails on a stall, an offline broker or a step timeout.")
     cancel = ReassignmentCancelOperator(
         task_id="cancel_on_failure", kafka_conn_id=kafka_conn_id, cancel_on_failure=p("cancel_on_failure"),
         trigger_rule=TriggerRule.ONE_FAILED,
@@ -160,20 +148,17 @@ def reassignment_tasks(*, plan: Any = p("plan"), kafka_conn_id: Any = p("kafka_c
         doc_md="Teardown: restores every config this run changed to exactly its prior value, whatever "
                "happened before; releases the cluster lock.")
     report = ReassignmentReportOperator(
-        task_id="report", kafka_conn_id=kafka_conn_id,
-        work_task_ids=[throttle_set.task_id, EXECUTE_TASK_ID, WAIT_TASK_ID],
+        task_id="report", kafka_conn_id=kafka_conn_id, work_task_ids=[throttle_set.task_id, EXECUTE_TASK_ID],
         doc_md="Checks the final placement against the plan and that every throttle config is back to "
-               "its prior value; prints before/after and the time taken.")
+               "its prior value; prints the execution's outcome, before/after and the time taken.")
 
     if planning is not None:
         planning.plan >> prepare
-        # The planning tasks are skipped when a plan is given; a failed plan stops here.
-        prepare.trigger_rule = TriggerRule.NONE_FAILED
-    prepare >> throttle_set >> batch_group >> cancel >> throttle_remove
+    prepare >> throttle_set >> execute >> cancel >> throttle_remove
     throttle_remove.as_teardown(setups=[prepare, throttle_set], on_failure_fail_dagrun=True)
-    [batch_group, throttle_remove] >> report
+    [execute, throttle_remove] >> report
     # report is a teardown too: a run marked failed by hand skips every work task but still runs
     # teardowns, and the run's state then comes from them; report fails on the reverted
     # placement, so such a run stays failed instead of turning green after a clean teardown.
     report.as_teardown(setups=[prepare, throttle_set], on_failure_fail_dagrun=True)
-    return ReassignmentTasks(prepare, throttle_set, batch_group, cancel, throttle_remove, report)
+    return ReassignmentTasks(prepare, throttle_set, execute, cancel, throttle_remove, report)

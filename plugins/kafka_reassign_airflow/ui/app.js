@@ -46,7 +46,7 @@ function list(xs) { return xs && xs.length ? "[" + xs.join(",") + "]" : "[]"; }
 function statusClass(s) {
   if (!s) return "";
   if (/^(done|in sync|success)/i.test(s)) return "status-ok";
-  if (/(offline|failed|stalled|under min isr|unknown)/i.test(s)) return "status-bad";
+  if (/(offline|failed|stalled|timed out|under min isr|unknown)/i.test(s)) return "status-bad";
   return "status-warn";
 }
 function fill(tbodyParent, rows, emptyText, cols) {
@@ -146,19 +146,14 @@ function render(d) {
     ["Rate", fmtRate(s.rate_bytes_per_sec), ""],
     etaCard(s),
     ["Partitions moving", `${s.partitions_in_flight ?? 0} / ${s.partitions_total ?? 0}`, ""],
-    ["Batch", s.batches_total ? `#${s.current_batch ?? "–"} of ${s.batches_total}` : "–", ""],
+    ["Steps", s.steps_total ? `${s.steps_done} done · ${s.steps_in_flight} in flight · ${s.steps_queued} queued` : "–",
+     s.outcome && s.outcome !== "in_progress" && s.outcome !== "done" ? "bad" : ""],
     ["Under min ISR", String(umi), umi ? "bad" : "ok"],
   ];
   $("cards").replaceChildren(...cards.map(([label, value, cls]) =>
     el("div", { class: "card " + cls }, el("div", { class: "label" }, label), el("div", { class: "value" }, value))));
   $("overall-bar").style.width = (s.partitions_total ? pct(s.bytes_moved || 0, s.bytes_total || 0) : 0).toFixed(1) + "%";
   renderPlan(d.plan, run);
-
-  fill($("batches"), (d.batches || []).map(b => el("tr", { class: b.state === "running" ? "active" : "" },
-    el("td", {}, b.index), el("td", { class: statusClass(b.state) }, b.state), el("td", {}, b.partitions),
-    el("td", {}, bar(b.bytes_moved || 0, b.bytes_total || 0)),
-    el("td", { class: "num" }, fmtBytes(b.bytes_moved)), el("td", { class: "num" }, fmtBytes(b.bytes_left)))),
-    run ? "The run has not computed its batches yet." : "Open a run to see its batches.", 6);
 
   $("umi-count").textContent = String(umi);
   $("umi-count").className = "pill" + (umi ? " bad" : "");
@@ -172,7 +167,7 @@ function render(d) {
     el("td", {}, t.set_by))), "No replication throttle set on any broker.", 5);
 
   fill($("partitions"), (d.partitions || []).map(p => el("tr", { class: p.under_min_isr ? "bad" : (p.in_flight ? "active" : "") },
-    el("td", {}, `${p.topic}-${p.partition}`), el("td", {}, p.batch), el("td", { class: statusClass(p.status) }, p.status),
+    el("td", {}, `${p.topic}-${p.partition}`), el("td", {}, p.step), el("td", { class: statusClass(p.status), title: p.message || "" }, p.status),
     el("td", {}, list(p.current)), el("td", {}, list(p.target)), el("td", {}, list(p.isr)),
     el("td", {}, bar(p.bytes_moved || 0, p.bytes_total || 0)),
     el("td", { class: "num" }, fmtBytes(p.bytes_moved)), el("td", { class: "num" }, fmtBytes(p.bytes_left)),

@@ -1,0 +1,146 @@
+"""The executor's bookkeeping without a cluster: caps, eligibility, ordering, outcomes, state."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_reassign.errors import ParamError
+from kafka_reassign.executor import DONE, IN_FLIGHT, QUEUED, ExecutionLimits, MoveExecutor
+from kafka_reassign.outcome import (Outcome, OutcomeRules, StepObservation, StepWatch, run_outcome,
+                                    step_outcome)
+from kafka_reassign.replica_throttle import ReplicaThrottle
+from kafka_reassign.steps import StepMove
+
+
+def chain(topic: str, p: int, lists: list[tuple[int, ...]], size: int = 100) -> list[StepMove]:
+    """The steps of one partition through ``lists`` (first = where it is now)."""
+    n = len(lists) - 1
+    return [StepMove(topic, p, lists[i], lists[i + 1], size_bytes=size, step_index=i, step_count=n)
+            for i in range(n)]
+
+
+def take(ex: MoveExecutor, now: float = 0.0) -> list[int]:
+    """Pick and mark in flight what fits (what a refill does once the cluster accepted them)."""
+    chosen = ex.pick()
+    for i in chosen:
+        ex.ready.discard(i)
+        ex._set(i, IN_FLIGHT)
+        ex.watches[i] = StepWatch.start(now)
+    return chosen
+
+
+def test_limits_at_or_below_zero_are_refused_by_name():
+    with pytest.raises(ParamError) as info:
+        ExecutionLimits(max_partition_movements=0, max_movements_per_broker=-1, stall_window_seconds=0).validate()
+    text = str(info.value)
+    assert "max_partition_movements" in text and "max_movements_per_broker" in text and "stall_window_seconds" in text
+    with pytest.raises(ParamError, match="unknown ordering strategy"):
+        ExecutionLimits(strategy="random").validate()
+
+
+def test_caps_hold_and_a_partition_waits_for_its_previous_step():
+    steps = chain("t", 0, [(1, 2, 3), (4, 1, 2), (4, 5, 1), (4, 5, 6)]) + \
+        [s for p in range(1, 7) for s in chain("t", p, [(1, 2), (3, 1)])]
+    ex = MoveExecutor(steps, ExecutionLimits(max_partition_movements=4, max_movements_per_broker=2))
+    first = take(ex)
+    assert len(first) <= 4
+    # Only the first step of the 3-step partition is eligible.
+    assert 1 not in first and 2 not in first
+    load: dict[int, int] = {}
+    for i in first:
+        for b in steps[i].brokers_touched:
+            load[b] = load.get(b, 0) + 1
+    assert max(load.values()) <= 2
+    # Finishing step 0 makes step 1 eligible, not step 2.
+    if 0 in first:
+        ex._finish(0)
+        assert 1 in ex.ready and 2 not in ex.ready
+
+
+def test_default_order_feeds_the_busiest_broker_and_long_chains_first():
+    big = chain("t", 0, [(1, 2), (3, 2), (3, 4)], size=1000)        # 2 steps, 2000 bytes through 3 and 4
+    small = [s for p in range(1, 4) for s in chain("t", p, [(1, 2), (5, 2)], size=10)]
+    ex = MoveExecutor(big + small, ExecutionLimits(max_partition_movements=1))
+    assert take(ex) == [0]
+    ex2 = MoveExecutor(big + small, ExecutionLimits(max_partition_movements=1, strategy="smallest-first"))
+    assert take(ex2) != [0]
+
+
+def test_state_round_trip_is_compact_and_resumes_counters():
+    steps = [s for p in range(20_000) for s in chain("t", p, [(1 + p % 20, 41), (21 + p % 20, 41)], size=1)]
+    ex = MoveExecutor(steps, ExecutionLimits(max_partition_movements=50))
+    started = take(ex, now=5.0)
+    for i in started[:10]:
+        ex._finish(i)
+    state = ex.state_json()
+    text = json.dumps(state, separators=(",", ":"))
+    assert len(text) < 60_000  # one character per step, details only for the 40 in flight
+    again = MoveExecutor(steps, ExecutionLimits(max_partition_movements=50))
+    again.load_state(json.loads(text))
+    assert again.counts == ex.counts and again.counts[DONE] == 10 and again.counts[IN_FLIGHT] == 40
+    assert sorted(again.watches) == sorted(ex.watches) and again.watches[started[20]].submitted_at == 5.0
+    assert {b: n for b, n in again.broker_load.items() if n} == {b: n for b, n in ex.broker_load.items() if n}
+    other = MoveExecutor(steps[:-1], ExecutionLimits())
+    with pytest.raises(ValueError, match="other steps"):
+        other.load_state(state)
+    assert chr(again.status[started[0]]) == DONE and chr(again.status[len(steps) - 1]) == QUEUED
+
+
+RULES = OutcomeRules(stall_window=60.0, step_timeout=600.0, throttle_rate=1_000_000)
+
+
+def test_step_outcomes():
+    target = (4, 1, 2)
+    w = StepWatch.start(0.0)
+    moving = StepObservation(in_flight=True, replicas=(1, 2, 3), bytes_left=500, bytes_total=1000,
+                             leader_size=1000, lagging=[(4, 500)])
+    w.observe(moving, 0.0)
+    assert step_outcome("t-0", target, moving, w, RULES, 10.0)[0] is Outcome.IN_PROGRESS
+    # Bytes left not falling for the stall window: stalled, naming partition, broker, throttle, produce rate.
+    w.observe(StepObservation(in_flight=True, replicas=(1, 2, 3), bytes_left=500, bytes_total=1000,
+                              leader_size=61_001_000, lagging=[(4, 500)]), 61.0)
+    outcome, msg = step_outcome("t-0", target, moving, w, RULES, 61.0)
+    assert outcome is Outcome.STALLED
+    assert "t-0" in msg and "broker 4" in msg and "throttle 1.0 MB/s" in msg and "produce rate 1.0 MB/s" in msg
+    # Done: left the listing at the target with every target replica in sync.
+    done = StepObservation(in_flight=False, replicas=target, isr=target)
+    assert step_outcome("t-0", target, done, StepWatch.start(0.0), RULES, 1.0)[0] is Outcome.DONE
+    # Timed out, counted from the submission.
+    w2 = StepWatch.start(0.0)
+    w2.observe(moving, 599.0)
+    assert step_outcome("t-0", target, moving, w2, RULES, 600.0)[0] is Outcome.TIMED_OUT
+
+
+def test_offline_broker_waits_then_fails_naming_it():
+    target = (4, 1, 2)
+    w = StepWatch.start(0.0)
+    down = StepObservation(in_flight=True, replicas=(1, 2, 3), offline=(4,), bytes_left=10, lagging=[(4, 10)])
+    w.observe(down, 5.0)
+    assert step_outcome("t-0", target, down, w, RULES, 30.0)[0] is Outcome.IN_PROGRESS  # the run waits
+    w.observe(down, 70.0)
+    outcome, msg = step_outcome("t-0", target, down, w, RULES, 70.0)
+    assert outcome is Outcome.FAILED and "broker 4" in msg and "offline" in msg
+    # Back before the window ends: the clock restarts.
+    w3 = StepWatch.start(0.0)
+    w3.observe(down, 5.0)
+    w3.observe(StepObservation(in_flight=True, replicas=(1, 2, 3), bytes_left=5), 40.0)
+    assert w3.offline_since is None
+
+
+def test_run_outcome_is_the_worst_dead_step():
+    assert run_outcome([], 0, 0) is Outcome.DONE
+    assert run_outcome([], 1, 0) is Outcome.IN_PROGRESS
+    assert run_outcome([Outcome.STALLED, Outcome.TIMED_OUT], 3, 3) is Outcome.TIMED_OUT
+    assert run_outcome([Outcome.STALLED, Outcome.FAILED], 0, 0) is Outcome.FAILED
+
+
+def test_replica_lists_keep_others_entries_and_drop_only_ours():
+    merged = ReplicaThrottle._merged
+    # Nothing set before: our entries, then back to not set.
+    assert merged(None, None, None, {(0, 1), (0, 2)}) == "0:1,0:2"
+    assert merged("0:1,0:2", None, "0:1,0:2", set()) is None
+    # An operator's entry (prior) and one added by someone during the run are kept.
+    assert merged("5:6,0:1,7:7", "5:6", "0:1,5:6", {(1, 3)}) == "1:3,5:6,7:7"
+    assert merged("1:3,5:6", "5:6", "1:3,5:6", set()) == "5:6"
+    assert merged("*", None, None, {(0, 1)}) == "*"
