@@ -202,18 +202,15 @@ def _run(env: Env, plan: dict[str, Any], params: dict[str, Any], run_id: str, **
 
 
 def _moves_done_then(env: Env, plan: dict[str, Any], params: dict[str, Any], run_id: str) -> Any:
-    """Prepare, throttle, submit (recorded), wait and elect leaders: a run up to its teardown."""
-    from kafka_reassign.reassign import apply_throttle, complete_batch, execute_batch, prepare, wait_for_batch
-    from kafka_reassign.record import note_submitted
+    """Prepare, throttle, run the executor (submissions recorded) to the end: a run up to its teardown."""
+    from kafka_reassign.executor import run_execution
+    from kafka_reassign.reassign import apply_throttle, executor_for, prepare
 
     env.outcome.runs += 1
     prepared = prepare(env.admin, plan, {**FAST, **params}, run_id=run_id)
     apply_throttle(env.admin, prepared, env.store, run_id)
-    for batch in prepared.batches:
-        note_submitted(env.store, run_id, prepared.cluster_id, {s.key: s.target for s in batch.steps})
-        execute_batch(env.admin, batch, run_id=run_id)
-        wait_for_batch(env.admin, batch, prepared.params)
-        complete_batch(env.admin, batch)
+    run_execution(env.admin, executor_for(prepared, run_id, env.store), None,
+                  poll_seconds=prepared.params.poll_interval_seconds)
     return prepared
 
 
@@ -431,8 +428,8 @@ def stale_plan(env: Env) -> None:
 
 
 def _timeout_run(env: Env, cancel: bool) -> None:
-    """The batch times out (throttle far too low for the time allowed)."""
-    from kafka_reassign.errors import BatchTimeoutError
+    """The move times out (throttle far too low for the time allowed)."""
+    from kafka_reassign.reassign import RunFailed
 
     d = env.outcome.details
     d["replicas_before"] = env.cluster.partition_state("orders", 0)["replicas"]
@@ -440,7 +437,7 @@ def _timeout_run(env: Env, cancel: bool) -> None:
         _run(env, plan_of(("orders", 0, [4, 2, 3])),
              {"throttle_bytes_per_sec": 4_000_000, "batch_timeout_minutes": 0.03, "cancel_on_failure": cancel},
              f"timeout-cancel-{cancel}")
-    except BatchTimeoutError as exc:
+    except RunFailed as exc:  # outcome timed_out
         d["error"] = exc
     env.fault(1)
     d["in_flight_after"] = env.admin.list_partition_reassignments()

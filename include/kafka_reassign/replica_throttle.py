@@ -8,8 +8,8 @@ the entries of the steps submitted are added, those of the steps that completed 
 in one IncrementalAlterConfigs for every topic touched.
 
 Safety: the run's throttle record holds, per (topic, key), the value before the run first
-touched it (``prior``) and the value last written (``value``); it is saved *before* each
-write, so a restore after a crash at any point knows exactly what to undo. Each update is
+touched it (``prior``) and that value plus this run's entries now (``value``); it is saved
+*before* each write, so a restore after a crash at any point knows exactly what to undo. Each update is
 relative to the value read now: entries someone else added during the run are kept, and
 only entries this run added (in ``value``, not in ``prior``) are ever dropped. A list set to
 ``*`` (everything throttled) is left alone.
@@ -93,10 +93,13 @@ class ReplicaThrottle:
             new = self._merged(now, prior, record.changes[at].value if at is not None else None, needed)
             if new == now:
                 continue
+            # Recorded: the prior value plus our entries only, so that a restore takes out ours and
+            # leaves whatever others added meanwhile (what was written may hold theirs too).
+            ours = self._ours(prior, needed)
             if at is None:
-                record.changes.append(ConfigChange("topic", topic, key, prior, new))
+                record.changes.append(ConfigChange("topic", topic, key, prior, ours))
             else:
-                record.changes[at] = ConfigChange("topic", topic, key, record.changes[at].prior, new)
+                record.changes[at] = ConfigChange("topic", topic, key, record.changes[at].prior, ours)
             writes.append(ConfigChange("topic", topic, key, now, new))
         if not writes:
             return []
@@ -104,6 +107,13 @@ class ReplicaThrottle:
         admin.alter_configs(writes)
         self.writes += 1
         return writes
+
+    @staticmethod
+    def _ours(prior: str | None, needed: Entries) -> str | None:
+        parsed = parse_replica_list(prior)
+        if parsed == WILDCARD or needed <= set(parsed):  # type: ignore[operator,arg-type]
+            return prior
+        return format_replica_list(set(parsed) | needed)  # type: ignore[arg-type]
 
     @staticmethod
     def _merged(now: str | None, prior: str | None, last: str | None, needed: Entries) -> str | None:

@@ -45,7 +45,7 @@ def test_broker_dead_at_teardown(tmp_path: Path) -> None:
 
 def test_broker_restart_mid_move(tmp_path: Path) -> None:
     d = clean(run_scenario("broker restart mid-move", tmp_path)).details
-    assert d["result"].error is None and d["result"].batches_done == len(d["result"].prepared.batches)
+    assert d["result"].error is None and d["result"].steps_done == len(d["result"].prepared.steps)
     assert d["restarted_at"]
     # The same admin client reads the restarted broker's log dirs at once (no cached broker list).
     assert d["log_dirs_rows_after_restart"] > 0
@@ -114,7 +114,7 @@ def test_two_concurrent_runs(tmp_path: Path) -> None:
 def test_noop_plan_and_rerun_of_finished_plan(tmp_path: Path) -> None:
     d = clean(run_scenario("no-op plan", tmp_path)).details
     assert d["noop_writes"] == 0 and d["rerun_writes"] == 0
-    assert d["noop"].error is None and not d["noop"].prepared.batches
+    assert d["noop"].error is None and not d["noop"].prepared.steps
     assert any("nothing to move" in e for e in d["events"])
 
 
@@ -126,7 +126,7 @@ def test_stale_plan(tmp_path: Path) -> None:
 
 def test_cancel_on_failure_on(tmp_path: Path) -> None:
     d = clean(run_scenario("cancel_on_failure on", tmp_path)).details
-    assert "not finished after" in str(d["error"])
+    assert "timed out" in str(d["error"]) and "after its submission" in str(d["error"])
     assert d["in_flight_after"] == {} and d["throttle_after"] == {}
     assert d["replicas_after"] == d["replicas_before"], "the original order is back"
     assert d["record"].restored

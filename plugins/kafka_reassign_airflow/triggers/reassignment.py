@@ -68,6 +68,8 @@ class ReassignmentWatchTrigger(BaseTrigger):
                     # One blocking poll in a thread: the event loop keeps serving other triggers.
                     spec, reasons = await asyncio.to_thread(executor.watch_poll, admin, spec, time.time(), seen)
                     errors = 0
+                    left = sum(int(w[8]) for w in spec["watch"].values())
+                    self.log.info("run %s: %d step(s) in flight, %d bytes left", self.run_id, len(spec["steps"]), left)
                 except Exception as exc:  # Kafka unreachable, timeouts: retry a few times
                     errors += 1
                     self.log.warning("run %s: poll %d failed: %s", self.run_id, errors, exc)
