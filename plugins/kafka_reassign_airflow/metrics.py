@@ -76,11 +76,11 @@ def progress(*, done: int, in_flight: int, queued: int, bytes_moved: int, bytes_
 
 
 def progress_view(view: Any, *, dag_id: str | None = None, cluster: str | None = None) -> None:
-    """:func:`progress` from a ``kafka_reassign.executor.ProgressView`` (or any object or dict
-    with its counts: done, in_flight, queued, bytes_moved, bytes_left, rate_bytes_per_sec)."""
+    """:func:`progress` from a :class:`kafka_reassign.progress_view.ProgressView` (or a dict of
+    its JSON): steps done / in flight / queued, bytes moved and left, rate."""
     get = view.get if isinstance(view, dict) else (lambda k, d=None: getattr(view, k, d))
-    progress(done=int(get("done", 0) or 0), in_flight=int(get("in_flight", 0) or 0),
-             queued=int(get("queued", 0) or 0), bytes_moved=int(get("bytes_moved", 0) or 0),
+    progress(done=int(get("steps_done", 0) or 0), in_flight=int(get("steps_in_flight", 0) or 0),
+             queued=int(get("steps_queued", 0) or 0), bytes_moved=int(get("bytes_moved", 0) or 0),
              bytes_left=get("bytes_left"), rate_bytes_per_sec=get("rate_bytes_per_sec"),
              dag_id=dag_id, cluster=cluster)
 

@@ -86,8 +86,16 @@ class ReassignmentExecuteOperator(RunStepOperator):
         ex = self._executor(context, data)
         if event:
             ex.merge_watches(event.get("watch") or {})
+        from kafka_reassign_airflow import metrics
+
         store = VariableExecutionStore()
         poll = float(self.poll_interval_seconds)
+        tags = {"dag_id": context["ti"].dag_id, "cluster": data.get("cluster_id")}
+
+        def on_progress(v: ProgressView) -> None:  # each poll: the log line and the metrics
+            self.log.info("%s", v.summary())
+            metrics.progress_view(v, **tags)
+
         admin = admin_client(self.kafka_conn_id)
         try:
             if self.deferrable:
@@ -95,17 +103,11 @@ class ReassignmentExecuteOperator(RunStepOperator):
                 view = ex.progress()
                 store.save(ex.run_id, ex.state_json(), view.to_json())
             else:
-                view = run_execution(admin, ex, store, poll_seconds=poll,
-                                     on_progress=lambda v: self.log.info("%s", v.summary()))
+                view = run_execution(admin, ex, store, poll_seconds=poll, on_progress=on_progress)
         finally:
             admin.close()
         self.log.info("Progress (poll %d):\n%s", view.polls, view.format_table())
-        from kafka_reassign_airflow import metrics
-
-        metrics.progress(done=view.steps_done, in_flight=view.steps_in_flight, queued=view.steps_queued,
-                         bytes_moved=view.bytes_moved, bytes_left=view.bytes_left,
-                         rate_bytes_per_sec=view.rate_bytes_per_sec, dag_id=context["ti"].dag_id,
-                         cluster=data.get("cluster_id"))
+        metrics.progress_view(view, **tags)
         if view.finished:
             return self._finish(view)
         self.defer(trigger=self._trigger(ex, context, poll), method_name="execute_complete",
