@@ -1,8 +1,9 @@
-"""``kafka-reassign``: snapshot, plan, validate, execute, status and restore from a shell.
+"""``kafka-reassign``: snapshot, plan, validate, execute, status, cancel and restore from a shell.
 
 Exit codes: 0 success, 1 the run failed (Kafka error, stall, timeout; throttles were
 restored), 2 bad input or an unreachable cluster (arguments, plan, snapshot, parameters,
-address; nothing was written), 130 interrupted (throttles were restored).
+address; nothing was written), 130 interrupted or cancelled (in-flight moves reverted,
+throttles restored).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any, Sequence
 
 from kafka_reassign import defaults as D
 from kafka_reassign.errors import KafkaAdminError, ProblemListError, ReassignError
+from kafka_reassign.run_control import CancelRequested
 from kafka_reassign.units import rate_argument
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -233,7 +235,15 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
              on_progress: Any, on_event: Any) -> int:
     from kafka_reassign.execution_store import FileExecutionStore
     from kafka_reassign.reassign import run_reassignment
+    from kafka_reassign.run_control import CancelRequested, RunControl
     exec_store = FileExecutionStore(store.directory)
+    control = RunControl(store.directory)
+
+    def should_stop(view: Any) -> bool:
+        if control.cancel_requested(run_id):   # raising takes the failure path: revert, then restore
+            raise CancelRequested(f"run {run_id} cancelled by kafka-reassign cancel")
+        return False
+
     with _admin(args) as admin:
         if current is not None:
             for w in _drift_warnings(current, admin.cluster_state(include_log_dirs=False)):
@@ -244,9 +254,18 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
             from kafka_reassign.snapshot import load_snapshot
             from kafka_reassign.state import rates_from_snapshot
             rates = rates_from_snapshot(load_snapshot(args.snapshot))
-        result = run_reassignment(admin, raw, params, store, run_id=run_id, on_progress=on_progress,
-                                  on_event=on_event, produce_rates=rates, exec_store=exec_store,
-                                  strategy=args.strategy)
+        if not params.dry_run:
+            control.register(run_id, raw, _replicas_now(admin, raw))
+        try:
+            result = run_reassignment(admin, raw, params, store, run_id=run_id, on_progress=on_progress,
+                                      on_event=on_event, produce_rates=rates, exec_store=exec_store,
+                                      strategy=args.strategy, should_stop=should_stop)
+        except CancelRequested:
+            if not params.cancel_on_failure:   # an explicit cancel reverts even so
+                _cancel_moves(admin, raw, on_event)
+            raise
+        finally:
+            control.unregister(run_id)
         if not result.dry_run:
             print(f"run {run_id} finished: {result.steps_done} step(s) done, throttles restored", flush=True)
         if args.json:
@@ -282,42 +301,151 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     return EXIT_OK if report.outcome == "done" else EXIT_FAILED
 
 
+def _replicas_now(admin: Any, raw: Any) -> dict[str, list[int]]:
+    """"topic-partition" -> replicas now, for the partitions of a plan (what a cancel goes back to)."""
+    from kafka_reassign.plan import ReassignmentPlan
+    keys = {m.key for m in ReassignmentPlan.from_json(raw).moves}
+    state = admin.cluster_state(include_log_dirs=False, topics=sorted({t for t, _ in keys}))
+    return {f"{t}-{p}": list(info.replicas) for t, p in sorted(keys)
+            if (info := state.partition(t, p)) is not None}
+
+
+def _cancel_moves(admin: Any, raw: Any, say: Any, *, submitted: Any = None, original: Any = None) -> None:
+    """Revert the in-flight moves of a plan (ours only), in their original replica order.
+
+    :param submitted: the run's recorded submissions (its KIP-435 steps), when known
+    :param original: (topic, partition) -> replicas before the run, when known
+    """
+    from kafka_reassign.plan import ReassignmentPlan
+    from kafka_reassign.reassign import cancel_in_flight
+    done = cancel_in_flight(admin, ReassignmentPlan.from_json(raw), submitted=submitted, original=original)
+    say(f"in-flight moves reverted: {', '.join(done['cancelled']) or 'none'}")
+    if done["errors"]:
+        raise ReassignError(f"could not revert {done['errors']}")
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    """Stop a running execute: it reverts its in-flight moves and restores the throttle.
+
+    When its process is gone, do both here from what it registered and recorded.
+    """
+    from kafka_reassign.record import FileRecordStore
+    from kafka_reassign.reassign import restore_throttle
+    from kafka_reassign.run_control import RunControl, original_replicas
+    control = RunControl(args.record_dir)
+    entries = [e for e in control.running() if args.run_id in (None, e["run_id"])]
+    if not entries:
+        raise BadInput(f"no running execute{' ' + args.run_id if args.run_id else ''} in {args.record_dir}")
+    if len(entries) > 1:
+        raise BadInput("several executes are registered; name one with --run-id: "
+                       + ", ".join(e["run_id"] for e in entries))
+    entry = entries[0]
+    run_id = entry["run_id"]
+    if control.is_alive(entry):
+        control.request_cancel(run_id)
+        print(f"run {run_id}: asked to stop (process {entry['pid']} on {entry['host']}); waiting ...", flush=True)
+        deadline = time.monotonic() + args.wait
+        while control.is_registered(run_id) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if control.is_registered(run_id):
+            _err(f"run {run_id} did not stop within {args.wait:g} s; run cancel again, or stop its process")
+            return EXIT_FAILED
+    else:
+        if not args.bootstrap_server and not args.command_config:
+            raise BadInput(f"run {run_id}'s process is gone: give --bootstrap-server to revert its moves here")
+        print(f"run {run_id}: its process {entry['pid']} is gone; reverting its moves from here", flush=True)
+        record = FileRecordStore(args.record_dir).get(run_id)
+        with _admin(args) as admin:
+            _cancel_moves(admin, entry["plan"], print, submitted=record.submitted if record else None,
+                          original=original_replicas(entry))
+            if record is not None:
+                restore_throttle(admin, FileRecordStore(args.record_dir), run_id)
+        control.unregister(run_id)
+    record = FileRecordStore(args.record_dir).get(run_id)
+    if record is not None and not record.restored:
+        _err(f"run {run_id} stopped but its throttle is not restored: run kafka-reassign restore --run-id {run_id}")
+        return EXIT_FAILED
+    print(f"run {run_id} cancelled: in-flight moves reverted to their original replicas, throttle restored")
+    return EXIT_OK
+
+
+def _saved_run(record_dir: str, run_id: str | None) -> tuple[str, Any] | None:
+    """(run id, saved ProgressView) of ``run_id``, else of the newest registered execute."""
+    from kafka_reassign.execution_store import FileExecutionStore
+    from kafka_reassign.progress_view import ProgressView
+    from kafka_reassign.run_control import RunControl
+    if not Path(record_dir).is_dir():
+        return None
+    if run_id is None:
+        running = RunControl(record_dir).running()
+        if not running:
+            return None
+        run_id = running[-1]["run_id"]
+    saved = FileExecutionStore(record_dir).load(run_id)
+    if not saved or not saved.get("progress"):
+        raise BadInput(f"no saved progress of run {run_id!r} in {record_dir}")
+    return run_id, ProgressView.from_json(saved["progress"])
+
+
+def _live_rows(admin: Any, rows: list[Any]) -> int:
+    """Bytes left of the rows in flight, read now (as the UI's progress page does).
+
+    :returns: how many bytes more (or fewer, negative) are left than the rows said
+    """
+    from kafka_reassign.executor_io import observe, read_cluster
+    from kafka_reassign.steps import StepMove
+    moving = [r for r in rows if r.status == "in_flight"]
+    steps = [StepMove(r.name.rpartition("-")[0], int(r.name.rpartition("-")[2]), tuple(r.current), tuple(r.target))
+             for r in moving]
+    if not steps:
+        return 0
+    view = read_cluster(admin, steps)
+    delta = 0
+    for row, step in zip(moving, steps):
+        seen = observe(step, view)
+        delta += seen.bytes_left - row.bytes_left
+        row.bytes_left, row.bytes_total = seen.bytes_left, max(row.bytes_total, seen.bytes_total)
+        if not seen.in_flight:
+            row.status = "done"
+    return delta
+
+
 def cmd_status(args: argparse.Namespace) -> int:
-    from kafka_reassign.progress import BatchProgress
-    from kafka_reassign.steps import Batch, StepMove
+    """The progress table of a run (the same rows as the UI's progress page), or every
+    reassignment in flight on the cluster, and the throttle configs set."""
+    from kafka_reassign.progress_view import ProgressView, StepRow
     from kafka_reassign.throttle import BROKER_KEYS, TOPIC_KEYS
+    saved = _saved_run(args.record_dir, args.run_id)
     with _admin(args) as admin:
         state = admin.cluster_state(include_log_dirs=False)
-        steps: list[StepMove] = []
-        if args.plan:
-            plan = _load_plan(args.plan)
-            for m in plan.moves:
-                p = state.partition(m.topic, m.partition)
-                if p is None:
-                    continue
-                inf = state.in_flight.get(m.key)
-                current = tuple(inf.original) if inf else p.replicas
-                steps.append(StepMove(m.topic, m.partition, current, tuple(m.replicas), m.log_dirs,
-                                      size_bytes=p.size_bytes))
+        if saved is not None:
+            run_id, view = saved
         else:
-            for (t, pidx), inf in sorted(state.in_flight.items()):
-                steps.append(StepMove(t, pidx, tuple(inf.original), tuple(inf.target),
-                                      size_bytes=state.size_of(t, pidx)))
-        batch = Batch(index=0, steps=steps)
-        brokers = sorted({b for s in steps for b in (*s.current, *s.target)} & state.alive_brokers)
-        rows = admin.describe_log_dirs(brokers, [s.key for s in steps]) if steps else []
-        prog = BatchProgress.build(batch, state.in_flight, state, rows)
+            run_id = None
+            rows = [StepRow(name=f"{t}-{p}", step="1/1", status="in_flight", current=list(inf.original),
+                            target=list(inf.target)) for (t, p), inf in sorted(state.in_flight.items())]
+            view = ProgressView(steps_total=len(rows), steps_in_flight=len(rows), rows=rows)
+        delta = _live_rows(admin, view.rows)
+        if saved is None:
+            view.bytes_left = sum(r.bytes_left for r in view.rows)
+            view.bytes_total = sum(r.bytes_total for r in view.rows)
+        else:   # the saved totals, brought up to date with what the rows in flight show now
+            view.bytes_left = max(0, view.bytes_left + delta)
+        view.bytes_moved = max(0, view.bytes_total - view.bytes_left)
         cfg = admin.describe_configs(sorted(state.alive_brokers), [], keys=BROKER_KEYS)
         cfg.update(admin.describe_configs([], sorted(state.topics), keys=TOPIC_KEYS))
     throttles = {f"{rt} {name}": {k: v for k, v in vals.items() if v is not None}
                  for (rt, name), vals in sorted(cfg.items()) if any(v is not None for v in vals.values())}
     if args.json:
-        print(json.dumps({"in_flight": {f"{t}-{p}": v.to_json() for (t, p), v in state.in_flight.items()},
-                          "progress": prog.to_json(), "throttles": throttles}, indent=2))
+        print(json.dumps({"run_id": run_id, "progress": view.to_json(), "throttles": throttles,
+                          "in_flight": {f"{t}-{p}": v.to_json() for (t, p), v in state.in_flight.items()}}, indent=2))
         return EXIT_OK
-    print(f"{len(state.in_flight)} reassignment(s) in progress")
-    if steps:
-        print(prog.format_table().replace("batch 0: ", "", 1))
+    if run_id is not None:
+        age = time.time() - view.updated_at if view.updated_at else None
+        print(f"run {run_id}: {view.outcome}" + (f", saved {age:.0f} s ago" if age is not None else ""))
+    print(f"{len(state.in_flight)} reassignment(s) in progress on the cluster")
+    if view.rows or run_id is not None:
+        print(view.format_table())
     if throttles:
         print("Throttle configs set:")
         for res, vals in throttles.items():
@@ -461,9 +589,10 @@ def build_parser() -> argparse.ArgumentParser:
             if action.dest in _RUN_OPTION_DESTS and action.dest not in have:
                 target._add_action(action)
 
-    p = sub.add_parser("status", help="in-flight reassignments, per-replica progress and throttles set")
+    p = sub.add_parser("status", help="progress of a running execute (or every reassignment in flight) and throttles")
     _add_conn(p)
-    p.add_argument("--plan", help="show the progress of this plan's partitions")
+    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"the execute's --record-dir (default {DEFAULT_RECORD_DIR})")
+    p.add_argument("--run-id", help="the run to show (default: the running execute, else every move in flight)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_status)
 
@@ -472,6 +601,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"(default {DEFAULT_RECORD_DIR})")
     p.add_argument("--run-id", help="only this run (default: every unrestored record)")
     p.set_defaults(func=cmd_restore)
+
+    p = sub.add_parser("cancel", help="stop a running execute: revert its in-flight moves, restore the throttle")
+    _add_conn(p, required=False)
+    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"the execute's --record-dir (default {DEFAULT_RECORD_DIR})")
+    p.add_argument("--run-id", help="the run to cancel (default: the one running execute)")
+    p.add_argument("--wait", type=_positive_float, default=300.0, metavar="SECONDS",
+                   help="how long to wait for the execute to revert and restore (default 300)")
+    p.set_defaults(func=cmd_cancel)
     return parser
 
 
@@ -492,6 +629,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ProblemListError, BadInput) as exc:
         _err(str(exc))
         return EXIT_BAD_INPUT
+    except CancelRequested as exc:   # asked for, so not reported as an error
+        print(f"kafka-reassign: {exc}: in-flight moves reverted, throttle restored", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except KafkaAdminError as exc:
         if exc.operation == "connect":     # nothing was written: the address or network is wrong
             _err(f"cannot reach Kafka at {getattr(args, 'bootstrap_server', None) or 'the --command-config servers'}"

@@ -18,7 +18,7 @@ import secrets
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from kafka_reassign.errors import ReassignError
 from kafka_reassign.execution_store import ExecutionStore
@@ -373,7 +373,9 @@ def restore_unrestored(admin: Any, store: Any, cluster_id: str | None = None) ->
 
 
 def cancel_in_flight(admin: Any, what: PreparedRun | ReassignmentPlan,
-                     state: ClusterState | None = None) -> dict[str, Any]:
+                     state: ClusterState | None = None, *,
+                     submitted: Mapping[TopicPartition, Iterable[tuple[int, ...]]] | None = None,
+                     original: Mapping[TopicPartition, Sequence[int]] | None = None) -> dict[str, Any]:
     """Cancel (revert) in-flight reassignments that are ours; leave everyone else's alone.
 
     Kafka reverts a cancelled partition to ``replicas - adding``, which loses the original
@@ -383,6 +385,9 @@ def cancel_in_flight(admin: Any, what: PreparedRun | ReassignmentPlan,
     :param what: a prepared run (all its step targets) or a plan
         (final targets, and the first step from where each partition was)
     :param state: for min ISR when ``what`` is a plan (default: read)
+    :param submitted: more targets that are ours (a run's record ``submitted``: the KIP-435
+        steps a run died with, when only its plan is known)
+    :param original: replica lists to put back in this order (where the steps are not known)
     :returns: {"cancelled": [...], "left": [...], "reordered": [...], "errors": {...}}
     """
     own: dict[TopicPartition, list[tuple[int, ...]]] = {}
@@ -398,6 +403,8 @@ def cancel_in_flight(admin: Any, what: PreparedRun | ReassignmentPlan,
     elif isinstance(what, ReassignmentPlan):
         plan_targets = {m.key: tuple(m.replicas) for m in what.moves}
         own = {k: [v] for k, v in plan_targets.items()}
+    for key, targets in (submitted or {}).items():
+        own.setdefault(key, []).extend(tuple(t) for t in targets)
     in_flight = admin.list_partition_reassignments(list(own))
     if plan_targets and in_flight and state is None:
         state = admin.cluster_state(include_log_dirs=False, topics=sorted({t for t, _ in in_flight}))
@@ -408,7 +415,8 @@ def cancel_in_flight(admin: Any, what: PreparedRun | ReassignmentPlan,
         ours = tuple(inf.target) in own.get(key, [])
         if ours:
             cancel[key] = None
-            restore_order[key] = origin.get((key, tuple(inf.target)), tuple(inf.original))
+            restore_order[key] = origin.get((key, tuple(inf.target)),
+                                            tuple((original or {}).get(key, inf.original)))
         else:
             left.append(f"{key[0]}-{key[1]}")
     out: dict[str, Any] = {"cancelled": [], "left": left, "reordered": [], "errors": {}}

@@ -133,7 +133,7 @@ def test_status_and_restore(cluster, tmp_path, capsys):
         admin.alter_partition_reassignments({("orders", 2): [2, 4, 5]})
     assert main(["status", "--bootstrap-server", bs]) == 0
     out = capsys.readouterr().out
-    assert "1 reassignment(s) in progress" in out and "orders" in out and "Behind" in out
+    assert "1 reassignment(s) in progress" in out and "orders-2" in out and "in_flight" in out
     assert "broker 3: leader.replication.throttled.rate=1000" in out
     assert main(["restore", "--bootstrap-server", bs, "--record-dir", str(tmp_path / "rec")]) == 0
     out = capsys.readouterr().out
