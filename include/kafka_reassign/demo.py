@@ -133,29 +133,51 @@ def say(text: str) -> None:
     _LAST_SAID[0] = time.monotonic()
 
 
-class Narrator(threading.Thread):
-    """Prints ``status()`` every ``interval`` seconds until stopped (a daemon thread).
+class Narrator:
+    """Prints the latest status line every ``interval`` seconds until stopped.
 
-    :param status: returns the line to print (never raises; it is called from this thread)
+    Two daemon threads: one refreshes the status (``status()`` may wait on the metadata DB or
+    on the import lock while the DAG's tasks import their modules), the other only prints the
+    latest line, so a slow refresh never makes the demo go silent.
+
+    :param status: returns the line to print (it is called from a worker thread)
     :param interval: seconds between lines
     """
 
     def __init__(self, status: Callable[[], str], interval: float = NARRATION_INTERVAL) -> None:
-        super().__init__(name="demo-narrator", daemon=True)
         self.status, self.interval = status, interval
+        self.latest = ("starting", time.monotonic())
         self._stop_event = threading.Event()
+        self._threads = [threading.Thread(target=self._refresh, name="demo-status", daemon=True),
+                         threading.Thread(target=self._print, name="demo-narrator", daemon=True)]
 
-    def run(self) -> None:
-        while not self._stop_event.wait(max(0.5, self.interval - (time.monotonic() - _LAST_SAID[0]))):
-            if time.monotonic() - _LAST_SAID[0] >= self.interval - 0.25:
-                try:
-                    say(self.status())
-                except Exception as exc:  # a narration failure must not end the demo
-                    say(f"(progress unavailable: {exc})")
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+
+    def _refresh(self) -> None:
+        while not self._stop_event.is_set():
+            try:
+                line = self.status()
+            except Exception as exc:  # a narration failure must not end the demo
+                line = f"(status unavailable: {exc})"
+            if line != self.latest[0]:
+                self.latest = (line, time.monotonic())
+            self._stop_event.wait(1.0)
+
+    def _print(self) -> None:
+        while not self._stop_event.wait(max(0.2, self.interval - (time.monotonic() - _LAST_SAID[0]))):
+            if time.monotonic() - _LAST_SAID[0] >= self.interval - 0.2:
+                line, since = self.latest
+                age = time.monotonic() - since
+                say(line if age < self.interval else f"{line} (for {format_duration(age)})")
 
     def stop(self) -> None:
         self._stop_event.set()
-        self.join(timeout=5)
+        for t in self._threads:
+            t.join(timeout=5)
+
+
 def broker_bytes(snapshot: dict[str, Any]) -> dict[int, int]:
     """Bytes stored per broker (sum of its replicas' sizes)."""
     out = {b["id"]: 0 for b in snapshot["brokers"]}
@@ -253,77 +275,106 @@ def moved_partitions(before: dict[str, Any], after: dict[str, Any]) -> list[tupl
 
 
 class RunWatch:
-    """The narration's status line, read from the simulated cluster itself.
+    """The narration's status line: the run's phase, then the executor's own progress.
 
-    Partitions whose replicas changed and settled are done, those with replicas being added
-    are in flight, the rest of the plan is queued. Bytes moved are the sizes of the new
-    replicas so far; the rate is over the last interval.
+    While the moves run, the line is the :class:`~kafka_reassign.progress_view.ProgressView`
+    the execute task saves after every poll (the numbers the UI and ``kafka-reassign status``
+    show). Before that, the phase is read from the planning files and the cluster's configs.
 
     :param cluster: the running :class:`kafka_sim.SimulatedCluster`
     :param before: its snapshot before the run
     :param files: the run's planning files (snapshot, plan)
+    :param progress: returns the run's saved ProgressView, or None before the first poll
     """
 
-    def __init__(self, cluster: Any, before: dict[str, Any], files: PlanningFiles) -> None:
-        self.cluster, self.files = cluster, files
+    def __init__(self, cluster: Any, before: dict[str, Any], files: "PlanningFiles",
+                 progress: Callable[[], Any]) -> None:
+        self.cluster, self.files, self.progress = cluster, files, progress
         self.before = {(t["name"], p["partition"]): p for t in before["topics"] for p in t["partitions"]}
-        self.last: tuple[float, float] | None = None   # (wall time, bytes moved) at the last line
-        self.rate: float | None = None
+        self.brokers = sorted({b for p in self.before.values() for b in p["replicas"]})
+        self._seen: tuple[float, int] | None = None   # (time, bytes moved) of the first view
 
-    def _moves(self) -> tuple[list[str], list[str], float]:
-        done, in_flight, moved = [], [], 0.0
-        for key, prev in self.before.items():
-            state = self.cluster.partition_state(*key)
-            new = [b for b in state["replicas"] if b not in prev["replicas"]]
-            moved += sum(min(state["sizes"].get(b, 0), prev.get("size_bytes", 0)) for b in new)
-            if state["adding"] or state["removing"]:
-                in_flight.append(f"{key[0]}-{key[1]}")
-            elif state["replicas"] != prev["replicas"]:
-                done.append(f"{key[0]}-{key[1]}")
-        return done, in_flight, moved
-
-    def _planned(self) -> tuple[int, float] | None:
-        plan = self.files.plan()
-        if not plan:
-            return None
-        total = 0.0
-        for e in plan.get("partitions", []):
-            prev = self.before.get((e["topic"], e["partition"]))
-            if prev:
-                total += prev.get("size_bytes", 0) * len(set(e["replicas"]) - set(prev["replicas"]))
-        return len(plan.get("partitions", [])), total
+    def _with_rate(self, view: Any) -> Any:
+        """Fill in the rate and ETA, from the bytes moved since the first view, when the view has none."""
+        now = time.time()
+        if self._seen is None:
+            self._seen = (now, view.bytes_moved)
+        elif view.rate_bytes_per_sec is None and now > self._seen[0] and view.bytes_moved > self._seen[1]:
+            view.rate_bytes_per_sec = (view.bytes_moved - self._seen[1]) / (now - self._seen[0])
+            view.eta_seconds = view.bytes_left / view.rate_bytes_per_sec
+        return view
 
     def __call__(self) -> str:
-        done, in_flight, moved = self._moves()
-        now = time.monotonic()
-        if self.last and now > self.last[0] and moved >= self.last[1]:
-            self.rate = (moved - self.last[1]) / (now - self.last[0])
-        self.last = (now, moved)
-        throttled = any("follower.replication.throttled.rate" in self.cluster.broker_configs(b)
-                        for b in {b for p in self.before.values() for b in p["replicas"]})
-        planned = self._planned()
-        if not done and not in_flight:
-            return self._before_moves(throttled, planned)
-        total_parts, total_bytes = planned if planned else (len(done) + len(in_flight), moved)
-        if not in_flight and len(done) >= total_parts:
-            return (f"all {len(done)} partitions moved; restoring the throttles and checking the result"
-                    if throttled else f"all {len(done)} partitions moved; writing the report")
-        left = max(0.0, total_bytes - moved)
-        eta = left / self.rate if self.rate else None
-        return (f"moving: {len(done)}/{total_parts} partitions done, {len(in_flight)} in flight, "
-                f"{max(0, total_parts - len(done) - len(in_flight))} queued; moved {fmt_bytes(moved)} of "
-                f"{fmt_bytes(total_bytes)}, {format_rate(self.rate or 0)} (wall clock), ETA {format_duration(eta)}")
-
-    def _before_moves(self, throttled: bool, planned: tuple[int, float] | None) -> str:
+        try:
+            view = self.progress()
+        except Exception:  # the metadata DB is busy (SQLite): say what the cluster shows instead
+            view = None
+        if view is not None and view.steps_total:
+            if not view.finished:
+                return "moving: " + self._with_rate(view).summary()
+            return (f"moves {view.outcome.replace('_', ' ')}: {view.steps_done}/{view.steps_total} steps done; "
+                    "restoring the throttles and checking the result")
+        throttled = any("follower.replication.throttled.rate" in self.cluster.broker_configs(b) for b in self.brokers)
         if throttled:
             return "throttle set (prior values recorded first); submitting the first moves"
-        if planned:
-            return (f"plan ready: {planned[0]} partition moves, {fmt_bytes(planned[1])} to copy; "
+        plan = self.files.plan()
+        if plan:
+            copy = sum(self.before[(e["topic"], e["partition"])].get("size_bytes", 0)
+                       * len(set(e["replicas"]) - set(self.before[(e["topic"], e["partition"])]["replicas"]))
+                       for e in plan.get("partitions", []) if (e["topic"], e["partition"]) in self.before)
+            return (f"plan ready: {len(plan.get('partitions', []))} partition moves, {fmt_bytes(copy)} to copy; "
                     "validating it against the cluster")
         taken = self.files.snapshot_taken_at()
         if taken is None:
             return "reading the cluster (snapshot task)"
         return f"planning the rebalance on Spark (local[2]) for {format_duration(time.time() - taken)}"
+
+
+class RunRecords:
+    """What the run saved in the demo's SQLite metadata DB, read-only: its progress and estimate.
+
+    Read straight from the file: the narration runs in its own thread and must not use
+    Airflow's Task SDK, which belongs to the task dag.test is running.
+
+    :param db: the SQLite metadata DB
+    :param dag_id: the DAG whose newest run (started after ``since``) is read
+    """
+
+    def __init__(self, db: Path, dag_id: str, since: float) -> None:
+        from datetime import datetime, timezone
+
+        self.db, self.dag_id = db, dag_id
+        self.since = datetime.fromtimestamp(since, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        self.run_id: str | None = None
+
+    def _json(self, sql: str, key: str) -> Any:
+        """``sql``'s one JSON value for (``key``, the run), or None before the run exists."""
+        import sqlite3
+
+        with sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=0.5) as con:
+            if self.run_id is None:
+                row = con.execute("SELECT run_id FROM dag_run WHERE dag_id = ? AND start_date >= ? "
+                                  "ORDER BY start_date DESC LIMIT 1", (self.dag_id, self.since)).fetchone()
+                if row is None:
+                    return None
+                self.run_id = row[0]
+            row = con.execute(sql, (key(self.run_id) if callable(key) else key, self.run_id)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def progress(self) -> Any:
+        """The ProgressView the execute task saved last, or None."""
+        from kafka_reassign.progress_view import ProgressView
+        from kafka_reassign_airflow.record_store import VariableExecutionStore
+
+        saved = self._json("SELECT val FROM variable WHERE key = ? AND ? IS NOT NULL",
+                           VariableExecutionStore().key_for)
+        return ProgressView.from_json(saved["progress"]) if saved and saved.get("progress") else None
+
+    def estimate_seconds(self) -> float | None:
+        """The moving time the prepare task estimated, or None."""
+        summary = self._json("SELECT value FROM xcom WHERE task_id = 'prepare' AND key = ? AND run_id = ?",
+                             "return_value")
+        return (summary or {}).get("estimated_seconds")
 
 
 class PlanningFiles:
@@ -354,7 +405,8 @@ class PlanningFiles:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m kafka_reassign.demo", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--time-scale", type=float, default=40.0, help="simulated seconds per wall second")
+    ap.add_argument("--time-scale", type=float, default=1.0,
+                    help="simulated seconds per wall second (default 1: the moves take the time they would)")
     ap.add_argument("--throttle", type=rate_argument, default=60_000_000,
                     help="replication throttle: 60MB/s, 50MiB/s or bytes/s (default 60MB/s)")
     ap.add_argument("--airflow-home", default=str(Path.home() / ".cache" / "kafka-reassign" / "demo-airflow"),
@@ -411,10 +463,12 @@ def _run(cluster: Any, snapshot: dict[str, Any], args: argparse.Namespace, home:
                  "batch_timeout_minutes": 10, "dry_run": args.dry_run})
 
     say(f"Running the kafka_reassign DAG (dag.test), throttle {format_rate(args.throttle)} per broker ...")
-    watch = RunWatch(cluster, before, PlanningFiles(home / "kafka_reassign", given))
+    records = RunRecords(home / "airflow.db", "kafka_reassign", since=time.time() - 1)
+    watch = RunWatch(cluster, before, PlanningFiles(home / "kafka_reassign", given),
+                     records.progress)
     narrator = Narrator(lambda: watch() if dag_loaded else "loading the DAGs")
     narrator.start()
-    t0, sim0 = time.monotonic(), cluster.sim_time()
+    t0 = time.monotonic()
     try:
         from airflow.dag_processing.dagbag import DagBag
 
@@ -423,12 +477,38 @@ def _run(cluster: Any, snapshot: dict[str, Any], args: argparse.Namespace, home:
         dr = dag.test(run_conf=conf)
     finally:
         narrator.stop()
-    return _report(cluster, dr, before, before_cfg, wall=time.monotonic() - t0, simulated=cluster.sim_time() - sim0,
+    try:
+        final, estimate = records.progress(), records.estimate_seconds()
+    except Exception:  # noqa: BLE001 - the report then says less about timing
+        final, estimate = None, None
+    return _report(cluster, dr, before, before_cfg, wall=time.monotonic() - t0, final=(final, estimate),
                    args=args, home=home)
 
 
+def _timing(before: dict[str, Any], after: dict[str, Any], wall: float, final: Any, throttle: float,
+            scale: float) -> str:
+    """Wall and simulated time of the moves against the least time the throttle allows and the estimate.
+
+    :param final: (the run's last ProgressView or None, prepare's estimated seconds or None)
+    """
+    final, estimate = final
+    bound = throttle_bound_seconds(before, after, throttle)
+    out = f"\nTime: {format_duration(wall)} wall for the whole DAG run (snapshot, planning, checks included)."
+    if final is not None and final.first_submit_at and final.updated_at:
+        moving = max(0.0, final.updated_at - final.first_submit_at) * scale
+        out += (f"\nMoves: {format_duration(moving / scale)} wall = {format_duration(moving)} simulated (x{scale:g}), "
+                f"from the first submission to the last step done.")
+        if bound:
+            out += (f"\nThe throttle ({format_rate(throttle)} per broker) allows these moves no less than "
+                    f"{format_duration(bound)} simulated: the run took {moving / bound:.2f}x that bound.")
+        if estimate:
+            out += (f"\nEstimated before the run (prepare): {format_duration(estimate)}; "
+                    f"the moves took {format_duration(moving)}, {(moving - estimate) / estimate:+.0%} against it.")
+    return out
+
+
 def _report(cluster: Any, dr: Any, before: dict[str, Any], before_cfg: dict[str, dict[str, str]], *,
-            wall: float, simulated: float, args: argparse.Namespace, home: Path) -> int:
+            wall: float, final: Any, args: argparse.Namespace, home: Path) -> int:
     after, after_cfg = cluster.snapshot(), configs_of(cluster)
     state = str(getattr(dr.state, "value", dr.state))
     moved = moved_partitions(before, after)
@@ -441,11 +521,7 @@ def _report(cluster: Any, dr: Any, before: dict[str, Any], before_cfg: dict[str,
     print("\nBytes per broker (before -> after):")
     for b in sorted(lb):
         print(f"  broker {b}: {fmt_bytes(lb[b]):>10} -> {fmt_bytes(la[b]):>10}")
-    bound = throttle_bound_seconds(before, after, args.throttle)
-    print(f"\nTime: {format_duration(wall)} wall for the whole DAG run, {format_duration(simulated)} simulated "
-          f"(x{args.time_scale:g}). The throttle ({format_rate(args.throttle)}) alone needs at least "
-          f"{format_duration(bound)} simulated for these moves"
-          + (f": the run took {simulated / bound:.1f}x that bound." if bound else "."))
+    print(_timing(before, after, wall, final, args.throttle, args.time_scale))
     same = True
     print("\nDynamic configs, before the run -> after it:")
     for res in sorted(set(before_cfg) | set(after_cfg)):
@@ -456,8 +532,10 @@ def _report(cluster: Any, dr: Any, before: dict[str, Any], before_cfg: dict[str,
     print("Throttles back to their prior values (the operator's own included): " + ("YES" if same else "NO"))
     print(f"\nSee this run in the Airflow UI: AIRFLOW_HOME={home} {Path(sys.executable).parent / 'airflow'} "
           "api-server --port 8080")
-    print("  then open http://localhost:8080/dags/kafka_reassign (grid, task logs) and "
-          "http://localhost:8080/kafka-reassign/ (progress page)")
+    print("  then open http://localhost:8080/dags/kafka_reassign: the run's grid, and in the execute task's log "
+          "the progress table of every poll.")
+    print("  The live progress page (http://localhost:8080/kafka-reassign/) needs the cluster, which stopped "
+          "with the demo: see it in the compose stack (README).")
     print("=" * 78)
     return 0 if state == "success" and same else 1
 
