@@ -31,7 +31,7 @@ def _assert_planned_through_spark_submit(runner: DagRunner, log: str) -> None:
     """The plan task spark-submitted planner/spark_job.py, which wrote the run's plan files."""
     plans = list((runner.home / "kafka_reassign" / "kafka_rebalance").glob("*/PLAN.json"))
     assert len(plans) == 1, plans
-    assert (plans[0].parent / "PLAN.summary.json").is_file() and (plans[0].parent / "snapshot.json").is_file()
+    assert (plans[0].parent / "PLAN.summary.json").is_file() and (plans[0].parent / "snapshot.jsonl").is_file()
     assert "Spark-Submit cmd" in log and "spark_job.py" in log, log[-4000:]
     assert '"balance_before"' in log  # the job's summary line
 

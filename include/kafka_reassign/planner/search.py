@@ -7,13 +7,13 @@ the same quota and never both move replicas of one partition into the same rack,
 independently and the driver only concatenates their moves:
 
 * an in-rack move keeps every partition's set of racks as it is;
-* a cross-rack move must keep the partition's number of racks, and for each (partition,
-  receiving rack) only one of the partition's racks may send: the *owner*, drawn from
+* a cross-rack move goes only into a rack the partition does not use (with fewer racks than
+  replicas all brokers form one group, see :func:`targets.search_groups`), and for each
+  (partition, receiving rack) only one of the partition's racks may send: the *owner*, drawn from
   ``crc32(topic-partition)`` with weights = the bytes each of its racks exports to that rack.
   Every group computes the same owner from the same flows, so two groups never put two
   replicas of one partition into one rack, and exporters get candidates in proportion to
-  what they must send. (With fewer racks than replicas a rack the partition uses can also
-  receive; the rare clash with that rack's own move is undone by the leader stage.)
+  what they must send. The leader stage still checks each partition's moves together.
 
 Per source, candidates are taken largest first while they fit the bytes still to shed plus a
 small slack (first-fit decreasing); each goes to the receiver with most quota left that passes
@@ -154,7 +154,7 @@ def _dest(row_brokers: list[int], pos: int, crc: int, size: float, q: GroupQuota
     if best is not None and not forced:
         return best[1], best[0][1]
     for g in exports.heaps:
-        if inp.owner(groups, crc, g) != me:
+        if g in groups or inp.owner(groups, crc, g) != me:  # only into groups it does not use
             continue
         hit = exports.best(g, size, ok, forced)
         if hit and (best is None or hit[0] > best[0][0]):

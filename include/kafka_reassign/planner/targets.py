@@ -73,11 +73,15 @@ def _water_fill(share: dict[str, float], cap: dict[str, float], total: float) ->
     return out
 
 
-def search_groups(brokers: dict[int, BrokerInfo]) -> dict[int, str]:
-    """Broker -> search group: its rack; without racks, :data:`NO_RACK_GROUPS` groups of brokers
-    (by id order) so each task still has receivers of its own."""
-    if any(not x.rack.startswith("__no_rack_") for x in brokers.values()):
-        return {b: x.rack for b, x in brokers.items()}
+def search_groups(brokers: dict[int, BrokerInfo], max_rf: int) -> dict[int, str]:
+    """Broker -> search group. With at least as many racks as replicas: its rack (a partition
+    uses each rack once, so a rack it does not use can receive from one other rack without
+    meeting that rack's own moves of it). With fewer racks than replicas a partition repeats a
+    rack and moves into a rack it uses would meet: one group. Without racks,
+    :data:`NO_RACK_GROUPS` groups of brokers by id order."""
+    racks = {x.rack for x in brokers.values() if not x.rack.startswith("__no_rack_")}
+    if racks:
+        return {b: x.rack if len(racks) >= max_rf else "all" for b, x in brokers.items()}
     return {b: f"group-{i % NO_RACK_GROUPS}" for i, b in enumerate(sorted(brokers))}
 
 
@@ -112,7 +116,7 @@ def compute_targets(brokers: dict[int, BrokerInfo], loads: dict[int, float], dra
     bound = sum(max(0.0, loads.get(b, 0.0) - plain.get(b, 0.0)) for b in movable)
     rack_bound = sum(max(0.0, loads.get(b, 0.0) - target[b]) for b in movable)
     return Targets(target=target, placeable=placeable, drained=set(drain),
-                   group=search_groups(brokers), lower_bound=bound,
+                   group=search_groups(brokers, max_rf), lower_bound=bound,
                    rack_aware_lower_bound=max(bound, rack_bound), mean_util=total / cap_p,
                    rack_capped=capped, receivers=set(placeable))
 
