@@ -242,14 +242,15 @@ def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
     changes = throttle_changes(spec, current, notes) if not spec.empty else []
     rates = _produce_rates(admin, state, steps, params, produce_rates, sleep, clock)
     state = with_produce_rates(state, rates.rates)
+    # per_step: the executor lists only the moves in flight as throttled replicas.
     check = preflight(steps, state, params.throttle_bytes_per_sec, rates,
-                      log_dir_throttle=params.log_dir_throttle_bytes_per_sec, current_configs=current)
+                      log_dir_throttle=params.log_dir_throttle_bytes_per_sec, current_configs=current, per_step=True)
     warnings += enforce(check, params.allow_stalling_moves)  # raises PreflightError: nothing written
     if params.throttle_bytes_per_sec is None and any(s.adding for s in steps):
         warnings.append("no throttle: replication traffic is unbounded and may slow producers and consumers")
     limits = Limits(rate=params.throttle_bytes_per_sec, log_dir_rate=params.log_dir_throttle_bytes_per_sec,
                     broker_rates=check.kept_lower)
-    estimate, _ = estimate_batches([steps], state, limits, pipelined=True)
+    estimate, _ = estimate_batches([steps], state, limits, pipelined=True, per_step=True)
     rehearsal = None
     if params.rehearse and any(s.adding or s.is_log_dir_only for s in steps):
         from kafka_reassign.rehearse import rehearse_live
