@@ -22,7 +22,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from kafka_reassign.errors import ReassignError
 from kafka_reassign.estimate import SOURCE_REHEARSAL, Estimate, fmt_seconds
@@ -434,6 +434,24 @@ def rehearse_live(admin: Any, plan: Any, params: Any, rates: Mapping[tuple[str, 
                 p["bytes_in_per_sec"] = rate
     opts = {**params.to_json(), "rehearse": False, "produce_sample_seconds": 0}
     return rehearse(snap, plan, opts)
+
+
+def estimate_view(xcom_values: Iterable[Any]) -> dict[str, Any] | None:
+    """What the UI shows next to the plan summary, from a run's XCom values (the hook for the page).
+
+    The prepare task's ``prepared`` XCom carries ``estimate`` (its ``source`` says rehearsal or
+    formula) and, with ``rehearse``, the ``rehearsal`` report.
+
+    :param xcom_values: the run's deserialized XCom values, any order
+    :returns: {"estimate": {...}, "rehearsal": {...} | None} or None when the run has no prepared run
+    """
+    for value in xcom_values:
+        if isinstance(value, dict) and isinstance(value.get("estimate"), dict) and "steps" in value:
+            rehearsal = value.get("rehearsal")
+            if isinstance(rehearsal, dict):
+                rehearsal = {k: v for k, v in rehearsal.items() if k != "estimate"}
+            return {"estimate": value["estimate"], "rehearsal": rehearsal}
+    return None
 
 
 def read_rehearsal_snapshot(admin: Any, sample_seconds: float = 5.0) -> dict[str, Any]:

@@ -111,3 +111,12 @@ def test_estimate_json_round_trip_and_text():
     stalled = Estimate.from_json(Estimate(seconds=math.inf, bound_seconds=1.0, stalled=["a-0"]).to_json())
     assert math.isinf(stalled.seconds) and stalled.stalled == ["a-0"]
     assert fmt_seconds(42) == "42s" and fmt_seconds(61) == "1m 01s" and fmt_seconds(math.inf) == "never (stalls)"
+
+
+def test_estimate_view_finds_the_prepared_run_among_a_runs_xcoms():
+    from kafka_reassign.rehearse import estimate_view
+    est = Estimate(seconds=100.0, bound_seconds=80.0, source=SOURCE_REHEARSAL).to_json()
+    prepared = {"steps": [], "estimate": est, "rehearsal": {"predicted_seconds": 100.0, "estimate": est, "text": "t"}}
+    view = estimate_view([{"plan_file": "p.json"}, [1, 2], prepared])
+    assert view["estimate"]["source"] == "rehearsal" and view["rehearsal"] == {"predicted_seconds": 100.0, "text": "t"}
+    assert estimate_view([{"plan_file": "p.json"}]) is None

@@ -108,7 +108,8 @@ class ReassignmentPrepareOperator(BaseOperator):
         self.log.info("Reassignment %s:\n%s", "DRY RUN (nothing will be written)" if dry_run else "plan", report)
         data = prepared.to_json()
         summary = {"partitions": len(prepared.plan.moves), "steps": len(prepared.steps), "dry_run": dry_run,
-                   "estimated_seconds": data.get("estimated_seconds")}
+                   "estimated_seconds": data.get("estimated_seconds"),
+                   "estimate": (data.get("estimate") or {}).get("text")}
         ti = context["ti"]
         if dry_run:
             ti.xcom_push(key=PREPARED_XCOM_KEY, value={**data, "dry_run": True, "before": before})
