@@ -127,6 +127,19 @@ def test_happy_path_window_of_moves(airflow_db, sim_cluster, kafka_conn, capfd):
     assert rec is not None and rec.restored and rec.changes
 
 
+def test_rehearse_option_makes_the_rehearsal_the_estimate(airflow_db, sim_cluster, kafka_conn, capfd):
+    cluster = sim_cluster(six_broker_snapshot(), time_scale=10.0)
+    kafka_conn(cluster)
+    dr = airflow_env.run_dag({"plan": HAPPY_PLAN, "dry_run": True, "rehearse": True,
+                              "throttle_bytes_per_sec": 10_000_000, "produce_sample_seconds": 0.2, **FAST})
+    out = capfd.readouterr().out
+    assert dr.state == "success", airflow_env.task_states(dr)
+    assert "predicted moving time" in out and "rehearsal on a simulated copy of the cluster" in out
+    prepared = airflow_env.xcom(dr, "prepare", key="prepared")
+    assert prepared["estimate"]["source"] == "rehearsal" and prepared["rehearsal"]["outcome"] == "done"
+    assert cluster.write_count == 0
+
+
 def test_dry_run_writes_nothing(airflow_db, sim_cluster, kafka_conn, capfd):
     cluster = sim_cluster(six_broker_snapshot(), time_scale=10.0)
     kafka_conn(cluster)
