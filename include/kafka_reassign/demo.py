@@ -385,7 +385,10 @@ class PlanningFiles:
     """
 
     def __init__(self, work_dir: Path, given: dict[str, Any] | None = None) -> None:
+        from kafka_reassign_airflow.operators.planning import PLAN_FILE, SNAPSHOT_FILE
+
         self.work_dir, self.given = work_dir, given
+        self.names = (SNAPSHOT_FILE, PLAN_FILE)
         self.started = time.time()
         self._plan = given
 
@@ -394,11 +397,11 @@ class PlanningFiles:
         return max(files, key=lambda f: f.stat().st_mtime) if files else None
 
     def snapshot_taken_at(self) -> float | None:
-        snap = self._newest("snapshot.json")
+        snap = self._newest(self.names[0])
         return snap.stat().st_mtime if snap else None
 
     def plan(self) -> dict[str, Any] | None:
-        if self._plan is None and (found := self._newest("PLAN.json")) is not None:
+        if self._plan is None and (found := self._newest(self.names[1])) is not None:
             self._plan = json.loads(found.read_text(encoding="utf-8"))
         return self._plan
 
