@@ -28,6 +28,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from kafka_reassign import defaults as D
 from kafka_reassign.planner.errors import AssignorError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -83,9 +84,9 @@ class PlanOptions:
     balance_topic_spread: bool = True
     throttle_bytes_per_sec: float | None = None
     log_dir_throttle_bytes_per_sec: float | None = None
-    max_partition_movements: int = 500
-    max_movements_per_broker: int = 5
-    max_leader_movements: int = 1000
+    max_partition_movements: int = D.MAX_PARTITION_MOVEMENTS
+    max_movements_per_broker: int = D.MAX_MOVEMENTS_PER_BROKER
+    max_leader_movements: int = D.MAX_LEADER_MOVEMENTS
     assignor: str | None = None
     engine: str = "spark"
     spark_master: str | None = None
