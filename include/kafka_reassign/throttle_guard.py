@@ -125,6 +125,37 @@ def guard_throttle(admin: Any, store: RecordStore, run_id: str) -> GuardResult:
     return result
 
 
+def expected_throttle(record: ThrottleRecord | None) -> list[list[str]]:
+    """What must stay in place while the run's moves fly, as plain JSON for a trigger's spec.
+
+    :returns: [[resource_type, name, key, value], ...] (the run's latest write per key)
+    """
+    if record is None or record.restored:
+        return []
+    return [[c.resource_type, c.name, c.key, c.value or ""] for c in _latest(record).values()]
+
+
+def throttle_drift(admin: Any, expected: list[list[str]]) -> list[str]:
+    """Read-only check of :func:`expected_throttle`: one line per value removed or weakened.
+
+    For a watcher that must not write (the triggerer): it reports, and the worker woken by
+    the report runs :func:`guard_throttle`, which records and re-applies.
+    """
+    if not expected:
+        return []
+    brokers = sorted({int(n) for t, n, _, _ in expected if t == "broker"})
+    topics = sorted({n for t, n, _, _ in expected if t == "topic"})
+    read = admin.read_configs(brokers, topics, keys=[*BROKER_KEYS, *TOPIC_KEYS])
+    out = []
+    for rtype, name, key, value in expected:
+        if (rtype, name) in read.unreachable:
+            continue
+        now = (read.values.get((rtype, name)) or {}).get(key)
+        if _missing(ConfigChange(rtype, name, key, None, value), now) is not None:
+            out.append(f"throttle changed by someone else: {rtype} {name} {key} is {now!r}, ours is {value!r}")
+    return out
+
+
 class ThrottleGuard:
     """Calls :func:`guard_throttle` every ``every`` polls of a run and keeps the count.
 

@@ -7,6 +7,8 @@
   writes nothing to Kafka.
 * Someone else appends to our replica list and lowers one of our rates mid-run: the run
   succeeds (the report counts only our part), and their entry and rate are still there after.
+* Someone deletes our rate mid-run: the trigger notices (read-only), the execute task puts it
+  back (recorded) with a warning, and the run goes on throttled.
 """
 from __future__ import annotations
 
@@ -104,3 +106,40 @@ def test_others_changes_mid_run_are_kept_and_do_not_fail_the_report(airflow_db, 
     assert after["broker 3"].get(LEADER_RATE) == "1000000", "the rate they set during the run is theirs"
     assert {k: v for k, v in after.items() if k not in ("topic orders", "broker 3")} == \
         {k: v for k, v in before.items() if k not in ("topic orders", "broker 3")}
+
+
+def test_throttle_deleted_mid_run_is_put_back_by_the_execute_task(airflow_db, sim_cluster, kafka_conn, capfd):
+    from kafka_reassign.admin import KafkaAdmin
+    from kafka_reassign.throttle import LEADER_RATE, ConfigChange
+
+    cluster = sim_cluster(six_broker_snapshot(size=60_000_000), time_scale=1.0)
+    kafka_conn(cluster)
+    before = airflow_env.throttle_configs(cluster)
+    seen: dict[str, object] = {}
+
+    def delete_mid_move() -> None:
+        deadline = time.monotonic() + 120
+        while not in_flight(cluster) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+            admin.alter_configs([ConfigChange("broker", "1", LEADER_RATE, "10000000", None)])
+        deadline = time.monotonic() + 60
+        while LEADER_RATE not in cluster.broker_configs(1) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        seen["back"] = cluster.broker_configs(1).get(LEADER_RATE)
+        seen["moving"] = bool(in_flight(cluster))
+
+    editor = threading.Thread(target=delete_mid_move, daemon=True)
+    editor.start()
+    dr = airflow_env.run_dag({"plan": plan_of(("orders", 0, [4, 2, 3])), "throttle_bytes_per_sec": 10_000_000,
+                              **FAST})
+    editor.join(10)
+    out = capfd.readouterr().out
+    assert dr.state == "success", airflow_env.task_states(dr)
+    assert "throttle changed by someone else: broker 1" in out, "the trigger saw it"
+    assert "was changed by someone else" in out and "writing '10000000' again" in out
+    assert seen == {"back": "10000000", "moving": True}, "put back while the move was still going"
+    record = airflow_env.read_record(dr.run_id)
+    assert any(c.name == "1" and c.key == LEADER_RATE and c.prior is None and c.value == "10000000"
+               for c in record.changes[1:]), "the re-apply was recorded"
+    assert airflow_env.throttle_configs(cluster) == before

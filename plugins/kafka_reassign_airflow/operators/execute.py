@@ -100,10 +100,15 @@ class ReassignmentExecuteOperator(RunStepOperator):
         try:
             if self.deferrable:
                 ex.tick(admin)
+                self._guard(admin, context)
                 view = ex.progress()
                 store.save(ex.run_id, ex.state_json(), view.to_json())
             else:
-                view = run_execution(admin, ex, store, poll_seconds=poll, on_progress=on_progress)
+                def each_poll(v: ProgressView) -> None:
+                    self._guard(admin, context)
+                    on_progress(v)
+
+                view = run_execution(admin, ex, store, poll_seconds=poll, on_progress=each_poll)
         finally:
             admin.close()
         self.log.info("Progress (poll %d):\n%s", view.polls, view.format_table())
@@ -115,10 +120,28 @@ class ReassignmentExecuteOperator(RunStepOperator):
                                      + _TIMEOUT_GRACE))
         return {}  # not reached: defer() raises
 
+    def _guard(self, admin: Any, context: Context) -> None:
+        """Put the run's throttle back if someone removed or raised it; fail the run if that fails."""
+        from kafka_reassign.throttle_guard import ThrottleGuardError, guard_throttle
+
+        from kafka_reassign_airflow.record_store import VariableRecordStore
+
+        try:
+            result = guard_throttle(admin, VariableRecordStore(), context["run_id"])
+        except ThrottleGuardError as exc:
+            raise AirflowFailException(str(exc)) from exc
+        for w in result.warnings:
+            self.log.warning("%s", w)
+
     def _trigger(self, ex: MoveExecutor, context: Context, poll: float) -> Any:
+        from kafka_reassign.throttle_guard import expected_throttle
+
+        from kafka_reassign_airflow.record_store import VariableRecordStore
         from kafka_reassign_airflow.triggers.reassignment import ReassignmentWatchTrigger
 
-        return ReassignmentWatchTrigger(kafka_conn_id=self.kafka_conn_id, spec=ex.watch_spec(), poll_interval=poll,
+        # The trigger checks (read-only) that this stays in place and wakes us when it does not.
+        spec = {**ex.watch_spec(), "throttle": expected_throttle(VariableRecordStore().get(context["run_id"]))}
+        return ReassignmentWatchTrigger(kafka_conn_id=self.kafka_conn_id, spec=spec, poll_interval=poll,
                                         run_id=context["run_id"])
 
     def _finish(self, view: ProgressView) -> dict[str, Any]:

@@ -27,6 +27,10 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 MAX_CONSECUTIVE_ERRORS = 5
 
 
+#: Polls between two read-only checks that the run's throttle is still in place.
+THROTTLE_CHECK_EVERY = 3
+
+
 class ReassignmentWatchTrigger(BaseTrigger):
     """Poll the steps in flight until one needs the executor.
 
@@ -58,7 +62,7 @@ class ReassignmentWatchTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         # The first import pulls in kafka-python and the domain package: do it off the loop.
         executor = await asyncio.to_thread(importlib.import_module, "kafka_reassign.executor")
-        spec, admin, errors, seen = self.spec, None, 0, set()
+        spec, admin, errors, seen, polls = self.spec, None, 0, set(), 0
         try:
             while spec.get("steps"):
                 await asyncio.sleep(self.poll_interval)
@@ -67,6 +71,11 @@ class ReassignmentWatchTrigger(BaseTrigger):
                         admin = await asyncio.to_thread(self._connect)
                     # One blocking poll in a thread: the event loop keeps serving other triggers.
                     spec, reasons = await asyncio.to_thread(executor.watch_poll, admin, spec, time.time(), seen)
+                    polls += 1
+                    if spec.get("throttle") and polls % THROTTLE_CHECK_EVERY == 0:
+                        # Read-only: the worker this wakes re-applies (and records) what is missing.
+                        guard = await asyncio.to_thread(importlib.import_module, "kafka_reassign.throttle_guard")
+                        reasons = reasons + await asyncio.to_thread(guard.throttle_drift, admin, spec["throttle"])
                     errors = 0
                     left = sum(int(w[8]) for w in spec["watch"].values())
                     self.log.info("run %s: %d step(s) in flight, %d bytes left", self.run_id, len(spec["steps"]), left)
