@@ -502,8 +502,8 @@ def _timing(before: dict[str, Any], after: dict[str, Any], wall: float, final: A
         out += (f"\nMoves: {format_duration(moving / scale)} wall = {format_duration(moving)} simulated (x{scale:g}), "
                 f"from the first submission to the last step done.")
         if bound:
-            out += (f"\nThe throttle ({format_rate(throttle)} per broker) allows these moves no less than "
-                    f"{format_duration(bound)} simulated: the run took {moving / bound:.2f}x that bound.")
+            out += (f"\nThe throttle bound ({format_rate(throttle)} per broker; the busiest broker's bytes / throttle) "
+                    f"is {format_duration(bound)} simulated: the run took {moving / bound:.2f}x that bound.")
         if estimate:
             out += (f"\nEstimated before the run (prepare): {format_duration(estimate)}; "
                     f"the moves took {format_duration(moving)}, {(moving - estimate) / estimate:+.0%} against it.")

@@ -23,8 +23,10 @@ def test_demo_narrates_restores_throttles_and_shows_no_warnings(tmp_path: Path) 
     assert any(line.startswith("Running the kafka_reassign DAG") for line in narration), narration
     assert "Throttles back to their prior values (the operator's own included): YES" in proc.stdout
     assert re.search(r"What moved \(\d+ partition\(s\)", proc.stdout)
-    assert re.search(r"The throttle \(60\.0 MB/s per broker\) allows these moves no less than \S+ simulated: "
+    assert re.search(r"The throttle bound \(60\.0 MB/s per broker; .*\) is \S+ simulated: "
                      r"the run took [\d.]+x that bound", proc.stdout)
+    assert re.search(r"Estimated before the run \(prepare\): \S+; the moves took \S+, [+-]\d+% against it",
+                     proc.stdout)
     assert any(line.startswith("moving: ") and "steps done" in line for line in narration), narration
     assert f"AIRFLOW_HOME={tmp_path / 'home'}" in proc.stdout and "/dags/kafka_reassign" in proc.stdout
     alarming = [ln for ln in out.splitlines() if re.search(r"warning|error|traceback", ln, flags=re.I)]
