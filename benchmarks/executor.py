@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = [("lognormal-24", lognormal_sizes(24, 200e6, 0.8, 11), 20.0, 1.0, None)]
     if not args.quick:
         cases.append(("small-3000", [random.Random(5 + i).randint(1_000_000, 10_000_000) for i in range(3000)],
-                      40.0, 1.0, 50))
+                      10.0, 1.0, 50))
     worst = 0.0
     for name, sizes, scale, poll, per_broker in cases:
         r = moving_phase(name, sizes, scale, poll, per_broker)

@@ -353,12 +353,13 @@ class MoveExecutor:
             started += admitted
             if not skipped:
                 break
-        self._sync_throttle(admin, started)
         to_send = {i: self.steps[i] for i in started if i not in self._adopted}
+        targets = {s.key: s.target for s in to_send.values() if not s.is_log_dir_only}
+        # Recorded as submitted (with the replica lists, one record write) before submitting.
+        self._sync_throttle(admin, started, targets)
         if to_send:
-            if self.record_store is not None:
-                note_submitted(self.record_store, self.run_id, self.cluster_id,
-                               {s.key: s.target for s in to_send.values() if not s.is_log_dir_only})
+            if self.record_store is not None and self.replica_throttle is None and targets:
+                note_submitted(self.record_store, self.run_id, self.cluster_id, targets)
             refused = submit(admin, to_send, self._dir_moves)
             for i, err in refused.items():
                 self._kill(i, Outcome.FAILED, err, moving=False)
@@ -398,14 +399,14 @@ class MoveExecutor:
             log.info("run %s: adopted %d step(s) already in flight to their target", self.run_id, len(adm.adopted))
         return admitted, bool(adm.skipped)
 
-    def _sync_throttle(self, admin: Any, started: list[int]) -> None:
+    def _sync_throttle(self, admin: Any, started: list[int], submitting: dict | None = None) -> None:
         """One update of the throttled-replica lists: entries of what is in flight, nothing else."""
         topics = self._touched_topics | {self.steps[i].topic for i in started}
         self._touched_topics = set()
-        if self.replica_throttle is None or not topics:
+        if self.replica_throttle is None or not (topics or submitting):
             return
         moving = [self.steps[i] for i in (*self.watches, *self._dead_moving)]
-        self.replica_throttle.update(admin, moving, topics)
+        self.replica_throttle.update(admin, moving, topics, submitting)
 
     # -- durable state -------------------------------------------------------------------
     def state_json(self) -> dict[str, Any]:

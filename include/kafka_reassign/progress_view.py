@@ -7,7 +7,7 @@ each poll; the executor saves it next to its state, so the UI progress page and
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from kafka_reassign.throttle import fmt_bytes
@@ -36,6 +36,9 @@ class StepRow:
     bytes_left: int = 0
     submitted_at: float | None = None
     message: str = ""
+
+
+_ROW_FIELDS = tuple(f.name for f in fields(StepRow))
 
 
 @dataclass
@@ -100,8 +103,9 @@ class ProgressView:
         return "\n".join(out)
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["rows"] = [asdict(r) for r in self.rows]
+        # Saved after every poll: plain field copies (dataclasses.asdict deep-copies, slowly).
+        d = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "rows"}
+        d["rows"] = [{f: getattr(r, f) for f in _ROW_FIELDS} for r in self.rows]
         return d
 
     @classmethod

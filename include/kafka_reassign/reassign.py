@@ -40,6 +40,9 @@ from kafka_reassign.validate import ReassignParams, validate_params, validate_pl
 
 log = logging.getLogger(__name__)
 
+#: Polls between two checks of the run's throttle (ThrottleGuard) while moves are in flight.
+GUARD_EVERY_POLLS = 5
+
 
 def new_run_id() -> str:
     """A readable unique run id, e.g. ``kr-20261121T2331-3f9a``."""
@@ -542,7 +545,8 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
         say(f"run {run_id}: nothing to move: every partition is already at its target; nothing written")
         return result
     executor = _resumed(prepared, run_id, store, saved, strategy, produce_rates, say)
-    guard = ThrottleGuard(admin, store, run_id)
+    # The throttle guard reads the run's configs: every few polls is enough to catch a removal.
+    guard = ThrottleGuard(admin, store, run_id, every=GUARD_EVERY_POLLS)
 
     def watch(view: ProgressView) -> None:
         # Every poll: put the throttle back if someone removed or raised it (raises if it cannot).

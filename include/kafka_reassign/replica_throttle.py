@@ -62,21 +62,27 @@ class ReplicaThrottle:
         self.cluster_id = cluster_id
         self.writes = 0
 
-    def update(self, admin: Any, in_flight: Iterable[StepMove], topics: set[str]) -> list[ConfigChange]:
+    def update(self, admin: Any, in_flight: Iterable[StepMove], topics: set[str],
+               submitting: dict | None = None) -> list[ConfigChange]:
         """Bring the lists of ``topics`` to what ``in_flight`` needs; return the writes made.
 
         :param admin: KafkaAdmin (one DescribeConfigs, at most one IncrementalAlterConfigs)
         :param in_flight: every step in flight after this refill (only ``topics`` are looked at)
         :param topics: topics whose steps were submitted or completed since the last update
+        :param submitting: partition -> target about to be submitted: noted in the same record
+            write (``record.submitted``), before the submission
         """
-        if not topics:
+        if not topics and not submitting:
             return []
         want = wanted_entries(in_flight, topics)
         current = admin.describe_configs(broker_ids=(), topics=sorted(topics),
-                                         keys=(LEADER_REPLICAS, FOLLOWER_REPLICAS))
+                                         keys=(LEADER_REPLICAS, FOLLOWER_REPLICAS)) if topics else {}
         record = self.store.get(self.run_id)
         if record is None or record.restored:
-            record = ThrottleRecord.new(self.run_id, self.cluster_id, [])
+            fresh = ThrottleRecord.new(self.run_id, self.cluster_id, [])
+            fresh.submitted = record.submitted if record is not None else {}
+            record = fresh
+        noted = record.add_submitted(submitting) if submitting else False
         # The first change of a key holds its value before the run; the last one what we wrote
         # last (a throttle guard may have appended a re-application in between).
         first: dict[tuple[str, str], int] = {}
@@ -102,6 +108,8 @@ class ReplicaThrottle:
                 record.changes[at] = ConfigChange("topic", topic, key, record.changes[at].prior, ours)
             writes.append(ConfigChange("topic", topic, key, now, new))
         if not writes:
+            if noted:
+                self.store.put(record)
             return []
         self.store.put(record)  # durable BEFORE the write: a crash after it still restores
         admin.alter_configs(writes)
