@@ -41,7 +41,7 @@ from kafka_reassign.validate import ReassignParams, validate_params, validate_pl
 log = logging.getLogger(__name__)
 
 #: Polls between two checks of the run's throttle (ThrottleGuard) while moves are in flight.
-GUARD_EVERY_POLLS = 5
+GUARD_EVERY_POLLS = 1
 
 
 def new_run_id() -> str:
@@ -545,7 +545,7 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
         say(f"run {run_id}: nothing to move: every partition is already at its target; nothing written")
         return result
     executor = _resumed(prepared, run_id, store, saved, strategy, produce_rates, say)
-    # The throttle guard reads the run's configs: every few polls is enough to catch a removal.
+    # The throttle guard reads the run's configs each poll: a removal is put back at once.
     guard = ThrottleGuard(admin, store, run_id, every=GUARD_EVERY_POLLS)
 
     def watch(view: ProgressView) -> None:
