@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -29,6 +30,23 @@ from test_dag_reassign import FAST, airflow_db, in_flight, kafka_conn, plan_of, 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 
+def run_with_fault(fault: Callable[[], None], capfd: pytest.CaptureFixture[str]) -> tuple[object, str]:
+    """Run the one-move plan orders-0 [1,2,3] -> [4,2,3] while ``fault`` runs in a thread; (run, log)."""
+    injector = threading.Thread(target=fault, daemon=True)
+    injector.start()
+    dr = airflow_env.run_dag({"plan": plan_of(("orders", 0, [4, 2, 3])), "throttle_bytes_per_sec": 10_000_000,
+                              **FAST})
+    injector.join(10)
+    return dr, capfd.readouterr().out
+
+
+def wait_moving(cluster: object, timeout: float = 120.0) -> None:
+    """Block until the run's move is in flight (the moment the fault is injected)."""
+    deadline = time.monotonic() + timeout
+    while not in_flight(cluster) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def test_broker_dead_at_teardown_is_left_pending_and_finished_by_the_reconciler(
         airflow_db, sim_cluster, kafka_conn, capfd):
     cluster = sim_cluster(six_broker_snapshot(size=20_000_000), time_scale=1.0)
@@ -36,18 +54,11 @@ def test_broker_dead_at_teardown_is_left_pending_and_finished_by_the_reconciler(
     before = airflow_env.throttle_configs(cluster)
 
     def stop_broker_1_mid_move() -> None:
-        deadline = time.monotonic() + 120
-        while not in_flight(cluster) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_moving(cluster)
         cluster.stop_broker(1)  # a throttled broker the move no longer needs (it leaves orders-0)
 
-    killer = threading.Thread(target=stop_broker_1_mid_move, daemon=True)
-    killer.start()
-    dr = airflow_env.run_dag({"plan": plan_of(("orders", 0, [4, 2, 3])), "throttle_bytes_per_sec": 10_000_000,
-                              **FAST})
-    killer.join(5)
+    dr, out = run_with_fault(stop_broker_1_mid_move, capfd)
     states = airflow_env.task_states(dr)
-    out = capfd.readouterr().out
     assert cluster.partition_state("orders", 0)["replicas"] == [4, 2, 3], "the move itself completed"
     assert dr.state == "failed", states
     assert states["throttle_remove"] == "failed" and states["report"] == "failed", states
@@ -85,20 +96,13 @@ def test_others_changes_mid_run_are_kept_and_do_not_fail_the_report(airflow_db, 
     before = airflow_env.throttle_configs(cluster)
 
     def others_edit_mid_move() -> None:
-        deadline = time.monotonic() + 120
-        while not in_flight(cluster) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_moving(cluster)
         ours = cluster.topic_configs("orders").get(FOLLOWER_REPLICAS, "")
         with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
             admin.alter_configs([ConfigChange("topic", "orders", FOLLOWER_REPLICAS, ours, ours + ",5:6"),
                                  ConfigChange("broker", "3", LEADER_RATE, None, "1000000")])
 
-    editor = threading.Thread(target=others_edit_mid_move, daemon=True)
-    editor.start()
-    dr = airflow_env.run_dag({"plan": plan_of(("orders", 0, [4, 2, 3])), "throttle_bytes_per_sec": 10_000_000,
-                              **FAST})
-    editor.join(5)
-    out = capfd.readouterr().out
+    dr, out = run_with_fault(others_edit_mid_move, capfd)
     assert dr.state == "success", airflow_env.task_states(dr)
     assert "kept" in out, "the teardown says it kept their values"
     after = airflow_env.throttle_configs(cluster)
@@ -118,9 +122,7 @@ def test_throttle_deleted_mid_run_is_put_back_by_the_execute_task(airflow_db, si
     seen: dict[str, object] = {}
 
     def delete_mid_move() -> None:
-        deadline = time.monotonic() + 120
-        while not in_flight(cluster) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_moving(cluster)
         with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
             admin.alter_configs([ConfigChange("broker", "1", LEADER_RATE, "10000000", None)])
         deadline = time.monotonic() + 60
@@ -129,12 +131,7 @@ def test_throttle_deleted_mid_run_is_put_back_by_the_execute_task(airflow_db, si
         seen["back"] = cluster.broker_configs(1).get(LEADER_RATE)
         seen["moving"] = bool(in_flight(cluster))
 
-    editor = threading.Thread(target=delete_mid_move, daemon=True)
-    editor.start()
-    dr = airflow_env.run_dag({"plan": plan_of(("orders", 0, [4, 2, 3])), "throttle_bytes_per_sec": 10_000_000,
-                              **FAST})
-    editor.join(10)
-    out = capfd.readouterr().out
+    dr, out = run_with_fault(delete_mid_move, capfd)
     assert dr.state == "success", airflow_env.task_states(dr)
     assert "throttle changed by someone else: broker 1" in out, "the trigger saw it"
     assert "was changed by someone else" in out and "writing '10000000' again" in out
