@@ -1,4 +1,4 @@
-"""KIP-435 incremental steps and batches.
+"""KIP-435 incremental steps.
 
 A partition move ``[1,2,3] -> [4,5,6]`` submitted as one reassignment makes three new
 followers fetch at once and keeps the old ones until all three caught up. KIP-435 instead
@@ -13,17 +13,13 @@ min.insync.replicas because of us. When the current list is *smaller* than min I
 (a replication-factor increase from 1), the first step adds as many replicas as needed at
 once, which is the one exception KIP-435 makes to "one at a time".
 
-Batches: at most one step of a partition per batch and successive steps of a partition in
-successive batches (a step's ``current`` is the previous step's ``target``). Limits per
-batch: ``max_partition_movements`` steps, ``max_movements_per_broker`` replica additions or
-removals touching any broker, ``max_leader_movements`` preferred-leader changes.
+The executor (:mod:`kafka_reassign.executor`) runs these steps in a sliding window: a
+partition's next step becomes eligible once its previous step completed (a step's
+``current`` is the previous step's ``target``).
 """
 from __future__ import annotations
 
-import json
-from bisect import bisect_left, bisect_right, insort
-from heapq import heapify, heappop, heapreplace
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from kafka_reassign.plan import ANY_LOG_DIR, PartitionMove
@@ -181,38 +177,6 @@ class StepMove:
                    step_count=int(d.get("step_count", 1)))
 
 
-@dataclass
-class Batch:
-    """Steps executed together; the next batch starts only when this one is finished."""
-
-    index: int
-    steps: list[StepMove] = field(default_factory=list)
-
-    @property
-    def bytes_to_copy(self) -> int:
-        return sum(s.bytes_to_copy for s in self.steps)
-
-    @property
-    def leader_movements(self) -> int:
-        return sum(1 for s in self.steps if s.moves_leader)
-
-    def broker_movements(self) -> dict[int, int]:
-        out: dict[int, int] = {}
-        for s in self.steps:
-            for b in s.brokers_touched:
-                out[b] = out.get(b, 0) + 1
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "steps": [s.to_json() for s in self.steps]}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | str) -> "Batch":
-        if isinstance(d, str):
-            d = json.loads(d)
-        return cls(index=int(d["index"]), steps=[StepMove.from_json(s) for s in d["steps"]])
-
-
 def steps_for_move(move: PartitionMove, state: ClusterState, add_first: int | None = None) -> list[StepMove]:
     """All steps of one partition move, including a final log-dir step when needed.
 
@@ -294,211 +258,6 @@ def plan_all_steps(moves: Iterable[PartitionMove], state: ClusterState) -> list[
     return out
 
 
-def build_batches(moves: Iterable[PartitionMove], state: ClusterState,
-                  max_partition_movements: int = INT_MAX, max_movements_per_broker: int = INT_MAX,
-                  max_leader_movements: int = INT_MAX) -> list[Batch]:
-    """Turn moves into sequential batches of steps within the concurrency limits.
-
-    Packing: a batch lasts as long as its slowest step, so each batch is filled from the
-    candidates in decreasing order of (steps still to go, bytes): partitions with long chains
-    start early, and the biggest moves travel together instead of one big move holding up
-    a batch of small ones. The per-broker cap spreads each batch's copy traffic over brokers
-    (a candidate whose brokers are full is left for the next batch).
-
-    Each batch is the greedy pass over the pending steps in that order, taking every step
-    that still fits. Done naively that is a sort and a scan of every pending step per batch
-    (minutes at 100k+ partitions); instead every step gets its rank in that order once, the
-    pending steps are kept sorted by rank and bucketed by the brokers they touch, and once
-    few brokers still have room the pass only visits the buckets of those brokers (merged
-    by rank in a heap). The batches are the same as the naive pass's.
-
-    :param moves: partition moves (already validated)
-    :param state: cluster state for current replicas, min ISR and sizes
-    :param max_partition_movements: steps per batch (>= 1)
-    :param max_movements_per_broker: replica additions/removals per broker per batch (>= 1)
-    :param max_leader_movements: preferred-leader changes per batch (>= 1)
-    """
-    for name, v in (("max_partition_movements", max_partition_movements),
-                    ("max_movements_per_broker", max_movements_per_broker),
-                    ("max_leader_movements", max_leader_movements)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-    chains = [c for c in (steps_for_move(m, state) for m in moves) if c]
-
-    # Rank every step of every chain once, in the order a batch is filled: more steps still
-    # to go first, then more bytes, then input order. At most one step of a chain is pending
-    # at a time, so comparing ranks is comparing those keys.
-    flat: list[tuple[int, int, int, int]] = []
-    for i, chain in enumerate(chains):
-        n = len(chain)
-        for j, s in enumerate(chain):
-            flat.append((j - n, -s.bytes_to_copy, i, j))
-    flat.sort()
-    total = len(flat)
-    step_at: list[StepMove] = [chains[i][j] for _, _, i, j in flat]
-    rank_of = [[0] * len(c) for c in chains]
-    for r, (_, _, i, j) in enumerate(flat):
-        rank_of[i][j] = r
-    next_rank = [-1] * total
-    for r, (_, _, i, j) in enumerate(flat):
-        if j + 1 < len(chains[i]):
-            next_rank[r] = rank_of[i][j + 1]
-    del flat, rank_of
-
-    # Brokers as dense indices; per step the brokers it touches and whether it moves a leader.
-    dense: dict[int, int] = {}
-    touched: list[tuple[int, ...]] = []
-    for s in step_at:
-        touched.append(tuple(sorted(dense.setdefault(b, len(dense)) for b in s.brokers_touched)))
-    leader = [s.moves_leader for s in step_at]
-    n_brokers = len(dense)
-
-    # Pending steps bucketed by the brokers they touch (ranks sorted in each bucket), so that
-    # the steps that can still fit once few brokers have room are found without a full scan.
-    buckets: dict[tuple[int, ...], list[int]] = {}
-    order = _first_ranks(next_rank, total)
-    for r in order:
-        buckets.setdefault(touched[r], []).append(r)
-    wide = {k for k in buckets if len(k) > 2}  # rare (replication-factor increases): scanned
-
-    cap_b, cap_l, cap_p = max_movements_per_broker, max_leader_movements, max_partition_movements
-
-    batches: list[Batch] = []
-    while order:
-        load = [0] * n_brokers
-        room = n_brokers          # brokers below the cap
-        leaders = 0
-        chosen: list[int] = []
-
-        def take(r: int) -> bool:
-            """Add step ``r`` to the batch when it fits; True when it did."""
-            nonlocal room, leaders
-            t = touched[r]
-            for b in t:
-                if load[b] >= cap_b:
-                    return False
-            if leader[r]:
-                if leaders >= cap_l:
-                    return False
-                leaders += 1
-            for b in t:
-                load[b] += 1
-                if load[b] == cap_b:
-                    room -= 1
-            chosen.append(r)
-            return True
-
-        # The greedy pass in rank order. It scans ``order`` while many brokers have room;
-        # once the brokers with room are few compared with what is left to scan, only steps
-        # touching nothing but those brokers can still fit, so the pass goes on over their
-        # buckets instead: a heap of bucket heads (ranks after the last one scanned) yields
-        # the steps in rank order, and a bucket is dropped as soon as one of its brokers is
-        # full. Setting up the heap costs ~room^2/2 bucket look-ups (each ~10-20 times the
-        # scan of one step), hence the threshold.
-        pos, n_order, switch = 0, len(order), False
-        while pos < n_order:
-            r = order[pos]
-            pos += 1
-            t = touched[r]
-            if len(t) == 2:   # the common case (one replica in, one out), inlined
-                a, b = t
-                if load[a] >= cap_b or load[b] >= cap_b:
-                    continue
-                if leader[r]:
-                    if leaders >= cap_l:
-                        continue
-                    leaders += 1
-                load[a] += 1
-                load[b] += 1
-                chosen.append(r)
-                if len(chosen) >= cap_p:
-                    break
-                if load[a] == cap_b or load[b] == cap_b:
-                    room -= (load[a] == cap_b) + (load[b] == cap_b)
-                    if 8 * room * room <= n_order - pos:
-                        switch = True
-                        break
-            elif take(r):
-                if len(chosen) >= cap_p:
-                    break
-                if 8 * room * room <= n_order - pos:
-                    switch = True
-                    break
-        if switch:
-            last = order[pos - 1]
-            free = [b for b in range(n_brokers) if load[b] < cap_b]
-            free_set = set(free)
-            keys: list[tuple[int, ...]] = [()]
-            keys += [(a,) for a in free]
-            keys += [(a, b) for x, a in enumerate(free) for b in free[x + 1:]]
-            keys += [k for k in wide if free_set.issuperset(k)]
-            heap: list[tuple[int, int, tuple[int, ...]]] = []
-            for k in keys:
-                lst = buckets.get(k)
-                if lst and lst[-1] > last:
-                    at = 0 if lst[0] > last else bisect_right(lst, last)
-                    heap.append((lst[at], at, k))
-            heapify(heap)
-            while heap:
-                r, at, k = heap[0]
-                if len(k) == 2:
-                    dead = load[k[0]] >= cap_b or load[k[1]] >= cap_b
-                else:
-                    dead = any(load[b] >= cap_b for b in k)
-                if dead:
-                    heappop(heap)            # a broker of this bucket is full: all of it waits
-                    continue
-                take(r)                      # fits unless it moves a leader past the cap
-                if len(chosen) >= cap_p:
-                    break
-                lst = buckets[k]
-                if at + 1 < len(lst):
-                    heapreplace(heap, (lst[at + 1], at + 1, k))
-                else:
-                    heappop(heap)
-        if not chosen:  # impossible with limits >= 1 (a step touches a broker at most once)
-            raise RuntimeError("batch building made no progress")
-        batches.append(Batch(index=len(batches), steps=[step_at[r] for r in chosen]))
-
-        # Next pending set: drop the chosen steps, add their successors (order stays sorted).
-        chosen.sort()
-        kept: list[int] = []
-        successors: list[int] = []
-        start = 0
-        for r in chosen:
-            at = bisect_left(order, r, start)
-            kept += order[start:at]
-            start = at + 1
-            lst = buckets[touched[r]]
-            del lst[bisect_left(lst, r)]
-            nr = next_rank[r]
-            if nr >= 0:
-                successors.append(nr)
-                k = touched[nr]
-                lst = buckets.get(k)
-                if lst is None:
-                    buckets[k] = [nr]
-                    if len(k) > 2:
-                        wide.add(k)
-                else:
-                    insort(lst, nr)
-        kept += order[start:]
-        successors.sort()
-        kept += successors
-        kept.sort()  # two sorted runs: a linear merge
-        order = kept
-    return batches
-
-
-def _first_ranks(next_rank: list[int], total: int) -> list[int]:
-    """Ranks of the first step of every chain (the steps no other step leads to)."""
-    is_next = bytearray(total)
-    for nr in next_rank:
-        if nr >= 0:
-            is_next[nr] = 1
-    return [r for r in range(total) if not is_next[r]]
-
-
 def steps_to_rows(steps: Iterable[StepMove]) -> list[list[Any]]:
     """Steps as compact JSON rows (20k steps stay ~1 MB): topic, partition, current, target,
     log dirs, size, step index, step count."""
@@ -511,13 +270,3 @@ def steps_from_rows(rows: Iterable[Sequence[Any]]) -> list[StepMove]:
     return [StepMove(topic=r[0], partition=int(r[1]), current=tuple(int(b) for b in r[2]),
                      target=tuple(int(b) for b in r[3]), log_dirs=tuple(r[4]) if r[4] is not None else None,
                      size_bytes=int(r[5]), step_index=int(r[6]), step_count=int(r[7])) for r in rows]
-
-
-def batches_to_json(batches: list[Batch]) -> list[dict[str, Any]]:
-    return [b.to_json() for b in batches]
-
-
-def batches_from_json(data: list[dict[str, Any]] | str) -> list[Batch]:
-    if isinstance(data, str):
-        data = json.loads(data)
-    return [Batch.from_json(d) for d in data]

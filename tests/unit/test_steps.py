@@ -1,4 +1,4 @@
-"""KIP-435 steps and batch building (kafka_reassign.steps)."""
+"""KIP-435 steps (kafka_reassign.steps); the executor's window: test_executor_state."""
 from __future__ import annotations
 
 import json
@@ -6,10 +6,9 @@ import random
 
 import pytest
 
-from benchmarks.batching import naive_batches  # the reference greedy, shared with the benchmark
 from kafka_reassign.plan import PartitionMove
 from kafka_reassign.state import ClusterState
-from kafka_reassign.steps import Batch, StepMove, batches_from_json, batches_to_json, build_batches, plan_steps
+from kafka_reassign.steps import StepMove, plan_all_steps, plan_steps, steps_from_rows, steps_to_rows
 
 
 def snapshot(n_brokers=6, partitions=None, min_isr="2"):
@@ -87,57 +86,16 @@ def test_steps_for_moves_include_a_log_dir_step():
     snap = snapshot(partitions={"orders": [([1, 2, 3], 1000)]})
     state = ClusterState.from_snapshot(snap)
     move = PartitionMove("orders", 0, (1, 2, 3), ("/d2", "any", "any"))
-    (batch,) = build_batches([move], state)
-    (step,) = batch.steps
+    (step,) = plan_all_steps([move], state)
     assert step.is_log_dir_only and step.wanted_dirs() == {1: "/d2"} and step.brokers_touched == {1}
 
 
-def test_batches_respect_limits_and_order():
-    parts = {"t": [([1, 2, 3], 10_000 * (i + 1)) for i in range(12)]}
-    state = ClusterState.from_snapshot(snapshot(n_brokers=9, partitions=parts))
-    moves = [PartitionMove("t", i, (4 + i % 3, 7 + i % 3, 1)) for i in range(12)]
-    batches = build_batches(moves, state, max_partition_movements=4, max_movements_per_broker=3,
-                            max_leader_movements=2)
-    seen_batch: dict[tuple[str, int], int] = {}
-    last: dict[tuple[str, int], tuple[int, ...]] = {}
-    for b in batches:
-        assert len(b.steps) <= 4
-        assert all(v <= 3 for v in b.broker_movements().values())
-        assert b.leader_movements <= 2
-        keys = [s.key for s in b.steps]
-        assert len(keys) == len(set(keys)), "at most one step of a partition per batch"
-        for s in b.steps:
-            if s.key in seen_batch:
-                assert seen_batch[s.key] < b.index
-                assert last[s.key] == s.current, "a step starts where the previous one ended"
-            seen_batch[s.key] = b.index
-            last[s.key] = s.target
-    for m in moves:
-        assert last[m.key] == m.replicas
-
-
-def test_packing_groups_similar_sizes():
-    # Two big and two small single-step moves, two per batch: the big ones travel together.
-    parts = {"t": [([1, 2], 10**9), ([1, 2], 10), ([1, 2], 10**9 + 5), ([1, 2], 20)]}
-    state = ClusterState.from_snapshot(snapshot(partitions=parts, min_isr="1"))
-    moves = [PartitionMove("t", i, (1, 3 + i)) for i in range(4)]
-    batches = build_batches(moves, state, max_partition_movements=2)
-    assert {s.partition for s in batches[0].steps} == {0, 2}
-    assert {s.partition for s in batches[1].steps} == {1, 3}
-
-
-def test_invalid_limits_rejected():
-    state = ClusterState.from_snapshot(snapshot(partitions={"t": [([1, 2], 1)]}))
-    with pytest.raises(ValueError, match="max_partition_movements"):
-        build_batches([PartitionMove("t", 0, (1, 3))], state, max_partition_movements=0)
-
-
-def test_json_round_trip():
-    b = Batch(3, [StepMove("t", 1, (1, 2, 3), (4, 1, 2), None, 100, 0, 3),
-                  StepMove("t", 2, (1, 2), (1, 2), ("/d2", "any"), 5, 1, 2)])
-    text = json.dumps(batches_to_json([b]))
-    assert batches_from_json(text) == [b]
-    assert Batch.from_json(b.to_json()).steps[1].is_log_dir_only
+def test_step_json_and_rows_round_trip():
+    steps = [StepMove("t", 1, (1, 2, 3), (4, 1, 2), None, 100, 0, 3),
+             StepMove("t", 2, (1, 2), (1, 2), ("/d2", "any"), 5, 1, 2)]
+    assert [StepMove.from_json(json.loads(json.dumps(s.to_json()))) for s in steps] == steps
+    assert steps_from_rows(json.loads(json.dumps(steps_to_rows(steps)))) == steps
+    assert steps_from_rows(steps_to_rows(steps))[1].is_log_dir_only
 
 
 def test_in_flight_moves_are_resumed_from_where_they_started():
@@ -146,9 +104,9 @@ def test_in_flight_moves_are_resumed_from_where_they_started():
                          {"topic": "t", "partition": 1, "replicas": [4, 5, 6, 1, 2, 3], "adding": [4, 5, 6],
                           "removing": [1, 2, 3]}]
     state = ClusterState.from_snapshot(snap)
-    b = build_batches([PartitionMove("t", 0, (4, 5, 6)), PartitionMove("t", 1, (4, 5, 6))], state)
-    first = {s.partition: s for s in b[0].steps}
-    # Partition 0: our own interrupted KIP-435 step is recomputed identically (so it is adopted).
+    steps = plan_all_steps([PartitionMove("t", 0, (4, 5, 6)), PartitionMove("t", 1, (4, 5, 6))], state)
+    first = {s.partition: s for s in steps if s.step_index == 0}
+    # Partition 0: an interrupted KIP-435 step is recomputed identically (so it is adopted).
     assert first[0].current == (1, 2, 3) and first[0].target == (4, 1, 2)
     # Partition 1: a one-shot move to the final target is adopted as a single step.
     assert first[1].current == (1, 2, 3) and first[1].target == (4, 5, 6) and first[1].step_count == 1
@@ -185,36 +143,17 @@ def _random_case(seed, n_parts, n_brokers):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_batches_match_the_straightforward_greedy(seed):
+def test_step_chains_start_at_current_and_end_at_target(seed):
     rng = random.Random(1000 + seed)
     state, moves = _random_case(seed, rng.choice([5, 50, 300, 900]), rng.choice([3, 6, 12, 40]))
-    limits = (rng.choice([1, 3, 20, 500, 10**9]), rng.choice([1, 2, 5, 10**9]), rng.choice([1, 4, 1000]))
-    got = build_batches(moves, state, *limits)
-    assert [b.steps for b in got] == naive_batches(moves, state, *limits)
-    assert [b.index for b in got] == list(range(len(got)))
-
-
-def test_large_input_respects_every_limit():
-    # Big enough that the pass narrows to the buckets of the brokers with room many times.
-    state, moves = _random_case(7, 6000, 60)
-    batches = build_batches(moves, state, max_partition_movements=120, max_movements_per_broker=4,
-                            max_leader_movements=30)
-    seen_batch: dict[tuple[str, int], int] = {}
     last: dict[tuple[str, int], tuple[int, ...]] = {}
-    for b in batches:
-        assert 0 < len(b.steps) <= 120
-        assert all(v <= 4 for v in b.broker_movements().values())
-        assert b.leader_movements <= 30
-        keys = [s.key for s in b.steps]
-        assert len(keys) == len(set(keys))
-        for s in b.steps:
-            if s.key in seen_batch:
-                assert seen_batch[s.key] < b.index, "a later step goes in a later batch"
-                assert last[s.key] == s.current
-            else:
-                assert s.step_index == 0
-            seen_batch[s.key] = b.index
-            last[s.key] = s.target
+    for s in plan_all_steps(moves, state):
+        p = state.partition(s.topic, s.partition)
+        expected_start = last.get(s.key, tuple(p.replicas) if s.step_index == 0 else None)
+        if not s.is_log_dir_only:
+            assert s.current == expected_start, "a step starts where the previous one ended"
+        assert 0 <= s.step_index < s.step_count
+        last[s.key] = s.target
     for m in moves:
         p = state.partition(m.topic, m.partition)
         if tuple(p.replicas) != m.replicas:
