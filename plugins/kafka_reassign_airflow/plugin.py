@@ -279,6 +279,7 @@ def collect_progress(conn_id: str, dag_id: str | None, run_id: str | None) -> di
     """
     from kafka_reassign.executor_io import read_cluster
     from kafka_reassign.progress_view import ProgressView
+    from kafka_reassign.rehearse import estimate_view
     from kafka_reassign.steps import StepMove
 
     from kafka_reassign_airflow.hooks.kafka_admin import KafkaAdminHook
@@ -308,6 +309,7 @@ def collect_progress(conn_id: str, dag_id: str | None, run_id: str | None) -> di
     view["conn_id"] = conn_id
     view["run"] = {k: v for k, v in run.items() if k not in ("xcoms", "conf")} if run else None
     view["plan"] = load_plan_view(planned_files(run["xcoms"])) if run else None
+    view["estimate"] = estimate_view(run["xcoms"]) if run else None
     if run and progress is None:
         finished = run.get("state") in ("success", "failed")
         view["warnings"].append("This run moved nothing: it stopped before the reassignment or was a dry run."

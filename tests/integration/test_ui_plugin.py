@@ -17,6 +17,7 @@ from typing import Any, Callable
 import pytest
 
 from airflow_stack import AirflowStack
+from kafka_reassign.estimate import SOURCE_FORMULA, SOURCE_REHEARSAL
 
 ROOT = Path(__file__).resolve().parents[2]
 DAGS = ROOT / "dags"
@@ -152,6 +153,9 @@ def test_run_page_shows_the_progress_of_a_running_dag(tmp_path: Path, cluster: A
         assert view["summary"]["steps_total"] == 2 and view["summary"]["steps_in_flight"] == 1
         assert {(p["topic"], p["partition"]) for p in view["partitions"]} <= {("orders", 0), ("orders", 1)}
         assert any(t["set_by"].startswith("this run") for t in view["throttles"]), view["throttles"]
+        # Prepare's estimate is shown next to the plan, saying where it comes from.
+        estimate = view["estimate"]["estimate"]
+        assert estimate["source"] in (SOURCE_FORMULA, SOURCE_REHEARSAL) and estimate["text"], estimate
 
         # Unencoded, as the Airflow UI substitutes {RUN_ID} into the external view's href.
         url = f"{stack.base_url}/kafka-reassign/?dag_id=kafka_reassign&run_id={run_id}#token={stack.token()}"

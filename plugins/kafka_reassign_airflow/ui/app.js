@@ -128,6 +128,17 @@ function renderPlan(plan, run) {
   }
 }
 
+// Prepare's estimate (rehearsal or KIP-73 formula, it says which) and the rehearsal report.
+function renderEstimate(est) {
+  $("estimate").hidden = !est;
+  if (!est) return;
+  $("estimate-source").textContent = (est.estimate && est.estimate.source) || "";
+  $("estimate-text").textContent = (est.estimate && est.estimate.text) || "";
+  const rehearsal = est.rehearsal && est.rehearsal.text;
+  $("rehearsal-text").hidden = !rehearsal;
+  $("rehearsal-text").textContent = rehearsal || "";
+}
+
 function render(d) {
   document.body.dataset.loaded = "1";
   const s = d.summary || {};
@@ -154,6 +165,7 @@ function render(d) {
     el("div", { class: "card " + cls }, el("div", { class: "label" }, label), el("div", { class: "value" }, value))));
   $("overall-bar").style.width = (s.partitions_total ? pct(s.bytes_moved || 0, s.bytes_total || 0) : 0).toFixed(1) + "%";
   renderPlan(d.plan, run);
+  renderEstimate(d.estimate);
 
   $("umi-count").textContent = String(umi);
   $("umi-count").className = "pill" + (umi ? " bad" : "");
