@@ -311,10 +311,10 @@ def test_wait_runs_in_the_triggerer_when_deferrable(stack: AirflowStack, snapsho
         # refilled the window; one task instance for both moves.
         log = task_log(stack, "kafka_reassign", run_id, "execute", map_index=-1)
         assert "Pausing task as DEFERRED" in log and "Every step is done" in log, log[-4000:]
-        # Triggerer part (the file the triggerer process wrote): it looked up the connection
-        # itself, polled the steps in flight and fired the event.
+        # Triggerer part (the file the triggerer process wrote): it polled the steps in flight
+        # through its own admin client and fired the event. (The hook's connection line is at
+        # DEBUG since task logs were made quiet.)
         trig = trigger_log(stack, "kafka_reassign", run_id, "execute", -1)
-        assert "Kafka admin connection 'kafka_deferred'" in trig, trig[-3000:]
         assert "step(s) in flight" in trig and "Trigger fired event" in trig, trig[-3000:]
         assert cluster.partition_state("orders", 0)["replicas"] == [4, 2, 3]
         assert cluster.partition_state("orders", 1)["replicas"] == [1, 3, 4]
@@ -350,7 +350,6 @@ def test_wait_pokes_in_the_worker_when_not_deferrable(stack: AirflowStack, snaps
         assert cluster.partition_state("orders", 1)["replicas"] == [1, 3, 4]
         assert broker_configs(cluster) == throttles_before
         assert trigger_log(stack, POKE_DAG_ID, run_id, "execute", -1) == "", "a trigger ran in poke mode"
-        assert "Kafka admin connection 'kafka_poke'" in log
     finally:
         cluster.stop()
 
