@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from kafka_reassign.record import write_atomically
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -45,16 +46,7 @@ class FileExecutionStore:
     def save(self, run_id: str, state: dict[str, Any], progress: dict[str, Any]) -> None:
         path = self.path_for(run_id)
         data = json.dumps({"state": state, "progress": progress}, separators=(",", ":")).encode("utf-8")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=self.directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(path, data)
 
     def load(self, run_id: str) -> dict[str, Any] | None:
         path = self.path_for(run_id)

@@ -178,6 +178,26 @@ def submitted_targets(store: RecordStore, cluster_id: str | None, run_id: str | 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``path`` so that a crash leaves either the old or the new content, never a mix."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    # fsync the directory so the rename itself survives a crash.
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
 def _file_name(run_id: str) -> str:
     # Airflow run ids contain ':' and '+'; keep names portable and unambiguous.
     safe = _SAFE.sub(lambda m: f"%{ord(m.group()):02X}", run_id)
@@ -204,25 +224,7 @@ class FileRecordStore(RecordStoreBase):
         path = self.path_for(record.run_id)
         data = json.dumps(record.to_json(), indent=2, sort_keys=True).encode("utf-8")
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=self.directory)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
-            # fsync the directory so the rename itself survives a crash.
-            dfd = os.open(self.directory, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+            write_atomically(path, data)
         except OSError as exc:
             raise ThrottleRecordError(f"cannot write throttle record {path}: {exc}") from exc
 
