@@ -359,7 +359,8 @@ class MoveExecutor:
         self._sync_throttle(admin, started, targets)
         if to_send:
             if self.record_store is not None and self.replica_throttle is None and targets:
-                note_submitted(self.record_store, self.run_id, self.cluster_id, targets)
+                note_submitted(self.record_store, self.run_id, self.cluster_id, targets,
+                               {self.steps[i].key for i in (*self.watches, *self._dead_moving)})
             refused = submit(admin, to_send, self._dir_moves)
             for i, err in refused.items():
                 self._kill(i, Outcome.FAILED, err, moving=False)

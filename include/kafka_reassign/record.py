@@ -35,8 +35,10 @@ class ThrottleRecord:
     :param notes: free text (e.g. "superseded by run X")
     :param pending: resources not restored yet, "broker 5" / "topic orders" -> why (unreachable,
         moves still in flight); the reconciler retries them
-    :param submitted: partition -> every replica list this run asked Kafka for, written *before*
-        each AlterPartitionReassignments: an in-flight move is ours only when it is listed here
+    :param submitted: partition -> the replica lists this run asked Kafka for, written *before*
+        each AlterPartitionReassignments: an in-flight move is ours only when it is listed here.
+        Partitions whose moves finished are dropped at the next write, so the record stays
+        as small as the moves in flight, whatever the plan's size.
     """
 
     run_id: str
@@ -68,9 +70,20 @@ class ThrottleRecord:
                    submitted={(e["topic"], int(e["partition"])): [tuple(int(b) for b in x) for x in e["targets"]]
                               for e in d.get("submitted") or []})
 
-    def add_submitted(self, targets: Mapping[TopicPartition, Iterable[int]]) -> bool:
-        """Note replica lists about to be submitted; return whether anything was new."""
+    def add_submitted(self, targets: Mapping[TopicPartition, Iterable[int]],
+                      moving: Iterable[TopicPartition] | None = None) -> bool:
+        """Note replica lists about to be submitted; return whether the record changed.
+
+        :param moving: the partitions of this run still in flight; the others' entries go (a
+            finished move is never adopted again: a later move to the same target is not ours)
+        """
         new = False
+        if moving is not None:
+            keep = set(moving) | set(targets)
+            gone = [k for k in self.submitted if k not in keep]
+            for k in gone:
+                del self.submitted[k]
+            new = bool(gone)
         for key, target in targets.items():
             known = self.submitted.setdefault(key, [])
             t = tuple(int(b) for b in target)
@@ -126,7 +139,8 @@ class RecordStoreBase:
 
 
 def note_submitted(store: RecordStore, run_id: str, cluster_id: str | None,
-                   targets: Mapping[TopicPartition, Iterable[int]]) -> ThrottleRecord:
+                   targets: Mapping[TopicPartition, Iterable[int]],
+                   moving: Iterable[TopicPartition] | None = None) -> ThrottleRecord:
     """Record, durably and *before* submitting them, the reassignments a run is about to start.
 
     Call it right before AlterPartitionReassignments (not for cancellations). Validation,
@@ -138,6 +152,7 @@ def note_submitted(store: RecordStore, run_id: str, cluster_id: str | None,
     :param run_id: the submitting run
     :param cluster_id: the cluster (for a new record)
     :param targets: (topic, partition) -> replica list about to be submitted
+    :param moving: the run's partitions still in flight (see :meth:`ThrottleRecord.add_submitted`)
     """
     record = store.get(run_id)
     if record is None or record.restored:
@@ -145,9 +160,9 @@ def note_submitted(store: RecordStore, run_id: str, cluster_id: str | None,
         if record is not None:
             fresh.submitted = record.submitted
         record = fresh
-        record.add_submitted(targets)
+        record.add_submitted(targets, moving)
         store.put(record)
-    elif record.add_submitted(targets):
+    elif record.add_submitted(targets, moving):
         store.put(record)
     return record
 

@@ -74,6 +74,7 @@ class ReplicaThrottle:
         """
         if not topics and not submitting:
             return []
+        in_flight = list(in_flight)
         want = wanted_entries(in_flight, topics)
         current = admin.describe_configs(broker_ids=(), topics=sorted(topics),
                                          keys=(LEADER_REPLICAS, FOLLOWER_REPLICAS)) if topics else {}
@@ -82,7 +83,7 @@ class ReplicaThrottle:
             fresh = ThrottleRecord.new(self.run_id, self.cluster_id, [])
             fresh.submitted = record.submitted if record is not None else {}
             record = fresh
-        noted = record.add_submitted(submitting) if submitting else False
+        noted = record.add_submitted(submitting, {s.key for s in in_flight}) if submitting else False
         # The first change of a key holds its value before the run; the last one what we wrote
         # last (a throttle guard may have appended a re-application in between).
         first: dict[tuple[str, str], int] = {}

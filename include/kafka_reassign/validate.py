@@ -30,6 +30,16 @@ from kafka_reassign.state import ClusterState, InFlight, TopicPartition
 from kafka_reassign.steps import INT_MAX, plan_steps
 
 
+def _on_the_way(now: tuple[int, ...], original: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether ``now`` is ``original``, ``target`` or a placement between them that the KIP-435
+    steps of this move could have left (a resumed run): only brokers of either, every broker
+    of both still there, and not merely one of the two reordered (a new preferred leader)."""
+    if now in (tuple(original), tuple(target)):
+        return True
+    have, orig, tgt = set(now), set(original), set(target)
+    return have <= orig | tgt and orig & tgt <= have and have != orig and have != tgt
+
+
 def _fmt(ids) -> str:
     return "[" + ",".join(str(i) for i in ids) + "]"
 
@@ -188,8 +198,8 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
                                           f"by someone else (no record of {who} or an earlier run of ours "
                                           "submitting it); wait for it to finish or have its owner cancel it",
                                     "in_flight_foreign"))
-        if move.original_replicas is not None and not own_move and part.replicas != tuple(target) \
-                and part.replicas != tuple(move.original_replicas):
+        if move.original_replicas is not None and not own_move \
+                and not _on_the_way(part.replicas, move.original_replicas, target):
             stale.append(f"{move.name} {_fmt(move.original_replicas)} -> now {_fmt(part.replicas)}")
         racks = [state.brokers[b].rack for b in target if b in state.brokers]
         all_racks = {b.rack for b in state.brokers.values() if b.alive and b.rack is not None}

@@ -88,6 +88,7 @@ class Leadership:
         """The log becomes the first ``nbytes`` bytes (a shorter replica became leader)."""
         if nbytes < p._base_bytes:
             p._base_bytes = nbytes
+            self._usage_changed(p)
             if p._rec_pos:
                 cut = bisect.bisect_right(p._rec_pos, nbytes + _CATCH_UP_EPS)
                 del p._rec_base[cut:], p._rec_end[cut:], p._rec_pos[cut:], p._rec_data[cut:], p._rec_maxts[cut:]
@@ -103,6 +104,7 @@ class Leadership:
         if r.tracking:
             r._bytes = p.log_bytes()
             r.tracking = False
+            self._usage_changed(p)
             r.caught_up_at = self._t
 
     # ------------------------------------------------------------ elections

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import struct
+from typing import Iterable
 
 from kafka_sim import errors as E
 from kafka_sim.configs import TOPIC_CONFIGS
@@ -12,15 +13,56 @@ from kafka_sim.state import _NO_RECORDS, Partition, Replica, _locked
 _BATCH_HEADER = 61
 
 
+class DirUsage:
+    """Bytes per log dir of one broker as a function of time, from one walk of its replicas.
+
+    A replica following its leader holds ``base + rate * (t - base_t)`` bytes until its
+    partition is rebased, so those fold into a constant and a slope per dir; replicas with a
+    byte count of their own (catching up, or a KIP-113 future replica) are read when asked.
+    Anything that changes a replica's shape (rebase, dir, tracking) drops the broker's entry.
+    """
+
+    __slots__ = ("static", "slope", "own", "future")
+
+    def __init__(self, replicas: Iterable[Replica]) -> None:
+        self.static: dict[str, float] = {}
+        self.slope: dict[str, float] = {}
+        self.own: list[Replica] = []
+        self.future: list[Replica] = []
+        for r in replicas:
+            if r.tracking:
+                p = r.partition
+                self.static[r.log_dir] = self.static.get(r.log_dir, 0.0) + p._base_bytes - p._rate * p._base_t
+                self.slope[r.log_dir] = self.slope.get(r.log_dir, 0.0) + p._rate
+            else:
+                self.own.append(r)
+            if r.future_log_dir is not None:
+                self.future.append(r)
+
+    def at(self, t: float) -> dict[str, float]:
+        used = {d: c + self.slope[d] * t for d, c in self.static.items()}
+        for r in self.own:
+            used[r.log_dir] = used.get(r.log_dir, 0.0) + r._bytes
+        for r in self.future:
+            used[r.future_log_dir] = used.get(r.future_log_dir, 0.0) + r.future_bytes  # type: ignore[index]
+        return used
+
+
 class Logs:
     """Mixin of ClusterModel: log dirs, produce, fetch, offsets."""
 
     # ------------------------------------------------------------ replicas
     def _count_log(self, broker: int, path: str | None, delta: int) -> None:
         """Keep the number of logs (current and future replicas) per log dir up to date."""
+        self._dir_usage.pop(broker, None)
         if path is not None:
             counts = self._dir_logs.setdefault(broker, {})
             counts[path] = counts.get(path, 0) + delta
+
+    def _usage_changed(self, p: Partition) -> None:
+        """``p``'s replicas changed shape: their brokers' :class:`DirUsage` is stale."""
+        for b in p._reps:
+            self._dir_usage.pop(b, None)
 
     def _place(self, p: Partition, broker: int, path: str, tracking: bool) -> Replica:
         """Create the replica of ``p`` on ``broker`` in log dir ``path``."""
@@ -81,19 +123,16 @@ class Logs:
         broker = self.brokers.get(broker_id)
         if broker is None:
             return []
-        wanted: set[tuple[str, int]] | None = None
-        if topics is not None:
-            wanted = {(t, i) for t, parts in topics for i in parts}
+        if topics is None:
+            chosen: Iterable[Partition] = self._by_broker[broker_id]
+        else:
+            found = (self._part(t, i) for t, parts in topics for i in parts)
+            chosen = [p for p in dict.fromkeys(found) if p is not None and broker_id in p._reps]
         per_dir: dict[str, dict[str, list[tuple[int, int, int, bool]]]] = {d.path: {} for d in broker.log_dirs}
-        used: dict[str, float] = {d.path: 0.0 for d in broker.log_dirs}
-        for p in self._by_broker[broker_id]:
+        used = self.dir_used_bytes(broker_id)
+        for p in chosen:
             r = p._reps[broker_id]
             size = r.exact_bytes()
-            used[r.log_dir] = used.get(r.log_dir, 0.0) + size
-            if r.future_log_dir is not None:
-                used[r.future_log_dir] = used.get(r.future_log_dir, 0.0) + r.future_bytes
-            if wanted is not None and (p.topic, p.index) not in wanted:
-                continue
             per_dir.setdefault(r.log_dir, {}).setdefault(p.topic, []).append((p.index, int(size), 0, False))
             if r.future_log_dir is not None:
                 leo = r.log_end_offset
@@ -102,9 +141,22 @@ class Logs:
         out = []
         for d in broker.log_dirs:
             topics_out = [(t, sorted(parts)) for t, parts in sorted(per_dir.get(d.path, {}).items())]
-            out.append((d.path, E.NONE, int(d.capacity_bytes), int(max(0.0, d.capacity_bytes - used[d.path])),
-                        topics_out))
+            out.append((d.path, E.NONE, int(d.capacity_bytes),
+                        int(max(0.0, d.capacity_bytes - used.get(d.path, 0.0))), topics_out))
         return out
+
+    def dir_used_bytes(self, broker_id: int) -> dict[str, float]:
+        """Bytes held in each log dir of a broker (current and future replicas), now.
+
+        DescribeLogDirs reports every dir's usable bytes, which a real broker reads from the
+        file system in constant time. Walking every replica of the broker for it made each
+        progress poll cost O(replicas per broker) here, so the walk is kept per broker
+        (:class:`DirUsage`) and redone only after that broker's replicas changed shape.
+        """
+        usage = self._dir_usage.get(broker_id)
+        if usage is None or any(broker_id in p._reps for p in self._dirty):
+            usage = self._dir_usage[broker_id] = DirUsage(p._reps[broker_id] for p in self._by_broker[broker_id])
+        return usage.at(self._t)
 
 
     @_locked

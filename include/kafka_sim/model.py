@@ -91,6 +91,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._fresh: set[Partition] = set()  # flushed since the last zero-time check
         self._lag_cache: dict[int, float] = {}
         self._dir_logs: dict[int, dict[str, int]] = {}  # logs per log dir of each broker
+        self._dir_usage: dict[int, Any] = {}  # DirUsage per broker, dropped when its replicas change
         self._imbalanced: set[Partition] = set()  # led by a replica other than the first
         self._balance_at: float | None = None  # next automatic preferred-leader election  # replica.lag.time.max.ms per broker, in seconds
         self._steady_out: dict[int, float] = {}

@@ -152,6 +152,7 @@ class Replication:
         """Freeze the lazily grown log at the current time and re-derive its growth rate."""
         p._base_bytes = p.log_bytes()
         p._base_t = self._t
+        self._usage_changed(p)
         leader_up = p.leader >= 0 and self.brokers[p.leader].alive
         p._rate = p.bytes_in_per_sec if leader_up else 0.0
 
@@ -556,6 +557,7 @@ class Replication:
         """A follower keeps up with the leader's log end: it tracks the leader and is in the ISR."""
         r.tracking = True
         r._bytes = 0.0
+        self._usage_changed(p)
         self._dirty.add(p)
         self._plan = None
         self._join_isr(p, r)

@@ -75,6 +75,8 @@ def test_window_refills_before_the_slowest_move_ends_and_caps_hold_at_every_poll
     sizes = [400_000_000] + [10_000_000] * 11
     cluster = sim_cluster(snapshot(sizes), time_scale=20.0)
     lists_seen: list[tuple[set, set]] = []
+    records = MemoryRecordStore()
+    recorded: list[int] = []
     with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin, \
             KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as reader, Listing(cluster) as listing:
 
@@ -84,10 +86,11 @@ def test_window_refills_before_the_slowest_move_ends_and_caps_hold_at_every_poll
             cfg = reader.describe_configs(topics=["t"], keys=[LEADER_REPLICAS, FOLLOWER_REPLICAS])[("topic", "t")]
             named = {p for k in (LEADER_REPLICAS, FOLLOWER_REPLICAS) for p, _ in parse_replica_list(cfg[k]) or ()}
             lists_seen.append((named, moving))
+            recorded.extend(len(r.submitted) for r in records.list_all())
 
         result = run_reassignment(admin, plan_to_456(len(sizes)),
                                   {**FAST, "throttle_bytes_per_sec": 20_000_000, "max_partition_movements": 4,
-                                   "max_movements_per_broker": 2}, MemoryRecordStore(), on_progress=on_progress,
+                                   "max_movements_per_broker": 2}, records, on_progress=on_progress,
                                   on_event=lambda m: None)
     assert result.progress.outcome == "done"
     # Caps at every observation of the cluster (not only at the executor's polls).
@@ -107,6 +110,8 @@ def test_window_refills_before_the_slowest_move_ends_and_caps_hold_at_every_poll
     # The throttled-replica lists never named a partition that was not in flight.
     assert lists_seen and all(named <= moving for named, moving in lists_seen), lists_seen[:5]
     assert any(named for named, _ in lists_seen)
+    # The record names the moves in flight only (bounded by the window, not the plan's 12).
+    assert recorded and max(recorded) <= 4, recorded
     assert cluster.topic_configs("t").get(LEADER_REPLICAS) is None  # restored: nothing left behind
 
 

@@ -133,6 +133,19 @@ def trigger_log(stack: AirflowStack, dag_id: str, run_id: str, task_id: str, map
     return "\n".join(p.read_text(errors="replace") for p in sorted(folder.glob("attempt=*.log.trigger.*.log")))
 
 
+def failure_detail(stack: AirflowStack, dag_id: str, run_id: str, states: dict[str, str]) -> str:
+    """Why a run failed: its task states, then the logs of the tasks that failed (first, where a
+    truncated CI report still shows them), then every component's log tail."""
+    parts = [str(states)]
+    for task_id, state in states.items():
+        if state == "failed":
+            parts.append(f"--- {task_id}'s log ---\n{task_log(stack, dag_id, run_id, task_id)[-5000:]}")
+            trig = trigger_log(stack, dag_id, run_id, task_id, -1)
+            if trig:
+                parts.append(f"--- {task_id}'s trigger ---\n{trig[-3000:]}")
+    return "\n".join(parts + [stack.diagnostics()])
+
+
 def wait_run(stack: AirflowStack, dag_id: str, run_id: str, timeout: float) -> dict[str, Any]:
     """wait_for_run, with run ids quoted in the path."""
 
@@ -305,7 +318,7 @@ def test_wait_runs_in_the_triggerer_when_deferrable(stack: AirflowStack, snapsho
         stack.wait_for(wait_states, 300, "the deferrable run to finish", interval=0.5)
         final = wait_run(stack, "kafka_reassign", run_id, timeout=60)
         states = ti_states(stack, "kafka_reassign", run_id)
-        assert final["state"] == "success", f"{states}\n{stack.diagnostics()}"
+        assert final["state"] == "success", failure_detail(stack, "kafka_reassign", run_id, states)
         assert "execute=deferred" in seen, seen
         # Worker part (REST API log): execute deferred, then resumed on the trigger's events and
         # refilled the window; one task instance for both moves.
@@ -342,7 +355,7 @@ def test_wait_pokes_in_the_worker_when_not_deferrable(stack: AirflowStack, snaps
         stack.wait_for(done, 300, "the poke-mode run to finish", interval=0.5)
         final = wait_run(stack, POKE_DAG_ID, run_id, timeout=60)
         states = ti_states(stack, POKE_DAG_ID, run_id)
-        assert final["state"] == "success", f"{states}\n{stack.diagnostics()}"
+        assert final["state"] == "success", failure_detail(stack, POKE_DAG_ID, run_id, states)
         assert not any(s.endswith("=deferred") for s in seen), seen
         log = task_log(stack, POKE_DAG_ID, run_id, "execute", map_index=-1)
         assert "DEFERRED" not in log and "Every step is done" in log, log[-4000:]
@@ -428,7 +441,7 @@ def test_rebalance_approved_over_rest_is_carried_out(stack: AirflowStack, snapsh
         assert cluster.write_count == 0, "wrote to the cluster before the approval"
         final = wait_run(stack, "kafka_rebalance", run_id, timeout=400)
         states = ti_states(stack, "kafka_rebalance", run_id)
-        assert final["state"] == "success", f"{states}\n{stack.diagnostics()}"
+        assert final["state"] == "success", failure_detail(stack, "kafka_rebalance", run_id, states)
         print(f"approved rebalance: {states}")
         assert states["approve_plan"] == "success" and states["approval_not_required"] == "skipped"
         # The one planning path: snapshot, then the planner job (engine local: in the worker).
@@ -464,7 +477,7 @@ def test_rebalance_rejected_over_rest_writes_nothing(stack: AirflowStack, snapsh
         final = wait_run(stack, "kafka_rebalance", run_id, timeout=240)
         states = ti_states(stack, "kafka_rebalance", run_id)
         print(f"rejected rebalance ended {final['state']}: {states}")
-        assert final["state"] == "success", f"{states}\n{stack.diagnostics()}"
+        assert final["state"] == "success", failure_detail(stack, "kafka_rebalance", run_id, states)
         assert states["plan"] == "success" and states["approve_plan"] == "success"
         for t in ("prepare", "throttle_set", "report"):
             assert states[t] == "skipped", states

@@ -146,7 +146,8 @@ def assignors(tmp_path, monkeypatch):
 
 def test_user_assignor_good_class(assignors):
     res = plan(tiny(), "custom", engine="local", assignor=f"{assignors}.MoveToSix")
-    assert res.plan.to_json()["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1, 2, 6]}]
+    assert res.plan.to_json()["partitions"] == [{"topic": "t", "partition": 0, "replicas": [1, 2, 6],
+                                                "original_replicas": [1, 2, 3]}]
     s = res.summary
     assert s["assignor"] == f"{assignors}.MoveToSix"
     assert s["replica_movements"] == 1 and s["data_to_move_bytes"] == GB

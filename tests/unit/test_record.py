@@ -52,3 +52,15 @@ def test_unreadable_record_is_a_clear_error(tmp_path):
 def test_mark_restored_unknown_run(tmp_path):
     with pytest.raises(ThrottleRecordError, match="no throttle record"):
         FileRecordStore(tmp_path).mark_restored("nope")
+
+
+def test_submitted_keeps_only_the_moves_still_in_flight():
+    rec = ThrottleRecord.new("r", "c", [])
+    assert rec.add_submitted({("t", 0): [4, 2, 3], ("t", 1): [5, 3, 1]})
+    assert not rec.add_submitted({("t", 0): [4, 2, 3]})  # nothing new
+    # t-1 finished; t-0 gets its next step: t-1 goes, t-0 keeps both of its targets
+    assert rec.add_submitted({("t", 0): [4, 5, 3]}, moving=[("t", 0)])
+    assert rec.submitted == {("t", 0): [(4, 2, 3), (4, 5, 3)]}
+    assert rec.add_submitted({}, moving=[])  # everything finished: dropping is a change too
+    assert rec.submitted == {}
+    assert ThrottleRecord.from_json(rec.to_json()) == rec

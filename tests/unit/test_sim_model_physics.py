@@ -280,3 +280,45 @@ def test_scaled_real_time_with_injected_clock():
     wall[0] += 0.05
     m.advance()
     assert done(m, "t", 0)() and m.partition_state("t", 0)["leader"] == 4
+
+
+def _walked_usage(m, broker):
+    """Every dir's bytes by walking the broker's replicas: what DirUsage must always equal."""
+    used = {}
+    for p in m._by_broker[broker]:
+        r = p._reps[broker]
+        used[r.log_dir] = used.get(r.log_dir, 0.0) + r.exact_bytes()
+        if r.future_log_dir is not None:
+            used[r.future_log_dir] = used.get(r.future_log_dir, 0.0) + r.future_bytes
+    return used
+
+
+def test_dir_usage_kept_per_broker_equals_a_walk_of_its_replicas_through_moves_and_faults():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3], [2, 3, 4], [3, 4, 5]], size=GB, bytes_in=3 * MB),
+                                topic("u", [[4, 5, 6], [5, 6, 1]], size=2 * GB)]))
+    throttle(m, range(1, 7), 20 * MB)
+
+    def check():
+        for b in range(1, 7):
+            cached, walked = m.dir_used_bytes(b), _walked_usage(m, b)
+            for d in set(cached) | set(walked):
+                assert abs(cached.get(d, 0.0) - walked.get(d, 0.0)) < 1.0, (b, d, cached, walked, m._t)
+
+    check()
+    m.alter_reassignments([("t", 0, [4, 5, 6]), ("u", 1, [5, 6, 2])])
+    m.alter_replica_log_dirs(3, [("/d2", "t", 1)])
+    for when in range(40):
+        m.advance_by(7.5)
+        check()
+        if when == 5:
+            m.stop_broker(2)
+        if when == 9:
+            m.start_broker(2)
+        if when == 12:
+            m.alter_reassignments([("t", 0, None)])  # cancel: the added replicas go
+        if when == 15:
+            m.alter_replica_log_dirs(3, [("/d1", "t", 1)])  # back home stops the copy
+        if when == 20:
+            m.elect_leaders(0, [("t", 2)])
+    assert m.partition_state("u", 1)["replicas"] == [5, 6, 2]
+    check()

@@ -138,6 +138,14 @@ def test_drift_check_passes_for_unchanged_and_finished_partitions():
     validate_plan(plan(e(partition=1, replicas=[1, 2, 4], original_replicas=[1, 2, 3]),
                        e(partition=2, replicas=[1, 2, 3], original_replicas=[3, 2, 1])),
                   cluster(), refuse_foreign_in_flight=False)
+    # Between the two (a resumed run whose first KIP-435 steps finished: 3 added, 4 dropped): fine.
+    validate_plan(plan(e(partition=1, replicas=[1, 3, 5], original_replicas=[1, 2, 4])), cluster(),
+                  refuse_foreign_in_flight=False)
+    # A broker that is neither where it started nor where it goes: someone else moved it.
+    with pytest.raises(PlanValidationError) as info:
+        validate_plan(plan(e(partition=1, replicas=[4, 1, 2], original_replicas=[1, 4, 2])), cluster(),
+                      refuse_foreign_in_flight=False)
+    assert "stale_plan" in info.value.kinds
     with pytest.raises(PlanValidationError) as info:
         validate_plan(plan(e(partition=1, replicas=[1, 2, 4], original_replicas=[1, 2, "x"])), cluster(),
                       refuse_foreign_in_flight=False)

@@ -228,7 +228,7 @@ def _moves(cluster: Cluster, changes: dict, final: list) -> ReassignmentPlan:
                 and final[pi][1] == p.log_dirs:
             continue
         moves.append(PartitionMove(p.topic, p.partition, tuple(reps),
-                                   tuple(dirs) if dirs is not None else None))
+                                   tuple(dirs) if dirs is not None else None, original_replicas=tuple(p.replicas)))
     return ReassignmentPlan(moves)
 
 
