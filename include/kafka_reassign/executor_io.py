@@ -50,9 +50,13 @@ def read_cluster(admin: Any, steps: Sequence[StepMove]) -> ClusterView:
     listing = admin.list_partition_reassignments(None)
     alive = {b.id for b in admin.describe_cluster().brokers if not b.fenced}
     view = ClusterView(in_flight=listing, alive=alive)
-    brokers = {b for s in steps for b in (*s.current, *s.target)} & alive
-    if brokers:
-        for r in admin.describe_log_dirs(sorted(brokers), sorted({s.key for s in steps})):
+    asks: dict[int, set[TopicPartition]] = {}
+    for s in steps:
+        for b in {*s.current, *s.target} & alive:
+            asks.setdefault(b, set()).add(s.key)
+    if asks:
+        # Each broker is asked about its own replicas only: requests stay as small as the window.
+        for r in admin.describe_log_dirs(sorted(asks), {b: sorted(k) for b, k in asks.items()}):
             k = (r.topic, r.partition, r.broker)
             if r.is_future:
                 view.futures.add(k)

@@ -522,13 +522,16 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
                      clock: Callable[[], float] = time.time,
                      produce_rates: Mapping[TopicPartition, float] | None = None,
                      exec_store: ExecutionStore | None = None, strategy: str | None = None,
-                     should_stop: Callable[[ProgressView], bool] | None = None) -> RunResult:
+                     should_stop: Callable[[ProgressView], bool] | None = None,
+                     guard_every: int = GUARD_EVERY_POLLS) -> RunResult:
     """Run a whole reassignment (what ``kafka-reassign execute`` does).
 
     The throttle is restored in a ``finally`` whatever happens; on failure with
     ``cancel_on_failure`` our in-flight moves are cancelled first. With ``exec_store`` the
     execution state is saved after every poll and a run with the same id resumes from it.
 
+    :param guard_every: check the run's throttle every this many polls (0: never, for a
+        rehearsal's private simulated cluster, which nobody else can change)
     :raises: the first error (validation, Kafka, :class:`RunFailed`) after cleaning up
     """
     run_id = run_id or new_run_id()
@@ -546,7 +549,7 @@ def run_reassignment(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
         return result
     executor = _resumed(prepared, run_id, store, saved, strategy, produce_rates, say)
     # The throttle guard reads the run's configs each poll: a removal is put back at once.
-    guard = ThrottleGuard(admin, store, run_id, every=GUARD_EVERY_POLLS)
+    guard = ThrottleGuard(admin, store, run_id, every=guard_every)
 
     def watch(view: ProgressView) -> None:
         # Every poll: put the throttle back if someone removed or raised it (raises if it cannot).

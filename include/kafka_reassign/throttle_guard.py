@@ -162,19 +162,19 @@ class ThrottleGuard:
     :param admin: KafkaAdmin
     :param store: the record store
     :param run_id: the run
-    :param every: check on every ``every``-th call (1 = every poll)
+    :param every: check on every ``every``-th call (1 = every poll, 0 = never)
     """
 
     def __init__(self, admin: Any, store: RecordStore, run_id: str, every: int = 1) -> None:
         self.admin, self.store, self.run_id = admin, store, run_id
-        self.every = max(1, int(every))
+        self.every = max(0, int(every))
         self.polls = 0
         self.reapplied: list[ConfigChange] = []
 
     def check(self, force: bool = False) -> GuardResult:
         """Check now when due (or when ``force``: e.g. right before declaring the run done)."""
         self.polls += 1
-        if not force and (self.polls - 1) % self.every:
+        if not force and (not self.every or (self.polls - 1) % self.every):
             return GuardResult()
         result = guard_throttle(self.admin, self.store, self.run_id)
         self.reapplied.extend(result.reapplied)

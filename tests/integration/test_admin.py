@@ -82,6 +82,22 @@ def test_log_dirs_describe_and_alter(cluster_admin):
     assert bad[("orders", 0, 1)] == "LOG_DIR_NOT_FOUND"
 
 
+def test_log_dirs_of_many_brokers_in_one_round_skip_a_stopped_one(cluster_admin, caplog):
+    cluster, admin = cluster_admin
+    keys = [("orders", 0), ("orders", 1), ("clicks", 0)]
+    together = admin.describe_log_dirs([1, 2, 3, 4], keys)
+    alone = [r for b in [1, 2, 3, 4] for r in admin.describe_log_dirs([b], keys)]
+    assert sorted(map(repr, together)) == sorted(map(repr, alone)) and {r.broker for r in together} == {1, 2, 3, 4}
+    # Per broker: each is asked about its own partitions only.
+    mine = admin.describe_log_dirs([1, 2], {1: [("orders", 0)], 2: [("orders", 1)], 3: [("orders", 2)]})
+    assert sorted((r.broker, r.topic, r.partition) for r in mine) == [(1, "orders", 0), (2, "orders", 1)]
+    cluster.stop_broker(3)
+    with caplog.at_level("WARNING", logger="kafka_reassign.admin"):
+        rows = admin.describe_log_dirs([1, 2, 3, 4], keys)
+    assert {r.broker for r in rows} == {1, 2, 4}
+    assert "DescribeLogDirs on broker 3 failed" in caplog.text
+
+
 def test_dead_broker_is_known_but_not_alive(cluster_admin):
     cluster, admin = cluster_admin
     cluster.stop_broker(4)

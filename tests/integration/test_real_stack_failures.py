@@ -114,8 +114,14 @@ def ti_states(stack: AirflowStack, dag_id: str, run_id: str) -> dict[str, str | 
 
 
 def task_log(stack: AirflowStack, dag_id: str, run_id: str, task_id: str, map_index: int = -1,
-             try_number: int = 1) -> str:
-    """The task instance's log as the UI shows it (worker part and, for deferred tasks, triggerer part)."""
+             try_number: int | None = None) -> str:
+    """The task instance's log as the UI shows it (worker part and, for deferred tasks, triggerer
+    part): of one try, or of every try so far (a retried execute resumes in its next try)."""
+    if try_number is None:
+        ti = stack.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{_q(run_id)}/taskInstances/{task_id}"
+                                  + (f"/{map_index}" if map_index >= 0 else ""))
+        return "\n".join(task_log(stack, dag_id, run_id, task_id, map_index, n)
+                         for n in range(1, max(1, int(ti.get("try_number") or 1)) + 1))
     out = stack.request(
         "GET", f"/api/v2/dags/{dag_id}/dagRuns/{_q(run_id)}/taskInstances/{task_id}/logs/{try_number}"
                f"?map_index={map_index}&full_content=true")

@@ -37,6 +37,8 @@ from kafka_reassign_airflow.operators.report import ReassignmentReportOperator
 from kafka_reassign_airflow.operators.throttle import ThrottleRemoveOperator, ThrottleSetOperator
 
 EXECUTE_TASK_ID = "execute"
+#: Tries of execute beyond the first, for infrastructure failures only (see reassignment_tasks).
+EXECUTE_RETRIES = 2
 
 
 def p(name: str) -> str:
@@ -134,6 +136,11 @@ def reassignment_tasks(*, plan: Any = p("plan"), kafka_conn_id: Any = p("kafka_c
     execute = ReassignmentExecuteOperator(
         task_id=EXECUTE_TASK_ID, kafka_conn_id=kafka_conn_id, poll_interval_seconds=p("poll_interval_seconds"),
         deferrable=deferrable,
+        # A stall, a timeout or a lost broker fails at once (AirflowFailException). What is
+        # retried is the infrastructure: a lost worker, Kafka unreachable from it, and Airflow's
+        # own race that fails a deferred task resuming right after its trigger fired
+        # (apache/airflow#72716). Each try resumes from the saved state.
+        retries=EXECUTE_RETRIES, retry_delay=timedelta(seconds=10),
         doc_md="Keeps a window of KIP-435 steps in flight under max_partition_movements, "
                "max_movements_per_broker and max_leader_movements, refilled as soon as a step finishes; "
                "throttled-replica lists name only the steps in flight. Waits in the triggerer (lag and "
