@@ -144,7 +144,8 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
             "dry_run": getattr(args, "dry_run", False),
             "cancel_on_failure": not getattr(args, "no_cancel_on_failure", False),
             "allow_stalling_moves": args.allow_stalling_moves, "produce_sample_seconds": args.produce_sample_seconds,
-            "rehearse": getattr(args, "rehearse", False)}
+            "rehearse": getattr(args, "rehearse", False),
+            "movement_strategy": getattr(args, "movement_strategy", None) or D.MOVEMENT_STRATEGY}
 
 
 # -- subcommands --------------------------------------------------------------------------
@@ -259,7 +260,7 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
         try:
             result = run_reassignment(admin, raw, params, store, run_id=run_id, on_progress=on_progress,
                                       on_event=on_event, produce_rates=rates, exec_store=exec_store,
-                                      strategy=args.strategy, should_stop=should_stop)
+                                      should_stop=should_stop)
         except CancelRequested:
             if not params.cancel_on_failure:   # an explicit cancel reverts even so
                 _cancel_moves(admin, raw, on_event)
@@ -546,9 +547,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"fail when bytes left do not fall for this long (default {D.STALL_WINDOW_SECONDS:g})")
     p.add_argument("--poll-interval-seconds", type=float, default=D.POLL_INTERVAL_SECONDS,
                    help=f"progress poll interval (default {D.POLL_INTERVAL_SECONDS:g})")
-    p.add_argument("--strategy", default="busiest-brokers",
-                   help="order of the moves: busiest-brokers (default), largest-first, smallest-first, "
-                        "postpone-urp, or several separated by commas (the first decides, the next break ties)")
     p.add_argument("--print-interval", type=float, default=30.0, help="seconds between progress tables")
     p.add_argument("--allow-rf-change", action="store_true", help="accept replication-factor changes")
     p.add_argument("--allow-internal-topics", action="store_true", help="accept moves of internal topics")

@@ -48,6 +48,10 @@ PRODUCE_SAMPLE_SECONDS: float = 3.0
 #: Before the run, rehearse it on a simulated copy of the cluster (seeded from a snapshot read
 #: now) with the same limits; its predicted moving time becomes the run's estimate.
 REHEARSE: bool = False
+#: Order in which the executor starts moves (Cruise Control's replica movement strategies):
+#: one name, or several separated by commas (the first decides, the next break ties).
+MOVEMENT_STRATEGIES: tuple[str, ...] = ("busiest-brokers", "largest-first", "smallest-first", "postpone-urp")
+MOVEMENT_STRATEGY: str = "busiest-brokers"
 #: Give up reaching the cluster after this long.
 CONNECT_TIMEOUT_SECONDS: float = 10.0
 
@@ -68,6 +72,7 @@ RUN_DEFAULTS: dict[str, Any] = {
     "allow_stalling_moves": ALLOW_STALLING_MOVES,
     "produce_sample_seconds": PRODUCE_SAMPLE_SECONDS,
     "rehearse": REHEARSE,
+    "movement_strategy": MOVEMENT_STRATEGY,
 }
 
 
@@ -95,3 +100,6 @@ def add_movement_arguments(parser: "argparse.ArgumentParser", *, purpose: str = 
                              f"(default {MAX_MOVEMENTS_PER_BROKER})")
     parser.add_argument("--max-leader-movements", type=int, default=MAX_LEADER_MOVEMENTS,
                         help=f"preferred-leader changes at once (default {MAX_LEADER_MOVEMENTS})")
+    parser.add_argument("--strategy", default=MOVEMENT_STRATEGY, dest="movement_strategy",
+                        help=f"order of the moves: {', '.join(MOVEMENT_STRATEGIES)}, or several separated by "
+                             f"commas (the first decides, the next break ties; default {MOVEMENT_STRATEGY})")

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from kafka_reassign.errors import ParamError, Problem
 from kafka_reassign.executor_io import classify, elect_leaders, observe, read_cluster, submit
-from kafka_reassign.executor_order import OrderContext, ReadyQueue, parse_strategy
+from kafka_reassign.executor_order import DEFAULT_STRATEGY, OrderContext, ReadyQueue, parse_strategy
 from kafka_reassign.outcome import Outcome, OutcomeRules, StepWatch, outcome_of, run_outcome, step_outcome
 from kafka_reassign.progress_view import RECENT_DONE_ROWS, ProgressView, StepRow
 from kafka_reassign.record import note_submitted
@@ -63,7 +63,7 @@ class ExecutionLimits:
     max_leader_movements: int = 1000
     step_timeout_seconds: float = 7200.0
     stall_window_seconds: float = 600.0
-    strategy: str = "busiest-brokers"
+    strategy: str = DEFAULT_STRATEGY
 
     @classmethod
     def from_params(cls, params: Any, strategy: str | None = None) -> "ExecutionLimits":
@@ -73,7 +73,7 @@ class ExecutionLimits:
                    max_leader_movements=params.max_leader_movements,
                    step_timeout_seconds=float(params.batch_timeout_minutes) * 60.0,
                    stall_window_seconds=float(params.stall_window_seconds),
-                   strategy=strategy or cls.strategy)
+                   strategy=strategy or getattr(params, "movement_strategy", None) or cls.strategy)
 
     def validate(self, steps: Sequence[StepMove] = ()) -> None:
         """Raise :class:`ParamError` naming every limit at or below 0, or a step that can never fit."""

@@ -23,7 +23,9 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from typing import Any, Callable, Iterator, Sequence
 
-DEFAULT_STRATEGY = "busiest-brokers"
+from kafka_reassign.defaults import MOVEMENT_STRATEGIES, MOVEMENT_STRATEGY
+
+DEFAULT_STRATEGY = MOVEMENT_STRATEGY
 
 
 class OrderContext:
@@ -60,6 +62,9 @@ STRATEGIES: dict[str, tuple[BrokerKey | None, StaticKey]] = {
     "smallest-first": (None, lambda ctx, i: (ctx.step_bytes[i],)),
     "postpone-urp": (None, lambda ctx, i: (i in ctx.urp,)),
 }
+
+
+assert tuple(STRATEGIES) == MOVEMENT_STRATEGIES, "kafka_reassign.defaults lists the strategies for the DAG params"
 
 
 def parse_strategy(spec: str | None) -> list[str]:

@@ -261,6 +261,7 @@ class ReassignParams:
         (0 = do not measure: the stall check needs rates from a snapshot then)
     :param rehearse: rehearse the run on a simulated copy of the cluster first (its prediction
         becomes the estimate; the report travels with the prepared run)
+    :param movement_strategy: the order moves start in (:mod:`kafka_reassign.executor_order`)
     """
 
     throttle_bytes_per_sec: int | None = defaults.THROTTLE_BYTES_PER_SEC
@@ -278,6 +279,7 @@ class ReassignParams:
     allow_stalling_moves: bool = defaults.ALLOW_STALLING_MOVES
     produce_sample_seconds: float = defaults.PRODUCE_SAMPLE_SECONDS
     rehearse: bool = defaults.REHEARSE
+    movement_strategy: str = defaults.MOVEMENT_STRATEGY
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -330,6 +332,15 @@ def _non_negative(problems: list[Problem], key: str, v: Any) -> float:
     return float(v)
 
 
+def _strategy_param(problems: list[Problem], v: Any) -> str:
+    from kafka_reassign.executor_order import parse_strategy
+    try:
+        return ",".join(parse_strategy(v if isinstance(v, str) else "\0"))
+    except ValueError as exc:
+        problems.append(Problem("movement_strategy", str(exc), "bad_param"))
+        return defaults.MOVEMENT_STRATEGY
+
+
 def validate_params(raw: Mapping[str, Any] | ReassignParams | None = None) -> ReassignParams:
     """Check run parameters; raise :class:`ParamError` listing every problem.
 
@@ -369,6 +380,7 @@ def validate_params(raw: Mapping[str, Any] | ReassignParams | None = None) -> Re
         allow_stalling_moves=_bool_param(problems, "allow_stalling_moves", get("allow_stalling_moves")),
         produce_sample_seconds=_non_negative(problems, "produce_sample_seconds", get("produce_sample_seconds")),
         rehearse=_bool_param(problems, "rehearse", get("rehearse")),
+        movement_strategy=_strategy_param(problems, get("movement_strategy")),
     )
     for k in ("max_partition_movements", "max_movements_per_broker", "max_leader_movements"):
         if out[k] > INT_MAX:

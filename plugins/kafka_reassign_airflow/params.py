@@ -157,6 +157,15 @@ def reassign_params() -> dict[str, Param]:
                         "window (log-end offsets and leader log growth) for the stall check and the "
                         "estimate. 0 = do not measure (the stall check is skipped).",
             section=_HOW),
+        "movement_strategy": Param(
+            D.MOVEMENT_STRATEGY, type="string", title="Move order",
+            pattern=f"^({'|'.join(D.MOVEMENT_STRATEGIES)})(,({'|'.join(D.MOVEMENT_STRATEGIES)}))*$",
+            description="Which moves start first when the window has room (Cruise Control's replica "
+                        "movement strategies): busiest-brokers keeps the brokers with the most bytes "
+                        "left busy (the moving time's bound); largest-first, smallest-first; "
+                        "postpone-urp starts under-replicated partitions last. Several, comma-separated: "
+                        "the first decides, the next break ties.",
+            section=_HOW),
         "rehearse": Param(
             D.REHEARSE, type="boolean", title="Rehearse first",
             description="Before moving anything, run the plan on a simulated copy of the cluster (a "

@@ -56,7 +56,8 @@ def test_param_schema_rejects_wrong_types(dag):
 
     for bad in ({"throttle_bytes_per_sec": "fast"}, {"max_partition_movements": 0},
                 {"goal": "shuffle"}, {"plan": [1, 2]}, {"batch_timeout_minutes": -1},
-                {"brokers": [1, 1]}, {"dry_run": "maybe"}):
+                {"brokers": [1, 1]}, {"dry_run": "maybe"}, {"movement_strategy": "random"},
+                {"movement_strategy": "largest-first,"}):
         d = ParamsDict({k: dag.params.get_param(k) for k in dag.params.keys()})
         with pytest.raises(ParamValidationError):
             d.update(bad)

@@ -162,13 +162,21 @@ def test_params_defaults_and_each_rejection():
     assert validate_params({"max_partition_movements": 5.0}).max_partition_movements == 5
     bad = {"throttle_bytes_per_sec": 0, "max_partition_movements": 0, "max_movements_per_broker": -1,
            "max_leader_movements": "3", "batch_timeout_minutes": 0, "dry_run": "yes",
-           "stall_window_seconds": float("nan"), "bogus": 1, "kafka_conn_id": "kafka_default"}
+           "stall_window_seconds": float("nan"), "bogus": 1, "kafka_conn_id": "kafka_default",
+           "movement_strategy": "random"}
     with pytest.raises(ParamError) as info:
         validate_params(bad)
     entries = {p.entry for p in info.value.problems}
     assert entries == {"throttle_bytes_per_sec", "max_partition_movements", "max_movements_per_broker",
-                       "max_leader_movements", "batch_timeout_minutes", "dry_run", "stall_window_seconds", "bogus"}
+                       "max_leader_movements", "batch_timeout_minutes", "dry_run", "stall_window_seconds", "bogus",
+                       "movement_strategy"}
     assert "must be an integer >= 1024, got 0" in str(info.value)
+    assert "unknown ordering strategy 'random': use one or more of busiest-brokers" in str(info.value)
+    # A comma list is the strategies in turn; the executor's limits carry it.
+    from kafka_reassign.executor import ExecutionLimits
+    p = validate_params({"movement_strategy": " postpone-urp, largest-first"})
+    assert p.movement_strategy == "postpone-urp,largest-first"
+    assert ExecutionLimits.from_params(p).strategy == "postpone-urp,largest-first"
 
 
 def test_params_round_trip():
