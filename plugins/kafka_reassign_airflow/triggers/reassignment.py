@@ -6,7 +6,9 @@ judging) and fires one event as soon as the executor has something to do:
 
 * ``attention`` - a step finished (the window can be refilled), stalled, failed, timed out,
   or a broker it needs just went offline (the event carries the steps' watches: stall and
-  offline clocks continue in the task);
+  offline clocks continue in the task); also, with no reason, every ``refresh_seconds`` so
+  the task saves the progress (bytes left, rate, ETA) the UI shows even while a long move
+  runs;
 * ``error`` - Kafka could not be read for longer than the error budget.
 
 kafka-python is blocking, so every Kafka call runs in a worker thread (``asyncio.to_thread``);
@@ -29,6 +31,9 @@ MAX_CONSECUTIVE_ERRORS = 5
 
 #: Polls between two read-only checks that the run's throttle is still in place.
 THROTTLE_CHECK_EVERY = 3
+#: Seconds between two progress saves while nothing else wakes the task (the trigger cannot
+#: write to the metadata DB itself: the woken task saves and defers again).
+PROGRESS_REFRESH_SECONDS = 60.0
 
 
 class ReassignmentWatchTrigger(BaseTrigger):
@@ -39,20 +44,23 @@ class ReassignmentWatchTrigger(BaseTrigger):
     :param poll_interval: seconds between polls (the first poll comes one interval after the
         task deferred: it has just polled)
     :param run_id: the DAG run (for log lines)
+    :param refresh_seconds: wake the task at least this often to save progress (0: only when a
+        step needs it)
     """
 
     def __init__(self, kafka_conn_id: str, spec: dict[str, Any], poll_interval: float = 10.0,
-                 run_id: str = "") -> None:
+                 run_id: str = "", refresh_seconds: float = PROGRESS_REFRESH_SECONDS) -> None:
         super().__init__()
         self.kafka_conn_id = kafka_conn_id
         self.spec = spec
         self.poll_interval = float(poll_interval)
         self.run_id = run_id
+        self.refresh_seconds = float(refresh_seconds)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (f"{type(self).__module__}.{type(self).__qualname__}",
                 {"kafka_conn_id": self.kafka_conn_id, "spec": self.spec, "poll_interval": self.poll_interval,
-                 "run_id": self.run_id})
+                 "run_id": self.run_id, "refresh_seconds": self.refresh_seconds})
 
     def _connect(self) -> Any:
         from kafka_reassign_airflow.hooks.kafka_admin import KafkaAdminHook
@@ -63,6 +71,7 @@ class ReassignmentWatchTrigger(BaseTrigger):
         # The first import pulls in kafka-python and the domain package: do it off the loop.
         executor = await asyncio.to_thread(importlib.import_module, "kafka_reassign.executor")
         spec, admin, errors, seen, polls = self.spec, None, 0, set(), 0
+        refresh_at = time.monotonic() + self.refresh_seconds if self.refresh_seconds > 0 else float("inf")
         try:
             while spec.get("steps"):
                 await asyncio.sleep(self.poll_interval)
@@ -88,7 +97,7 @@ class ReassignmentWatchTrigger(BaseTrigger):
                                                                           f"{errors} times in a row: {exc}"})
                         return
                     continue
-                if reasons:
+                if reasons or time.monotonic() >= refresh_at:
                     yield TriggerEvent({"status": "attention", "watch": spec["watch"], "reasons": reasons})
                     return
             yield TriggerEvent({"status": "attention", "watch": spec.get("watch", {}), "reasons": []})

@@ -1,0 +1,72 @@
+"""ReassignmentWatchTrigger.run() against the simulator: what wakes the execute task, and when."""
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import airflow_env  # noqa: E402
+
+airflow_env.configure_env()
+
+from kafka_reassign.admin import KafkaAdmin  # noqa: E402
+from kafka_reassign.record import MemoryRecordStore  # noqa: E402
+from sim_snapshots import make_snapshot  # noqa: E402
+
+from kafka_reassign_airflow.triggers.reassignment import ReassignmentWatchTrigger  # noqa: E402
+
+
+def _first_event(trigger: ReassignmentWatchTrigger, timeout: float) -> tuple[dict[str, Any], float]:
+    async def first() -> tuple[dict[str, Any], float]:
+        t0 = time.monotonic()
+        async for event in trigger.run():
+            return event.payload, time.monotonic() - t0
+        raise AssertionError("the trigger ended without an event")
+
+    return asyncio.run(asyncio.wait_for(first(), timeout))
+
+
+@pytest.fixture
+def moving(sim_cluster: Any, monkeypatch: pytest.MonkeyPatch):
+    """A 200 MB move under a 1 MB/s throttle (minutes long), submitted; yields (cluster, spec)."""
+    from kafka_reassign.reassign import apply_throttle, executor_for, prepare
+
+    cluster = sim_cluster(make_snapshot(brokers=4, topics={"t": {"partitions": 1, "rf": 3, "size_bytes": 200_000_000,
+                                                                 "replicas": [[1, 2, 3]]}}), time_scale=1.0)
+    for k, v in airflow_env.kafka_conn_env(cluster.bootstrap_servers).items():
+        monkeypatch.setenv(k, v)
+    records = MemoryRecordStore()
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        prepared = prepare(admin, {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [4, 2, 3]}]},
+                           {"throttle_bytes_per_sec": 1_000_000, "produce_sample_seconds": 0})
+        apply_throttle(admin, prepared, records, "r")
+        ex = executor_for(prepared, "r", records)
+        ex.tick(admin)
+        assert ex.watches, "the step was not submitted"
+        yield cluster, ex.watch_spec()
+
+
+def test_a_long_move_wakes_the_task_to_save_progress_every_refresh(moving):
+    cluster, spec = moving
+    trigger = ReassignmentWatchTrigger(kafka_conn_id="kafka_default", spec=spec, poll_interval=0.2, run_id="r",
+                                       refresh_seconds=1.0)
+    payload, waited = _first_event(trigger, timeout=30)
+    # Nothing happened to the step: the wake is only for the progress the UI shows.
+    assert payload["status"] == "attention" and payload["reasons"] == [], payload
+    assert 1.0 <= waited < 10, waited
+    (watch,) = payload["watch"].values()
+    assert 0 < watch[8] < 200_000_000, watch  # bytes left, as the trigger last read them
+    assert cluster.partition_state("t", 0)["adding"] == [4]  # still moving
+
+
+def test_without_refresh_it_waits_for_the_step(moving):
+    _, spec = moving
+    trigger = ReassignmentWatchTrigger(kafka_conn_id="kafka_default", spec=spec, poll_interval=0.2, run_id="r",
+                                       refresh_seconds=0)
+    with pytest.raises(TimeoutError):
+        _first_event(trigger, timeout=3)
