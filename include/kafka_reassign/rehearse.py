@@ -168,7 +168,9 @@ class ClusterWatch:
         self.last_done: float | None = None
         self.moving_since: dict[tuple[str, int], float] = {}
         self.moving_total: dict[tuple[str, int], float] = {}
-        self.copied: dict[tuple[str, int, int, str], float] = {}
+        # partition -> (broker, "broker" | "dir") -> bytes its new copy holds; and their sum
+        self.copied: dict[tuple[str, int], dict[tuple[int, str], float]] = {}
+        self.copied_total = 0.0
         self.timeline: list[list[float]] = []
         self.peak: dict[int, dict[str, int]] = {}
         self.urp_peak = 0
@@ -204,12 +206,17 @@ class ClusterWatch:
                 self.last_done = done_at
                 p = m.partition(*key)
                 if p is not None:  # finished: its new copies hold the whole log
-                    for k in [k for k in self.copied if k[:2] == key]:
-                        self.copied[k] = float(p.log_bytes())
+                    for sub in list(self.copied.get(key, ())):
+                        self._copy(key, sub, float(p.log_bytes()))
             self._check_isr(now, keys, scan)
             if self.first_submit is not None:
-                self.timeline.append([now - self.first_submit, sum(self.copied.values())])
+                self.timeline.append([now - self.first_submit, self.copied_total])
             self._prev_t = now
+
+    def _copy(self, key: tuple[str, int], sub: tuple[int, str], nbytes: float) -> None:
+        subs = self.copied.setdefault(key, {})
+        self.copied_total += nbytes - subs.get(sub, 0.0)
+        subs[sub] = nbytes
 
     def _moving(self, key: tuple[str, int], now: float, keys: set[tuple[str, int]]) -> None:
         keys.add(key)
@@ -230,7 +237,7 @@ class ClusterWatch:
             for b in adding:
                 r = p.replica(b)
                 if r is not None:
-                    self.copied[(topic, index, b, "broker")] = float(r.exact_bytes())
+                    self._copy((topic, index), (b, "broker"), float(r.exact_bytes()))
                 inn[b] = inn.get(b, 0) + 1
             if adding and p.leader >= 0:
                 out[p.leader] = out.get(p.leader, 0) + 1
@@ -248,7 +255,7 @@ class ClusterWatch:
                 r = p.replica(b)
                 if r is not None and r.future_log_dir is not None:
                     self._moving(key, now, keys)
-                    self.copied[(key[0], key[1], b, "dir")] = float(r.future_bytes)
+                    self._copy(key, (b, "dir"), float(r.future_bytes))
 
     def _check_isr(self, now: float, moving: set[tuple[str, int]], scan: bool) -> None:
         """ISR of the moving partitions, and (``scan``) of a rotating slice of the plan's others."""

@@ -154,7 +154,7 @@ class Logs:
         (:class:`DirUsage`) and redone only after that broker's replicas changed shape.
         """
         usage = self._dir_usage.get(broker_id)
-        if usage is None or any(broker_id in p._reps for p in self._dirty):
+        if usage is None:
             usage = self._dir_usage[broker_id] = DirUsage(p._reps[broker_id] for p in self._by_broker[broker_id])
         return usage.at(self._t)
 
@@ -254,6 +254,7 @@ class Logs:
             p._rec_pos.append(p._base_bytes)
             p._rec_data.append(bytes(raw))
             p._rec_maxts.append(maxts)
+        self._usage_changed(p)  # the log jumped by the records' bytes
         return E.NONE, base, p.leo
 
     @_locked

@@ -152,9 +152,11 @@ class Replication:
         """Freeze the lazily grown log at the current time and re-derive its growth rate."""
         p._base_bytes = p.log_bytes()
         p._base_t = self._t
-        self._usage_changed(p)
         leader_up = p.leader >= 0 and self.brokers[p.leader].alive
-        p._rate = p.bytes_in_per_sec if leader_up else 0.0
+        rate = p.bytes_in_per_sec if leader_up else 0.0
+        if rate != p._rate:  # same rate: the log's line through time is unchanged
+            self._usage_changed(p)
+        p._rate = rate
 
     def _flush_dirty(self) -> None:
         """Refresh steady traffic aggregates and the active set of changed partitions.

@@ -6,7 +6,7 @@ import pytest
 from kafka_sim import errors as E
 from kafka_sim.fairshare import allocate
 
-from test_sim_model_helpers import GB, MB, done, manual, run_until, snapshot, topic
+from test_sim_model_helpers import GB, MB, batch, done, manual, run_until, snapshot, topic
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -320,5 +320,8 @@ def test_dir_usage_kept_per_broker_equals_a_walk_of_its_replicas_through_moves_a
             m.alter_replica_log_dirs(3, [("/d1", "t", 1)])  # back home stops the copy
         if when == 20:
             m.elect_leaders(0, [("t", 2)])
+        if when == 25:  # real records: the log jumps by their bytes
+            leader = m.partition_state("u", 0)["leader"]
+            assert m.append(leader, "u", 0, batch([b"x" * 5000] * 20), 20, 1)[0] == E.NONE
     assert m.partition_state("u", 1)["replicas"] == [5, 6, 2]
     check()
