@@ -14,36 +14,57 @@ _BATCH_HEADER = 61
 
 
 class DirUsage:
-    """Bytes per log dir of one broker as a function of time, from one walk of its replicas.
+    """Bytes per log dir of one broker as a function of time, kept up to date per partition.
 
     A replica following its leader holds ``base + rate * (t - base_t)`` bytes until its
-    partition is rebased, so those fold into a constant and a slope per dir; replicas with a
+    partition's rate changes, so those fold into a constant and a slope per dir; replicas with a
     byte count of their own (catching up, or a KIP-113 future replica) are read when asked.
-    Anything that changes a replica's shape (rebase, dir, tracking) drops the broker's entry.
+    A partition whose replica here changed shape (rate, dir, tracking, records appended, added
+    or removed) is marked stale, and only stale partitions are re-counted on the next read.
     """
 
-    __slots__ = ("static", "slope", "own", "future")
+    __slots__ = ("static", "slope", "own", "future", "parts", "stale", "broker")
 
-    def __init__(self, replicas: Iterable[Replica]) -> None:
+    def __init__(self, broker: int, partitions: Iterable[Partition]) -> None:
+        self.broker = broker
         self.static: dict[str, float] = {}
         self.slope: dict[str, float] = {}
-        self.own: list[Replica] = []
-        self.future: list[Replica] = []
-        for r in replicas:
-            if r.tracking:
-                p = r.partition
-                self.static[r.log_dir] = self.static.get(r.log_dir, 0.0) + p._base_bytes - p._rate * p._base_t
-                self.slope[r.log_dir] = self.slope.get(r.log_dir, 0.0) + p._rate
-            else:
-                self.own.append(r)
-            if r.future_log_dir is not None:
-                self.future.append(r)
+        self.own: dict[Partition, Replica] = {}
+        self.future: dict[Partition, Replica] = {}
+        self.parts: dict[Partition, tuple[str, float, float]] = {}  # tracking replicas' share
+        self.stale: set[Partition] = set()
+        for p in partitions:
+            self._count(p)
+
+    def _count(self, p: Partition) -> None:
+        """Take ``p``'s old share out and its current one in."""
+        old = self.parts.pop(p, None)
+        if old is not None:
+            self.static[old[0]] -= old[1]
+            self.slope[old[0]] -= old[2]
+        self.own.pop(p, None)
+        self.future.pop(p, None)
+        r = p._reps.get(self.broker)
+        if r is None:
+            return
+        if r.tracking:
+            share = (r.log_dir, p._base_bytes - p._rate * p._base_t, p._rate)
+            self.parts[p] = share
+            self.static[r.log_dir] = self.static.get(r.log_dir, 0.0) + share[1]
+            self.slope[r.log_dir] = self.slope.get(r.log_dir, 0.0) + share[2]
+        else:
+            self.own[p] = r
+        if r.future_log_dir is not None:
+            self.future[p] = r
 
     def at(self, t: float) -> dict[str, float]:
+        for p in self.stale:
+            self._count(p)
+        self.stale.clear()
         used = {d: c + self.slope[d] * t for d, c in self.static.items()}
-        for r in self.own:
+        for r in self.own.values():
             used[r.log_dir] = used.get(r.log_dir, 0.0) + r._bytes
-        for r in self.future:
+        for r in self.future.values():
             used[r.future_log_dir] = used.get(r.future_log_dir, 0.0) + r.future_bytes  # type: ignore[index]
         return used
 
@@ -54,15 +75,18 @@ class Logs:
     # ------------------------------------------------------------ replicas
     def _count_log(self, broker: int, path: str | None, delta: int) -> None:
         """Keep the number of logs (current and future replicas) per log dir up to date."""
-        self._dir_usage.pop(broker, None)
         if path is not None:
             counts = self._dir_logs.setdefault(broker, {})
             counts[path] = counts.get(path, 0) + delta
 
-    def _usage_changed(self, p: Partition) -> None:
-        """``p``'s replicas changed shape: their brokers' :class:`DirUsage` is stale."""
+    def _usage_changed(self, p: Partition, broker: int | None = None) -> None:
+        """``p``'s replicas (and ``broker``'s, just removed) changed shape: recount them there."""
         for b in p._reps:
-            self._dir_usage.pop(b, None)
+            usage = self._dir_usage.get(b)
+            if usage is not None:
+                usage.stale.add(p)
+        if broker is not None and broker in self._dir_usage:
+            self._dir_usage[broker].stale.add(p)
 
     def _place(self, p: Partition, broker: int, path: str, tracking: bool) -> Replica:
         """Create the replica of ``p`` on ``broker`` in log dir ``path``."""
@@ -70,6 +94,7 @@ class Logs:
         p._reps[broker] = r
         self._by_broker[broker][p] = None
         self._count_log(broker, path, 1)
+        self._usage_changed(p)
         return r
 
     def _pick_dir(self, broker: int) -> str:
@@ -92,6 +117,7 @@ class Logs:
         if r is not None:
             self._count_log(broker, r.log_dir, -1)
             self._count_log(broker, r.future_log_dir, -1)
+            self._usage_changed(p, broker)
         if broker in p.isr:
             p.isr.remove(broker)
 
@@ -151,11 +177,11 @@ class Logs:
         DescribeLogDirs reports every dir's usable bytes, which a real broker reads from the
         file system in constant time. Walking every replica of the broker for it made each
         progress poll cost O(replicas per broker) here, so the walk is kept per broker
-        (:class:`DirUsage`) and redone only after that broker's replicas changed shape.
+        (:class:`DirUsage`) and only the partitions that changed shape are counted again.
         """
         usage = self._dir_usage.get(broker_id)
         if usage is None:
-            usage = self._dir_usage[broker_id] = DirUsage(p._reps[broker_id] for p in self._by_broker[broker_id])
+            usage = self._dir_usage[broker_id] = DirUsage(broker_id, self._by_broker[broker_id])
         return usage.at(self._t)
 
 
@@ -331,6 +357,7 @@ class Logs:
                 self._count_log(broker_id, path, 1)
                 r.future_log_dir = path
                 r.future_bytes = 0.0
+            self._usage_changed(p)
             self._touch(p)
             self.writes["AlterReplicaLogDirs"] += 1
             out.append((topic, index, E.NONE))

@@ -570,4 +570,5 @@ class Replication:
         r.log_dir = r.future_log_dir  # type: ignore[assignment]
         r.future_log_dir = None
         r.future_bytes = 0.0
+        self._usage_changed(p)
         self._touch(p)

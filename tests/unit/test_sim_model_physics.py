@@ -306,7 +306,8 @@ def test_dir_usage_kept_per_broker_equals_a_walk_of_its_replicas_through_moves_a
 
     check()
     m.alter_reassignments([("t", 0, [4, 5, 6]), ("u", 1, [5, 6, 2])])
-    m.alter_replica_log_dirs(3, [("/d2", "t", 1)])
+    m.incremental_alter_configs(4, "3", [("replica.alter.log.dirs.io.max.bytes.per.second", SET, str(20 * MB))])
+    m.alter_replica_log_dirs(3, [("/d2", "t", 1)])  # 1 GB at 20 MB/s: still copying when cancelled
     for when in range(40):
         m.advance_by(7.5)
         check()
@@ -316,8 +317,11 @@ def test_dir_usage_kept_per_broker_equals_a_walk_of_its_replicas_through_moves_a
             m.start_broker(2)
         if when == 12:
             m.alter_reassignments([("t", 0, None)])  # cancel: the added replicas go
-        if when == 15:
+        if when == 3:
+            assert m.partition("t", 1).replica(3).future_bytes > 0
             m.alter_replica_log_dirs(3, [("/d1", "t", 1)])  # back home stops the copy
+        if when == 15:
+            m.alter_replica_log_dirs(4, [("/d2", "u", 0)])
         if when == 20:
             m.elect_leaders(0, [("t", 2)])
         if when == 25:  # real records: the log jumps by their bytes
