@@ -9,8 +9,9 @@ read through its control port, from the first reassignment in flight to the last
 The real run's poll interval is the rehearsal's divided by the time scale, so both poll at
 the same simulated moments (as a real cluster at time scale 1 would be polled).
 
-Then the cost: rehearsing a 20,000-partition plan against its predicted real time, and the
-CPU seconds it needs.
+Then how the per-broker move cap decides the moving time of a 60-broker plan (ratio to the
+throttle bound at 5, 10 and 20 moves per broker), and the cost: rehearsing a 20,000-partition
+plan against its predicted real time, and the CPU seconds it needs.
 """
 from __future__ import annotations
 
@@ -204,9 +205,31 @@ def big_plan_cost(partitions: int = 20_000) -> bool:
     return ok
 
 
+def per_broker_sweep(partitions: int = 2000, caps: tuple[int, ...] = (5, 10, 20)) -> bool:
+    """Moving time / throttle bound of one 60-broker plan as max_movements_per_broker grows.
+
+    The throttle caps each broker's bandwidth whatever the cap is; the cap decides how much of
+    it is used (a move runs at the smaller of its leader's and its new replica's share).
+    """
+    from kafka_reassign import defaults as D
+    from kafka_reassign.rehearse import rehearse
+    snap = _generated(60, 20, partitions // 20, seed=11, median=1e9, produce_scale=5)
+    plan = hottest_moves(snap, partitions, 2)
+    ratios = {}
+    for cap in caps:
+        report = rehearse(copy.deepcopy(snap), plan, {"throttle_bytes_per_sec": 50 * MB, "poll_interval_seconds": 10.0,
+                                                      "produce_sample_seconds": 0, "max_movements_per_broker": cap})
+        ratios[cap] = report.ratio or float("inf")
+        print(f"{partitions} moves on 60 brokers, max_movements_per_broker={cap:>3}: moving time "
+              f"{ratios[cap]:.2f}x the throttle bound{' (the default)' if cap == D.MAX_MOVEMENTS_PER_BROKER else ''}",
+              flush=True)
+    return ratios.get(D.MAX_MOVEMENTS_PER_BROKER, 0.0) <= 1.15
+
+
 def main() -> int:
     sys.path.insert(0, str(ROOT / "include"))
     ok = accuracy()
+    ok &= per_broker_sweep()
     ok &= big_plan_cost()
     return 0 if ok else 1
 

@@ -4,7 +4,8 @@ Like Cruise Control's executor, the plan is a queue of steps and the window hold
 them in flight as the caps allow:
 
 * ``max_partition_movements``: steps in flight in the whole cluster;
-* ``max_movements_per_broker``: steps adding or removing a replica on any one broker;
+* ``max_movements_per_broker``: steps adding or removing a replica on any one broker, or
+  copying from it as the leader;
 * ``max_leader_movements``: steps in flight that change a partition's preferred leader.
 
 A partition's next step becomes eligible only when its previous one is done (a step's
@@ -31,6 +32,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from kafka_reassign.defaults import MAX_MOVEMENTS_PER_BROKER
 from kafka_reassign.errors import ParamError, Problem
 from kafka_reassign.executor_io import classify, elect_leaders, observe, read_cluster, submit
 from kafka_reassign.executor_order import DEFAULT_STRATEGY, OrderContext, ReadyQueue, parse_strategy
@@ -51,7 +53,8 @@ class ExecutionLimits:
     """Caps on what is in flight, and the time limits steps are judged by.
 
     :param max_partition_movements: steps in flight in the whole cluster
-    :param max_movements_per_broker: steps adding or removing a replica on one broker
+    :param max_movements_per_broker: steps adding or removing a replica on one broker, or copying
+        from it as the leader
     :param max_leader_movements: steps in flight that change the preferred leader
     :param step_timeout_seconds: a step not done this long after its submission times out
     :param stall_window_seconds: bytes left not falling (or a needed broker offline) this long
@@ -59,7 +62,7 @@ class ExecutionLimits:
     """
 
     max_partition_movements: int = 1250
-    max_movements_per_broker: int = 5
+    max_movements_per_broker: int = MAX_MOVEMENTS_PER_BROKER
     max_leader_movements: int = 1000
     step_timeout_seconds: float = 7200.0
     stall_window_seconds: float = 600.0
@@ -188,7 +191,10 @@ class MoveExecutor:
             nxt = self.next_of[i]
             self.chain_left[i] = self.step_bytes[i] + (self.chain_left[nxt] if nxt >= 0 else 0.0)
         self.data = [data_brokers(s, self.leaders.get(s.key)) for s in self.steps]
-        self.touched = [tuple(sorted(s.brokers_touched)) for s in self.steps]
+        # A step occupies a slot on every broker it adds to or removes from, and on the leader it
+        # copies from: a leader serving many copies at once splits its throttle among them and
+        # holds the receivers' slots while it does.
+        self.touched = [tuple(sorted(set(s.brokers_touched) | set(d))) for s, d in zip(self.steps, self.data)]
         self.bytes_total = int(sum(self.step_bytes))
         self.partitions_total = len(last)
         self.fingerprint = steps_fingerprint(self.steps)

@@ -110,8 +110,10 @@ def reassign_params() -> dict[str, Param]:
             section=_HOW),
         "max_movements_per_broker": Param(
             D.MAX_MOVEMENTS_PER_BROKER, type="integer", minimum=1, title="Moves per broker at once",
-            description="At most this many replicas being added to or removed from any one broker at "
-                        "once (Cruise Control's num.concurrent.partition.movements.per.broker).",
+            description="At most this many moves at once that add a replica to, remove one from, or copy "
+                        "from (as the leader) any one broker (Cruise Control's "
+                        "num.concurrent.partition.movements.per.broker). The throttle caps each broker's "
+                        "bandwidth whatever this is; fewer moves leave some of it unused.",
             section=_HOW),
         "max_leader_movements": Param(
             D.MAX_LEADER_MOVEMENTS, type="integer", minimum=1, title="Leader movements at once",
