@@ -77,6 +77,7 @@ class ControlWatch(threading.Thread):
 
 def real_run(snapshot: dict[str, Any], plan: dict[str, Any], params: dict[str, Any], time_scale: float) -> float:
     """Moving time (simulated seconds) of ``kafka-reassign execute`` on a served simulator."""
+    from kafka_reassign import defaults as D
     with tempfile.TemporaryDirectory() as tmp:
         snap_file, plan_file = os.path.join(tmp, "snapshot.json"), os.path.join(tmp, "plan.json")
         Path(snap_file).write_text(json.dumps(snapshot))
@@ -91,7 +92,7 @@ def real_run(snapshot: dict[str, Any], plan: dict[str, Any], params: dict[str, A
                    "--throttle", str(params["throttle_bytes_per_sec"]),
                    "--poll-interval-seconds", str(params["poll_interval_seconds"] / time_scale),
                    "--stall-window-seconds", "100000", "--batch-timeout-minutes", "100000",
-                   "--max-movements-per-broker", str(params.get("max_movements_per_broker", 5)),
+                   "--max-movements-per-broker", str(params.get("max_movements_per_broker", D.MAX_MOVEMENTS_PER_BROKER)),
                    "--print-interval", "100000"]
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
             if run.returncode:
