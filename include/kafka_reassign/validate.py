@@ -334,8 +334,12 @@ def _non_negative(problems: list[Problem], key: str, v: Any) -> float:
 
 def _strategy_param(problems: list[Problem], v: Any) -> str:
     from kafka_reassign.executor_order import parse_strategy
+    if not isinstance(v, str):
+        problems.append(Problem("movement_strategy", f"must be a string such as {defaults.MOVEMENT_STRATEGY!r}, "
+                                                     f"got {v!r}", "bad_param"))
+        return defaults.MOVEMENT_STRATEGY
     try:
-        return ",".join(parse_strategy(v if isinstance(v, str) else "\0"))
+        return ",".join(parse_strategy(v))
     except ValueError as exc:
         problems.append(Problem("movement_strategy", str(exc), "bad_param"))
         return defaults.MOVEMENT_STRATEGY

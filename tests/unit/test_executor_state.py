@@ -58,6 +58,16 @@ def test_caps_hold_and_a_partition_waits_for_its_previous_step():
         assert 1 in ex.ready and 2 not in ex.ready
 
 
+def test_the_leader_copied_from_takes_a_slot_too():
+    # Four partitions led by broker 1, each replacing a follower of its own by a broker of its
+    # own: every copy is read from broker 1, so with 2 moves per broker only 2 run at once (each
+    # gets half its throttle instead of a quarter, and no receiver waits on a starved copy).
+    steps = [s for p in range(4) for s in chain("t", p, [(1, 10 + p, 20 + p), (1, 10 + p, 30 + p)])]
+    ex = MoveExecutor(steps, ExecutionLimits(max_movements_per_broker=2))
+    assert len(take(ex)) == 2
+    assert ex.broker_load[1] == 2
+
+
 def test_default_order_feeds_the_busiest_broker_and_long_chains_first():
     big = chain("t", 0, [(1, 2), (3, 2), (3, 4)], size=1000)        # 2 steps, 2000 bytes through 3 and 4
     small = [s for p in range(1, 4) for s in chain("t", p, [(1, 2), (5, 2)], size=10)]
