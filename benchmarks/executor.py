@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['ratio']} (target <= {r['target']}), idle {r['idle_s']} s (target <= 5), outcome {r['outcome']}, "
               f"wall {r['wall_s']} s at time scale {r['time_scale']:g}, poll {r['poll_sim_s']:g} sim-s", flush=True)
     print("Per poll (window 200 steps, 30 brokers): Kafka requests and wall ms as the plan grows (the executor's "
-          "own ms excludes waiting on the simulator, whose DescribeLogDirs walks every replica of a broker):")
+          "own ms excludes waiting on the simulator; DescribeLogDirs counts one request per broker, sent together):")
     for n in ((1_000, 10_000) if args.quick else (1_000, 10_000, 20_000)):
         r = per_poll(n)
         print(f"  {r['partitions']:>6} partitions ({r['steps']} steps): {r['requests_per_poll']} requests/poll, "
