@@ -6,11 +6,12 @@ Strategies can be chained with commas, the first deciding and the next ones brea
 e.g. ``postpone-urp,largest-first``; the plan order breaks the last ties, so the order is
 deterministic.
 
-* ``busiest-brokers`` (default): steps whose brokers (the one sending, the ones receiving) have
+* ``largest-first`` (default) / ``smallest-first``: by the bytes the step copies. Largest first
+  keeps the run's tail short: what starts last is small (see ``defaults.MOVEMENT_STRATEGY``).
+* ``busiest-brokers``: steps whose brokers (the one sending, the ones receiving) have
   the most bytes left to move in the whole plan go first, then the partitions with the most
   bytes left in their chain of steps. The run lasts as long as its busiest broker needs at the
   throttle, so that broker must never wait, and long chains must start early.
-* ``largest-first`` / ``smallest-first``: by the bytes the step copies.
 * ``postpone-urp``: partitions that were under-replicated when the run was prepared go last.
 
 The eligible steps are kept in buckets of steps that share their brokers (and the keys of the

@@ -163,8 +163,8 @@ def reassign_params() -> dict[str, Param]:
             D.MOVEMENT_STRATEGY, type="string", title="Move order",
             pattern=f"^({'|'.join(D.MOVEMENT_STRATEGIES)})(,({'|'.join(D.MOVEMENT_STRATEGIES)}))*$",
             description="Which moves start first when the window has room (Cruise Control's replica "
-                        "movement strategies): busiest-brokers keeps the brokers with the most bytes "
-                        "left busy (the moving time's bound); largest-first, smallest-first; "
+                        "movement strategies): largest-first (the run's tail stays short); "
+                        "busiest-brokers keeps the brokers with the most bytes left busy; smallest-first; "
                         "postpone-urp starts under-replicated partitions last. Several, comma-separated: "
                         "the first decides, the next break ties.",
             section=_HOW),

@@ -68,10 +68,17 @@ def test_the_leader_copied_from_takes_a_slot_too():
     assert ex.broker_load[1] == 2
 
 
-def test_default_order_feeds_the_busiest_broker_and_long_chains_first():
+def test_default_order_is_largest_first():
+    steps = [chain("t", 0, [(1, 2), (3, 2)], size=10)[0], chain("t", 1, [(4, 5), (6, 5)], size=1000)[0],
+             chain("t", 2, [(7, 8), (9, 8)], size=100)[0]]
+    ex = MoveExecutor(steps, ExecutionLimits(max_partition_movements=2))
+    assert take(ex) == [1, 2]
+
+
+def test_busiest_brokers_feeds_the_busiest_broker_and_long_chains_first():
     big = chain("t", 0, [(1, 2), (3, 2), (3, 4)], size=1000)        # 2 steps, 2000 bytes through 3 and 4
     small = [s for p in range(1, 4) for s in chain("t", p, [(1, 2), (5, 2)], size=10)]
-    ex = MoveExecutor(big + small, ExecutionLimits(max_partition_movements=1))
+    ex = MoveExecutor(big + small, ExecutionLimits(max_partition_movements=1, strategy="busiest-brokers"))
     assert take(ex) == [0]
     ex2 = MoveExecutor(big + small, ExecutionLimits(max_partition_movements=1, strategy="smallest-first"))
     assert take(ex2) != [0]
