@@ -28,8 +28,8 @@ MAX_PARTITION_MOVEMENTS: int = 1250
 #: broker. Each broker's in and out bandwidth is capped by the throttle whatever this is; the
 #: cap decides how well it is used. A move's speed is the smaller of its leader's and its new
 #: replica's share of their throttles, so with few moves per broker most brokers wait on
-#: someone else's share: rehearsing 2,000 moves on 60 brokers (``benchmarks/rehearsal.py``)
-#: took 1.44x the throttle bound at 5, 1.18x at 10 and 1.09x at 20.
+#: someone else's share: rehearsing 2,000 moves on 60 brokers (``benchmarks/rehearsal.py``,
+#: largest-first) took 1.36x the throttle bound at 5, 1.16x at 10 and 1.02x at 20.
 MAX_MOVEMENTS_PER_BROKER: int = 20
 #: Partitions whose preferred leader changes at once.
 MAX_LEADER_MOVEMENTS: int = 1000
