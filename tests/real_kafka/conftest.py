@@ -2,7 +2,8 @@
 
 6 brokers over 3 racks, 2 log dirs each, Apache Kafka 4.3.1 started by :mod:`kafka_local`
 from Kafka's own jars (``make setup``). Missing Java or jars fail every test here with the
-reason, never a skip. After each test, every broker must be running again and no throttle
+reason, never a skip. ``KAFKA_LOCAL_DIR`` (a cluster started by ``kafka-local up --brokers 6
+--racks 3 --log-dirs 2``) reuses a running cluster while developing. After each test, every broker must be running again and no throttle
 config may be left on any broker or on the test's topics.
 """
 from __future__ import annotations
@@ -29,6 +30,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def local_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalKafka"]:  # noqa: F821
     """The running cluster (a :class:`kafka_local.LocalKafka`); killed with the session, or by its watchdog."""
     from kafka_local import LocalKafka
+    if os.environ.get("KAFKA_LOCAL_DIR"):
+        # While developing: a cluster already started with `kafka-local up` (same shape), kept running.
+        yield LocalKafka.load(os.environ["KAFKA_LOCAL_DIR"])
+        return
     cluster = LocalKafka(tmp_path_factory.mktemp("kafka-local"), BROKERS, RACKS, LOG_DIRS, owner_pid=os.getpid())
     cluster.up()
     try:
