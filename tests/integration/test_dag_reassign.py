@@ -116,6 +116,8 @@ def test_happy_path_window_of_moves(airflow_db, sim_cluster, kafka_conn, capfd):
     # The execute task logged the steps in flight and the summary line; the report the before/after.
     assert "Partition" in out and "in_flight" in out and "steps done" in out
     assert "Placement (before -> after)" in out and "Execution: DONE" in out
+    # The report decides "nothing to move" from the prepared steps: this plan had work to do.
+    assert "nothing to move" not in out
     # The progress saved after every poll says done, as the UI reads it.
     from kafka_reassign_airflow.record_store import VariableExecutionStore
 

@@ -61,8 +61,8 @@ class ReassignmentReportOperator(RunStepOperator):
             raise AirflowSkipException("dry run: nothing to report")
         # As a teardown this runs after failures too: they decide the run, whatever the placement.
         unfinished = self._unfinished_work(context)
-        if not data.get("batches"):
-            # Nothing to move (a no-op plan, a re-run of a finished one): no batch ran, by design.
+        if not data.get("steps"):
+            # Nothing to move (a no-op plan, a re-run of a finished one): no work task ran, by design.
             unfinished = [u for u in unfinished if not u.endswith(": skipped")]
             self.log.info("nothing to move: every partition of the plan was already at its target")
         record = VariableRecordStore().get(context["run_id"])
