@@ -48,7 +48,6 @@ def plan_summary_view(summary: Mapping[str, Any]) -> dict[str, Any]:
         ("Replica count balance", _ratio(summary.get("replica_count_balance_before"),
                                          summary.get("replica_count_balance_after"))),
         ("Leader balance", _ratio(summary.get("leader_balance_before"), summary.get("leader_balance_after"))),
-        ("Batches", str(summary.get("batches", "–"))),
         ("Estimated time", "never finishes at this throttle (see warnings)" if seconds is None
          else format_duration(float(seconds))),
     ]
