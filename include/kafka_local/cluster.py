@@ -61,6 +61,12 @@ def rack_name(index: int) -> str:
     return f"rack-{name}"
 
 
+def _why(output: str) -> str:
+    """The lines of a JVM's output that say what went wrong (its INFO chatter left out)."""
+    lines = [line for line in output.splitlines() if "Exception" in line or " ERROR " in line]
+    return "\n".join(lines[:5]) or output[-2000:]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -231,7 +237,7 @@ class LocalKafka:
         for spec, proc in running:
             out, _ = proc.communicate(timeout=180)
             if proc.returncode != 0:
-                raise LocalKafkaError(f"kafka-storage format of {spec.name} failed: {out.decode()[-2000:]}")
+                raise LocalKafkaError(f"kafka-storage format of {spec.name} failed: {_why(out.decode())}")
 
     def _start(self, spec: NodeSpec) -> None:
         if is_node(spec.pid, self.directory, spec.name):

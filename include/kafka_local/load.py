@@ -32,7 +32,7 @@ def create_topic(bootstrap: str, name: str, assignment: Mapping[int, list[int]],
 def wait_leaders(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0) -> None:
     """Wait until each partition of ``topic`` has a leader (new topics take a moment)."""
     from confluent_kafka.admin import AdminClient
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     deadline = time.monotonic() + timeout
     while True:
         md = admin.list_topics(topic, timeout=10).topics.get(topic)

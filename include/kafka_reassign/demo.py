@@ -410,14 +410,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m kafka_reassign.demo", description=__doc__.split("\n\n")[0])
     ap.add_argument("--time-scale", type=float, default=1.0,
                     help="simulated seconds per wall second (default 1: the moves take the time they would)")
-    ap.add_argument("--throttle", type=rate_argument, default=60_000_000,
-                    help="replication throttle: 60MB/s, 50MiB/s or bytes/s (default 60MB/s)")
+    ap.add_argument("--throttle", type=rate_argument, default=None,
+                    help="replication throttle: 60MB/s, 50MiB/s or bytes/s (default 60MB/s; 5MB/s with --real-kafka, "
+                         "whose partitions are smaller)")
     ap.add_argument("--airflow-home", default=str(Path.home() / ".cache" / "kafka-reassign" / "demo-airflow"),
                     help="AIRFLOW_HOME for the demo's SQLite metadata DB (default %(default)s)")
     ap.add_argument("--dags-folder", help="the repository's dags/ (default: found beside the package)")
     ap.add_argument("--dry-run", action="store_true", help="validate and print what would be done only")
     ap.add_argument("--no-planner", action="store_true", help="use a small built-in plan instead of Spark")
-    return ap.parse_args(argv)
+    ap.add_argument("--real-kafka", action="store_true",
+                    help="run on a real local Apache Kafka cluster (kafka-local) instead of the simulator")
+    ap.add_argument("--size-scale", type=float, default=0.05,
+                    help="with --real-kafka: bytes written per partition = scenario size x this (default 0.05)")
+    args = ap.parse_args(argv)
+    if args.real_kafka and args.time_scale != 1.0:
+        ap.error("--time-scale is the simulator's: a real cluster runs in real time")
+    if args.throttle is None:
+        args.throttle = 5_000_000 if args.real_kafka else 60_000_000
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -425,10 +435,17 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(args.airflow_home).expanduser().resolve()
     prepare_airflow_home(home, find_dags_folder(args.dags_folder))
     quiet_expected_warnings()
-    from kafka_sim import SimulatedCluster
-
     snapshot = load_scenario()
-    cluster = SimulatedCluster(snapshot, time_scale=args.time_scale)
+    if args.real_kafka:
+        from kafka_local.demo_cluster import RealDemoCluster
+
+        say(f"Starting a real Apache Kafka cluster (kafka-local: 1 controller, {len(snapshot['brokers'])} broker JVMs) "
+            f"and writing the scenario's topics at x{args.size_scale:g} of their size ...")
+        cluster: Any = RealDemoCluster(snapshot, home / "kafka-local", size_scale=args.size_scale)
+    else:
+        from kafka_sim import SimulatedCluster
+
+        cluster = SimulatedCluster(snapshot, time_scale=args.time_scale)
     cluster.start()
     try:
         return _run(cluster, snapshot, args, home)
@@ -447,8 +464,12 @@ def _set_operator_throttle(cluster: Any, broker: int) -> None:
 
 
 def _run(cluster: Any, snapshot: dict[str, Any], args: argparse.Namespace, home: Path) -> int:
-    say(f"Simulated Kafka cluster: {len(snapshot['brokers'])} brokers on 3 racks at {cluster.bootstrap_servers} "
-        f"(simulated time runs x{args.time_scale:g})")
+    if args.real_kafka:
+        say(f"Real Apache Kafka 4.3.1 cluster: {len(snapshot['brokers'])} brokers on 3 racks at "
+            f"{cluster.bootstrap_servers}")
+    else:
+        say(f"Simulated Kafka cluster: {len(snapshot['brokers'])} brokers on 3 racks at {cluster.bootstrap_servers} "
+            f"(simulated time runs x{args.time_scale:g})")
     os.environ["AIRFLOW_CONN_KAFKA_DEFAULT"] = json.dumps(
         {"conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap_servers}})
     os.environ["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": "local[2]"})
@@ -489,7 +510,7 @@ def _run(cluster: Any, snapshot: dict[str, Any], args: argparse.Namespace, home:
 
 
 def _timing(before: dict[str, Any], after: dict[str, Any], wall: float, final: Any, throttle: float,
-            scale: float) -> str:
+            scale: float, real: bool = False) -> str:
     """Wall and simulated time of the moves against the least time the throttle allows and the estimate.
 
     :param final: (the run's last ProgressView or None, prepare's estimated seconds or None)
@@ -499,11 +520,14 @@ def _timing(before: dict[str, Any], after: dict[str, Any], wall: float, final: A
     out = f"\nTime: {format_duration(wall)} wall for the whole DAG run (snapshot, planning, checks included)."
     if final is not None and final.first_submit_at and final.updated_at:
         moving = max(0.0, final.updated_at - final.first_submit_at) * scale
-        out += (f"\nMoves: {format_duration(moving / scale)} wall = {format_duration(moving)} simulated (x{scale:g}), "
+        clock = "on the real cluster" if real else "simulated"
+        out += (f"\nMoves: {format_duration(moving)} on the real cluster, from the first submission to the last step done."
+                if real else
+                f"\nMoves: {format_duration(moving / scale)} wall = {format_duration(moving)} simulated (x{scale:g}), "
                 f"from the first submission to the last step done.")
         if bound:
             out += (f"\nThe throttle bound ({format_rate(throttle)} per broker; the busiest broker's bytes / throttle) "
-                    f"is {format_duration(bound)} simulated: the run took {moving / bound:.2f}x that bound.")
+                    f"is {format_duration(bound)} {clock}: the run took {moving / bound:.2f}x that bound.")
         if estimate:
             out += (f"\nEstimated before the run (prepare): {format_duration(estimate)}; "
                     f"the moves took {format_duration(moving)}, {(moving - estimate) / estimate:+.0%} against it.")
@@ -524,7 +548,7 @@ def _report(cluster: Any, dr: Any, before: dict[str, Any], before_cfg: dict[str,
     print("\nBytes per broker (before -> after):")
     for b in sorted(lb):
         print(f"  broker {b}: {fmt_bytes(lb[b]):>10} -> {fmt_bytes(la[b]):>10}")
-    print(_timing(before, after, wall, final, args.throttle, args.time_scale))
+    print(_timing(before, after, wall, final, args.throttle, args.time_scale, real=args.real_kafka))
     same = True
     print("\nDynamic configs, before the run -> after it:")
     for res in sorted(set(before_cfg) | set(after_cfg)):
