@@ -433,13 +433,10 @@ def cancel_in_flight(admin: Any, what: PreparedRun | ReassignmentPlan,
                 out["errors"][name] = err
                 restore_order.pop(key, None)
         reorder: dict[TopicPartition, list[int]] = {}
-        for t in admin.topic_metadata(sorted({k[0] for k in restore_order})):
-            for p in t.partitions:
-                key = (t.name, p.partition)
-                now = p.replicas
-                want = restore_order.get(key)
-                if want is not None and now != want and set(now) == set(want):
-                    reorder[key] = list(want)
+        for key, now in _replicas_after_cancel(admin, restore_order).items():
+            want = restore_order[key]
+            if now != want and set(now) == set(want):
+                reorder[key] = list(want)
         for key, err in admin.alter_partition_reassignments(reorder).items():
             if err is None:
                 out["reordered"].append(f"{key[0]}-{key[1]}")
@@ -462,6 +459,25 @@ def cancel_in_flight(admin: Any, what: PreparedRun | ReassignmentPlan,
     if left:
         log.warning("not cancelling reassignments that are not ours: %s", ", ".join(left))
     return out
+
+
+def _replicas_after_cancel(admin: Any, want: Mapping[TopicPartition, Sequence[int]],
+                           timeout: float = 10.0) -> dict[TopicPartition, tuple[int, ...]]:
+    """Replicas of cancelled partitions, once Metadata shows the revert (or ``timeout`` passed).
+
+    Real Kafka answers Metadata from a broker's copy of the cluster metadata, a moment behind
+    the controller: read at once after a cancel, it may still list the replicas being added,
+    and the original order would not be put back.
+    """
+    deadline = time.monotonic() + timeout
+    while want:
+        now: dict[TopicPartition, tuple[int, ...]] = {}
+        for t in admin.topic_metadata(sorted({k[0] for k in want})):
+            now.update({(t.name, p.partition): tuple(p.replicas) for p in t.partitions if (t.name, p.partition) in want})
+        if all(set(now.get(k, ())) == set(v) for k, v in want.items()) or time.monotonic() >= deadline:
+            return now
+        time.sleep(0.2)
+    return {}
 
 
 @dataclass

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 ConfigKey = tuple[str, str]
 RECONCILER_DAG = "kafka_throttle_reconciler"
 MOVES_PENDING = "moves in flight"
+#: How long a restore re-reads a value that does not read back yet (metadata propagation).
+READ_BACK_SECONDS = 5.0
 
 
 def finish_hint(run_id: str) -> str:
@@ -87,8 +89,37 @@ def own_moves_in_flight(admin: Any, record: ThrottleRecord) -> list[str]:
             if tuple(inf.target) in record.submitted.get((t, p), [])]
 
 
+def _read_back(admin: Any, written: list[ConfigChange], sleep: Callable[[float], None]) -> dict[ConfigKey, str]:
+    """Resources whose written values do not read back: unreachable ones at once, stale ones
+    after :data:`READ_BACK_SECONDS` of re-reading.
+
+    A broker answers DescribeConfigs from its own copy of the cluster metadata, which catches
+    up with a write the controller has committed a moment later (real Kafka, KRaft): read at
+    once, a broker config written a millisecond ago may still show the value before.
+    """
+    deadline = time.monotonic() + READ_BACK_SECONDS
+    todo = list(written)
+    while todo:
+        check = admin.read_configs(sorted({int(c.name) for c in todo if c.resource_type == "broker"}),
+                                   sorted({c.name for c in todo if c.resource_type == "topic"}),
+                                   keys=[*BROKER_KEYS, *TOPIC_KEYS])
+        failed: dict[ConfigKey, str] = {}
+        for c in todo:
+            now = (check.values.get(c.resource) or {}).get(c.key)
+            if c.resource in check.unreachable:
+                failed[c.resource] = f"unreachable after the write ({check.unreachable[c.resource]})"
+            elif now != c.value:
+                failed[c.resource] = f"{c.key} is {now!r} after writing {c.value!r}"
+        stale = {res for res, why in failed.items() if not why.startswith("unreachable")}
+        if not stale or time.monotonic() >= deadline:
+            return failed
+        todo = [c for c in todo if c.resource in stale]
+        sleep(0.2)
+    return {}
+
+
 def _restore_pass(admin: Any, record: ThrottleRecord, resources: set[ConfigKey],
-                  result: RestoreResult) -> dict[ConfigKey, str]:
+                  result: RestoreResult, sleep: Callable[[float], None] = time.sleep) -> dict[ConfigKey, str]:
     """Restore ``resources`` once; return the ones that failed, with the error."""
     brokers = sorted(int(n) for t, n in resources if t == "broker")
     topics = sorted(n for t, n in resources if t == "topic")
@@ -110,15 +141,7 @@ def _restore_pass(admin: Any, record: ThrottleRecord, resources: set[ConfigKey],
             except Exception as exc:  # noqa: BLE001 - any failure leaves this resource pending
                 failed[res] = f"write failed ({exc})"
     written = [c for c in changes if c.resource not in failed]
-    check = admin.read_configs(sorted({int(c.name) for c in written if c.resource_type == "broker"}),
-                               sorted({c.name for c in written if c.resource_type == "topic"}),
-                               keys=[*BROKER_KEYS, *TOPIC_KEYS]) if written else None
-    for c in written:
-        now = (check.values.get(c.resource) or {}).get(c.key) if check else None
-        if check and c.resource in check.unreachable:
-            failed[c.resource] = f"unreachable after the write ({check.unreachable[c.resource]})"
-        elif now != c.value:
-            failed[c.resource] = f"{c.key} is {now!r} after writing {c.value!r}"
+    failed.update(_read_back(admin, written, sleep))
     result.changes.extend(c for c in written if c.resource not in failed)
     result.warnings.extend(w for w in warnings if w not in result.warnings)
     return failed
@@ -163,7 +186,7 @@ def restore_throttle(admin: Any, store: RecordStore, run_id: str, *, attempts: i
         remaining = {r for r in remaining if _label(r) in record.pending}
     failed: dict[ConfigKey, str] = {}
     for attempt in range(max(1, attempts)):
-        failed = _restore_pass(admin, record, remaining, result)
+        failed = _restore_pass(admin, record, remaining, result, sleep)
         remaining = set(failed)
         if not remaining:
             break
