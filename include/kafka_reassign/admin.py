@@ -37,6 +37,8 @@ _OWN_KWARGS = ("retry_attempts", "retry_max_seconds")
 #: but for a reassignment of a partition that does not exist it is final).
 TRANSIENT_PARTITION_ERRORS = frozenset({"REQUEST_TIMED_OUT", "NOT_CONTROLLER", "NETWORK_EXCEPTION",
                                         "THROTTLING_QUOTA_EXCEEDED", "LEADER_NOT_AVAILABLE"})
+#: KIP-455 (Kafka 2.4+): without these no reassignment can be started, watched or cancelled.
+KIP455_APIS = {45: "AlterPartitionReassignments", 46: "ListPartitionReassignments"}
 #: Secret-bearing kwargs never logged.
 SECRET_KWARGS = frozenset({"sasl_plain_password", "ssl_password", "sasl_oauth_token_provider", "ssl_context"})
 
@@ -66,6 +68,21 @@ def is_transient(exc: BaseException) -> bool:
 def redact(kwargs: Mapping[str, object]) -> dict[str, object]:
     """A copy of admin kwargs safe to log."""
     return {k: ("***" if k in SECRET_KWARGS and v is not None else v) for k, v in kwargs.items()}
+
+
+class UnsupportedClusterError(KafkaAdminError):
+    """The brokers lack KIP-455 (Kafka older than 2.4): refused while connecting, before any write.
+
+    ``str()`` is one line, what the CLI prints (exit 2).
+    """
+
+    def __init__(self, missing: Iterable[str]) -> None:
+        super().__init__("ApiVersions", "UNSUPPORTED_VERSION",
+                         f"this cluster's brokers do not support KIP-455 reassignments ({', '.join(missing)}, "
+                         "Kafka 2.4+); nothing was written: upgrade the brokers to Kafka 2.4 or later")
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 class ConfigChangeLike(Protocol):
@@ -164,6 +181,7 @@ class KafkaAdmin:
         log.debug("KafkaAdmin(%s)", redact(kwargs))
         # Bootstrapping already retries for bootstrap_timeout_ms; retrying that again only delays the error.
         self._client = self._call("connect", self._connect, attempts=1)
+        self._require_kip455()
 
     def _connect(self) -> "KafkaAdminClient":
         from kafka.admin import KafkaAdminClient
@@ -182,6 +200,20 @@ class KafkaAdmin:
                                           f"connection's credentials or TLS settings: {refused.last}") from exc
                 raise KafkaAdminError("connect", error_name(exc), f"{where} within "
                                       f"{self._kwargs.get('bootstrap_timeout_ms')} ms: {exc}") from exc
+
+    def _require_kip455(self) -> None:
+        """Refuse a cluster without KIP-455 now, before any caller reads or writes.
+
+        Reads the ApiVersions answer kafka-python got while bootstrapping: no extra request.
+        """
+        manager = getattr(self._client, "_manager", None)
+        versions = getattr(getattr(manager, "broker_version_data", None), "api_versions", None)
+        if versions is None:  # not known: the reassignment requests themselves will fail
+            return
+        missing = [name for key, name in KIP455_APIS.items() if key not in versions]
+        if missing:
+            self.close()
+            raise UnsupportedClusterError(missing)
 
     @property
     def client(self) -> "KafkaAdminClient | None":

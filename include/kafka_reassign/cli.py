@@ -631,6 +631,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kafka-reassign: {exc}: in-flight moves reverted, throttle restored", file=sys.stderr)
         return EXIT_INTERRUPTED
     except KafkaAdminError as exc:
+        from kafka_reassign.admin import UnsupportedClusterError
+        if isinstance(exc, UnsupportedClusterError):  # refused at connect: nothing read or written
+            print(f"kafka-reassign: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         if exc.operation == "connect":     # nothing was written: the address or network is wrong
             _err(f"cannot reach Kafka at {getattr(args, 'bootstrap_server', None) or 'the --command-config servers'}"
                  f" within {getattr(args, 'connect_timeout', D.CONNECT_TIMEOUT_SECONDS):g} s: check the address, "

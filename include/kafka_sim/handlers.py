@@ -170,8 +170,10 @@ class Handlers:
     # ------------------------------------------------------------------ ApiVersions
     def api_versions(self, ctx: RequestContext, request: Any) -> Any:
         """ApiVersions: the supported ranges (the v0 fallback is built by the server)."""
+        # The runtime's own table: a cluster may hide keys (an older Kafka without them).
+        supported = getattr(self.runtime, "supported", SUPPORTED)
         keys = [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                for k, (lo, hi) in sorted(SUPPORTED.items())]
+                for k, (lo, hi) in sorted(supported.items())]
         return ApiVersionsResponse(version=ctx.api_version, error_code=NONE, api_keys=keys,
                                    throttle_time_ms=0)
 

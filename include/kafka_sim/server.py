@@ -17,7 +17,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterable
 
 from kafka.protocol.api_header import RequestHeader
 
@@ -56,11 +56,14 @@ class ClusterRuntime:
 
     :param model: the cluster model
     :param host: address every listener binds and advertises
+    :param hidden_api_keys: API keys left out of ApiVersions and refused like an unknown API
     """
 
-    def __init__(self, model: ClusterModel, host: str) -> None:
+    def __init__(self, model: ClusterModel, host: str, hidden_api_keys: frozenset[int] = frozenset()) -> None:
         self.model = model
         self.host = host
+        # What this cluster advertises and serves (an older broker lacks some APIs, e.g. KIP-455's 45/46).
+        self.supported = {k: v for k, v in SUPPORTED.items() if k not in hidden_api_keys}
         self.endpoints: dict[int, tuple[str, int]] = {}
         self.servers: dict[int, asyncio.base_events.Server] = {}
         self.connections: dict[int, set[asyncio.Task[Any]]] = {}
@@ -207,7 +210,7 @@ class ClusterRuntime:
     async def _process(self, broker_id: int, frame: bytes) -> Any:
         """Decode one request frame, run its handler, encode the framed response."""
         api_key, api_version, correlation_id = _REQ_PREFIX.unpack_from(frame, 0)
-        supported = SUPPORTED.get(api_key)
+        supported = self.supported.get(api_key)
         if api_key == 18 and (supported is None or api_version > supported[1]):
             # KIP-511: too-new ApiVersions gets a v0 error reply naming our range.
             resp = Handlers.api_versions_unsupported(api_version)
@@ -269,14 +272,16 @@ class SimulatedCluster:
     :param host: address to bind and advertise
     :param base_port: 0 for ephemeral ports, else broker i (in id order) listens on base_port + i
     :param security: listener security (:class:`kafka_sim.auth.ListenerSecurity`); None = PLAINTEXT
+    :param hidden_api_keys: API keys the brokers neither advertise nor serve, to play an older
+        Kafka (e.g. ``{45, 46}``: a broker before 2.4, without KIP-455 reassignments)
     """
 
     def __init__(self, snapshot: dict, time_scale: float = 1.0, host: str = "127.0.0.1",
-                 base_port: int = 0, security: Any = None) -> None:
+                 base_port: int = 0, security: Any = None, hidden_api_keys: Iterable[int] = ()) -> None:
         self.model = ClusterModel(snapshot, time_scale=time_scale)
         self.host = host
         self.base_port = base_port
-        self._runtime = ClusterRuntime(self.model, host)
+        self._runtime = ClusterRuntime(self.model, host, frozenset(hidden_api_keys))
         if security is not None:  # a kafka_sim.auth.ListenerSecurity: TLS and/or SASL listeners
             security.install(self._runtime)
         self._loop: asyncio.AbstractEventLoop | None = None
