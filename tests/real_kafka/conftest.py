@@ -57,7 +57,7 @@ def topic_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
     made: list[str] = request.node.stash.setdefault(_TOPICS, [])
 
     def make(prefix: str = "t") -> str:
-        name = f"{prefix}-{next(_names)}"
+        name = f"{prefix}-{os.getpid()}-{next(_names)}"  # unique on a reused KAFKA_LOCAL_DIR cluster too
         made.append(name)
         return name
 
