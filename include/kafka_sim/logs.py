@@ -263,9 +263,11 @@ class Logs:
         if any(end - start > max_bytes for start, end, _n in spans):
             return E.MESSAGE_TOO_LARGE, -1, -1
         # The cached physics plan stays valid: rates do not depend on how far behind a
-        # follower is, and a longer gap only makes the planned event early (then re-planned).
+        # follower is, and a longer gap only makes the planned event early (then re-planned);
+        # only a throttled partition's quota changes it (_record_produced re-plans then).
         self._rebase(p)
         base = p.leo
+        before = p._base_bytes
         if p._rec_base is _NO_RECORDS:
             p._rec_base, p._rec_end, p._rec_pos, p._rec_data, p._rec_maxts = [], [], [], [], []
         for start, end, count in spans:
@@ -281,6 +283,7 @@ class Logs:
             p._rec_data.append(bytes(raw))
             p._rec_maxts.append(maxts)
         self._usage_changed(p)  # the log jumped by the records' bytes
+        self._record_produced(p, p._base_bytes - before)
         return E.NONE, base, p.leo
 
     @_locked

@@ -59,8 +59,9 @@ def test_throttled_move_takes_bytes_over_rate(sim_cluster: Any, snapshot_factory
     finally:
         admin.close()
     # the follower quota's fresh sensor lets one 1 s sample through at once (SimpleRate.windowSize),
-    # the rest goes at the rate: 3 simulated seconds
-    expected = (size - rate * 1.0) / rate
+    # but the window then grows with the elapsed time, so that second is paid back: bytes / rate,
+    # 4 simulated seconds (Apache Kafka 4.3.1, benchmarks/calibration.py: ~S/R plus its overheads)
+    expected = size / rate
     assert expected * 0.97 - 0.1 <= took <= expected * 1.03 + 0.15, took
     state = cluster.partition_state("big", 0)
     assert state["replicas"] == [4, 2, 3] and sorted(state["isr"]) == [2, 3, 4]

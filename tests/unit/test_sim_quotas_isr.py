@@ -60,7 +60,9 @@ def test_move_above_the_stall_point_is_slowed_by_in_sync_traffic(warm_up):
     burst = 11 * (quota - 2 * rate) if warm_up >= 11 else 11 * quota
     low = (size - burst) / (quota - 3 * rate)
     high = size / (quota - 3 * rate)
-    assert low - 1 <= took <= high + 1, (low, took, high)
+    # bytes leave the sliding window as they came, so an early burst comes back every 11 s
+    # and the move ends on one of those bursts: within one window of the mean-rate figures
+    assert low - 11 <= took <= high + 11, (low, took, high)
 
 
 def test_follower_quota_records_in_sync_followers_too():
