@@ -316,9 +316,6 @@ class KafkaAdmin:
         :param include_log_dirs: also call DescribeLogDirs on every live broker (sizes, dirs)
         :param topics: restrict topics (default all)
         """
-        # Reassignments first: one finishing between the two reads then shows as in flight with
-        # its original replicas, never as metadata listing old + new replicas with nothing in flight.
-        in_flight = self.list_partition_reassignments()
         cluster = self.describe_cluster()
         # In-flight moves first: one that completes before Metadata is read still carries its
         # own full replica list here, while one read after could show old + new replicas
