@@ -60,8 +60,7 @@ def set_configs(client: Any, brokers: Iterable[int], topics: Iterable[str]) -> d
 
 def alter_set(client: Any, kind: str, name: str, values: dict[str, str | None]) -> None:
     """Incrementally set (value) or delete (None) configs of one broker or topic: an operator's own write."""
-    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
-                                       ResourceType)
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
     entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.DELETE if v is None
                            else AlterConfigOpType.SET) for k, v in values.items()]
     rtype = ResourceType.BROKER if kind == "broker" else ResourceType.TOPIC
@@ -69,13 +68,15 @@ def alter_set(client: Any, kind: str, name: str, values: dict[str, str | None]) 
         fut.result(timeout=30)
 
 
-def reassignments(bootstrap: str) -> dict[str, Any]:
-    """Every partition reassignment in flight on the cluster (kafka-python, ListPartitionReassignments)."""
+def reassignments(bootstrap: str) -> dict[str, dict[str, list[int]]]:
+    """Every partition reassignment in flight: ``topic-p`` -> replicas, adding and removing ones.
+
+    Read with plain kafka-python (ListPartitionReassignments; confluent-kafka has no such call).
+    """
     from kafka import KafkaAdminClient
     client = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="real-kafka-test-reassignments")
     try:
-        return {f"{tp.topic}-{tp.partition}" if hasattr(tp, "topic") else str(tp): str(v)
-                for tp, v in client.list_partition_reassignments().items()}
+        return {f"{tp.topic}-{tp.partition}": v for tp, v in client.list_partition_reassignments().items()}
     finally:
         client.close()
 

@@ -36,9 +36,10 @@ TARGET = {
 
 
 def execute(bootstrap: str, plan_file: Path, record_dir: Path) -> subprocess.CompletedProcess[str]:
-    """kafka-reassign execute with a throttle, two moves at a time, polling twice a second."""
+    """kafka-reassign execute: two moves at a time, polling twice a second; a throttle low enough that
+    each 1 MB copy stays in flight for several ISR samples, far above the in-sync traffic of the test's producer."""
     return subprocess.run([CLI, "execute", "--bootstrap-server", bootstrap, "--plan", str(plan_file),
-                           "--throttle", "10MB/s", "--max-partition-movements", "2", "--poll-interval-seconds",
+                           "--throttle", "2MB/s", "--max-partition-movements", "2", "--poll-interval-seconds",
                            "0.5", "--produce-sample-seconds", "1", "--stall-window-seconds", "120",
                            "--batch-timeout-minutes", "3", "--record-dir", str(record_dir)],
                           capture_output=True, text=True, timeout=400)
