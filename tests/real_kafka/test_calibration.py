@@ -10,8 +10,6 @@ runner (the autouse check of conftest.py reads them back through confluent-kafka
 """
 from __future__ import annotations
 
-import concurrent.futures
-
 from benchmarks import calibration as cal
 
 TOLERANCE = 0.15
@@ -20,16 +18,10 @@ TOLERANCE = 0.15
 def test_simulated_move_with_in_sync_producer_times_like_real_kafka(local_kafka, topic_name):
     sc = next(s for s in cal.scenarios() if s.name.endswith("producer R/6"))
     topic = topic_name("calibration")
-    bootstrap = local_kafka.bootstrap_servers
-    # Filled first, in this thread: the clients' lazy imports done once (two threads importing
-    # kafka-python's protocol modules at once can deadlock in importlib).
-    cal.prepare_real(bootstrap, sc, topic)
-    # Both moves at once keep the test short; each is throttle-bound at 2 MB/s, so the
-    # shared CPU shifts them by far less than the tolerance.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        simulated = pool.submit(cal.on_simulator, sc)
-        real = cal.run_scenario(bootstrap, sc, topic)
-        sim = simulated.result(timeout=sc.timeout + 120)
+    # One side after the other: the simulator's Python threads and the real cluster's JVMs
+    # would otherwise share the machine's cores during both timings.
+    real = cal.on_real(local_kafka.bootstrap_servers, sc, topic)
+    sim = cal.on_simulator(sc)
     print(f"{sc.name}: real Kafka {real} s, simulator {sim} s")
     assert real is not None and sim is not None, f"a move stalled: real {real}, simulator {sim}"
     assert abs(sim - real) / real <= TOLERANCE, (
