@@ -166,7 +166,8 @@ def replica_dirs(bootstrap: str, broker: int, topic: str) -> dict[tuple[int, boo
 def alter(bootstrap: str, rtype: str, name: str, values: Mapping[str, str | None]) -> None:
     """IncrementalAlterConfigs through confluent-kafka (SET, or DELETE for None): "another admin".
 
-    ``rtype`` "broker" with ``name`` "" is the cluster-wide default of every broker.
+    Returns once the resource reads back the new values: a broker answers DescribeConfigs from
+    its copy of the metadata, a moment behind the controller that committed the write.
     """
     from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                        ResourceType)
@@ -176,6 +177,24 @@ def alter(bootstrap: str, rtype: str, name: str, values: Mapping[str, str | None
                          incremental_configs=entries)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.incremental_alter_configs([res])[res].result(timeout=60)
+    source = "DYNAMIC_BROKER_CONFIG" if rtype == "broker" else "DYNAMIC_TOPIC_CONFIG"
+    _wait_shown(bootstrap, [(rtype, name)], values, source)
+
+
+def _wait_shown(bootstrap: str, resources: list[tuple[str, str]], values: Mapping[str, str | None],
+                source: str) -> None:
+    """Wait until each resource reads back ``values`` with ``source`` (None: no value of that source)."""
+    def shown() -> bool:
+        for rtype, name in resources:
+            configs = describe(bootstrap, rtype, name)
+            for key, value in values.items():
+                entry = configs.get(key)
+                if value is None and entry is not None and entry[1] == source:
+                    return False
+                if value is not None and entry != (value, source):
+                    return False
+        return True
+    wait_until(shown, 60, f"{resources} read back {values}")
 
 
 def alter_cluster_default(bootstrap: str, values: Mapping[str, str | None]) -> None:
@@ -193,6 +212,14 @@ def alter_cluster_default(bootstrap: str, values: Mapping[str, str | None]) -> N
         response = admin._manager.run(send)
     errors = [(r.error_code, r.error_message) for r in response.responses if r.error_code]
     assert not errors, f"altering the cluster-wide default failed: {errors}"
+    _wait_shown(bootstrap, [("broker", str(b)) for b in broker_ids(bootstrap)], values,
+                "DYNAMIC_DEFAULT_BROKER_CONFIG")
+
+
+def broker_ids(bootstrap: str) -> list[int]:
+    """The brokers of the cluster's metadata."""
+    from confluent_kafka.admin import AdminClient
+    return sorted(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).brokers)
 
 
 def config_command(cluster: Any, *args: str) -> str:

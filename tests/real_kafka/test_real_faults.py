@@ -45,10 +45,8 @@ def test_broker_killed_mid_move_then_restarted(runs, real_bootstrap, local_kafka
                                        "--throttle", "1MB/s"))
         wait_until(lambda: moving(bs, topic) and describe(bs, "broker", "4")[FOLLOWER_RATE][0] == "1000000", 90,
                    "the move to broker 4 under our throttle", proc=proc)
-        local_kafka.kill_broker(4)
-        # Kafka notices (the broker is fenced once its session times out) while the run goes on.
-        wait_until(lambda: 4 not in local_kafka.registered_brokers(), 60, "broker 4 fenced", every=1.0, proc=proc)
-        local_kafka.start_broker(4)
+        local_kafka.kill_broker(4)        # SIGKILL: no controlled shutdown, its copy stops mid-way
+        local_kafka.start_broker(4)       # back on its log dirs; returns once it is unfenced again
         rc, out, err = finish(proc, 400)
         assert rc == 0, out[-3000:] + err[-3000:]
         assert "run kill finished: 1 step(s) done, throttles restored" in out
