@@ -8,7 +8,6 @@ value with the source Kafka reports for it.
 """
 from __future__ import annotations
 
-import os
 import signal
 
 import pytest
@@ -21,8 +20,6 @@ from real_kafka_moves import runs  # noqa: F401 - a fixture, requested by name
 LEADER_RATE, FOLLOWER_RATE = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
 LEADER_REPLICAS, FOLLOWER_REPLICAS = "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"
 LOG_DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
-#: In topic names: a cluster kept running between sessions (KAFKA_LOCAL_DIR) already has "exec-1".
-RUN = os.getpid() % 100_000
 
 
 def plan_parts(topic: str, targets: dict[int, list[int]]) -> list[dict]:
@@ -38,7 +35,7 @@ def test_execute_throttles_while_moving_then_restores(runs, real_bootstrap, loca
     """Rates on every broker that sends or receives, the replica lists of the moves in flight on
     the topic; the moves land where the plan says; every config is back to its prior value."""
     bs, brokers = real_bootstrap, local_kafka.brokers
-    topic = loaded_topic(bs, topic_name(f"exec-{RUN}"), {0: [1, 2, 3], 1: [2, 3, 1]}, 6)
+    topic = loaded_topic(bs, topic_name("exec"), {0: [1, 2, 3], 1: [2, 3, 1]}, 6)
     targets = {0: [4, 2, 3], 1: [5, 3, 1]}
     before = throttle_configs(bs, brokers, [topic])
     proc = runs(*execute_args(bs, write_plan(tmp_path, plan_parts(topic, targets)), tmp_path / "rec", "thr",
@@ -86,7 +83,7 @@ def test_prior_throttles_come_back_exactly_with_their_sources(runs, real_bootstr
     """A per-broker value, a cluster-wide default and '*' lists, each restored with its own source;
     the default never turns into a per-broker override."""
     bs, brokers = real_bootstrap, local_kafka.brokers
-    topic = loaded_topic(bs, topic_name(f"prior-{RUN}"), {0: [1, 2, 3]}, 5)
+    topic = loaded_topic(bs, topic_name("prior"), {0: [1, 2, 3]}, 5)
     try:
         _set_priors(local_kafka, bs, topic)
         default = ("40000000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
@@ -120,7 +117,7 @@ def test_prior_throttles_come_back_exactly_with_their_sources(runs, real_bootstr
 def test_a_lower_cluster_wide_default_is_kept_as_theirs(real_bootstrap, topic_name, tmp_path):
     """The merge rule (the lower of theirs and ours) applied to a default protecting every broker."""
     bs = real_bootstrap
-    topic = loaded_topic(bs, topic_name(f"lowdef-{RUN}"), {0: [1, 2, 3]}, 0.2)
+    topic = loaded_topic(bs, topic_name("lowdef"), {0: [1, 2, 3]}, 0.2)
     alter_cluster_default(bs, {LEADER_RATE: "1000000"})
     try:
         done = cli(*execute_args(bs, write_plan(tmp_path, plan_parts(topic, {0: [4, 2, 3]})), tmp_path / "rec",
@@ -134,7 +131,7 @@ def test_a_lower_cluster_wide_default_is_kept_as_theirs(real_bootstrap, topic_na
 def test_log_dir_move_between_two_disks_of_one_broker(runs, real_bootstrap, local_kafka, topic_name, tmp_path):
     """KIP-113: the replica on broker 1 goes to its other log dir under the log-dir throttle."""
     bs, brokers = real_bootstrap, local_kafka.brokers
-    topic = loaded_topic(bs, topic_name(f"dirs-{RUN}"), {0: [1, 2, 3]}, 4)
+    topic = loaded_topic(bs, topic_name("dirs"), {0: [1, 2, 3]}, 4)
     home = replica_dirs(bs, 1, topic)[(0, False)]
     (other,) = [d for d in brokers[1].log_dirs if d != home]
     parts = [{"topic": topic, "partition": 0, "replicas": [1, 2, 3], "log_dirs": [other, "any", "any"]}]
@@ -160,7 +157,7 @@ def test_cancel_mid_run_reverts_and_restores(runs, real_bootstrap, local_kafka, 
     back to their original replicas in their original order, the throttle is restored, exit 130."""
     bs, brokers = real_bootstrap, local_kafka.brokers
     original = {0: [1, 2, 3], 1: [2, 3, 1]}
-    topic = loaded_topic(bs, topic_name(f"cancel-{how}-{RUN}"), original, 10)
+    topic = loaded_topic(bs, topic_name(f"cancel-{how}"), original, 10)
     rec = tmp_path / "rec"
     # 10 MB at 500 KB/s: in flight for about 20 s, long after the cancel.
     proc = runs(*execute_args(bs, write_plan(tmp_path, plan_parts(topic, {0: [4, 5, 3], 1: [5, 6, 1]})),

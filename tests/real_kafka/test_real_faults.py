@@ -19,8 +19,8 @@ from real_kafka_moves import runs  # noqa: F401 - a fixture, requested by name
 
 LEADER_RATE, FOLLOWER_RATE = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-#: In topic names: a cluster kept running between sessions (KAFKA_LOCAL_DIR) already has "kill-1".
-RUN = os.getpid() % 100_000
+#: In the names of topics made here (not through topic_name): unique on a reused cluster too.
+RUN = os.getpid()
 
 
 def one_move(tmp_path: Path, topic: str, target: list[int]) -> str:
@@ -35,7 +35,7 @@ def test_broker_killed_mid_move_then_restarted(runs, real_bootstrap, local_kafka
     """kill -9 of the receiving broker mid-copy, then its restart within the stall window: the run
     completes (the tool's rule), restores its throttle and leaves the others' values as they were."""
     bs, brokers = real_bootstrap, local_kafka.brokers
-    topic = loaded_topic(bs, topic_name(f"kill-{RUN}"), {0: [1, 2, 3]}, 8)
+    topic = loaded_topic(bs, topic_name("kill"), {0: [1, 2, 3]}, 8)
     theirs = {"6": {LEADER_RATE: "7000000"}, "2": {FOLLOWER_RATE: "3000000"}}  # one idle broker, one we lower
     for b, values in theirs.items():
         alter(bs, "broker", b, values)
@@ -64,7 +64,7 @@ def test_throttle_deleted_by_another_admin_is_put_back_then_restored(runs, real_
     """Another admin deletes our rate and our replica list mid-run: the guard writes them again
     (recorded first), and the restore at the end leaves nothing."""
     bs, brokers = real_bootstrap, local_kafka.brokers
-    topic = loaded_topic(bs, topic_name(f"guard-{RUN}"), {0: [1, 2, 3]}, 8)
+    topic = loaded_topic(bs, topic_name("guard"), {0: [1, 2, 3]}, 8)
     proc = runs(*execute_args(bs, one_move(tmp_path, topic, [4, 2, 3]), tmp_path / "rec", "guard",
                                    "--throttle", "1MB/s"))
     ours = ("1000000", "DYNAMIC_BROKER_CONFIG")
@@ -108,8 +108,8 @@ def test_another_tools_reassignment_is_refused_and_left_alone(real_bootstrap, lo
     """validate and execute refuse while someone else reassigns (the same partition or another);
     their move keeps going, with their throttle, and we write nothing."""
     bs = real_bootstrap
-    theirs = loaded_topic(bs, topic_name(f"theirs-{RUN}"), {0: [1, 2, 3]}, 4)
-    ours = loaded_topic(bs, topic_name(f"ours-{RUN}"), {0: [1, 2, 3]}, 1)
+    theirs = loaded_topic(bs, topic_name("theirs"), {0: [1, 2, 3]}, 4)
+    ours = loaded_topic(bs, topic_name("ours"), {0: [1, 2, 3]}, 1)
     _start_theirs(bs, theirs)
     try:
         wait_until(lambda: in_flight(bs).get((theirs, 0)) == [6, 2, 3], 60, "their move in flight")
