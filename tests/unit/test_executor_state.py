@@ -161,3 +161,19 @@ def test_replica_lists_keep_others_entries_and_drop_only_ours():
     assert merged("5:6,0:1,7:7", "5:6", "0:1,5:6", {(1, 3)}) == "1:3,5:6,7:7"
     assert merged("1:3,5:6", "5:6", "1:3,5:6", set()) == "5:6"
     assert merged("*", None, None, {(0, 1)}) == "*"
+
+
+def test_progress_left_is_what_the_steps_in_flight_lack_as_observed_plus_the_queued_plan():
+    # Two one-step partitions of 100 bytes each; one goes in flight.
+    steps = chain("t", 0, [(1, 2), (3, 2)]) + chain("t", 1, [(1, 2), (4, 2)])
+    ex = MoveExecutor(steps, ExecutionLimits(max_partition_movements=1))
+    (i,) = take(ex)
+    # Not observed yet: the row and the summary count all of it as left, not 0 B.
+    view = ex.progress(now=1.0)
+    assert view.bytes_left == 200 and [r.bytes_left for r in view.rows if r.status == "in_flight"] == [100]
+    # The log grew while the copy lagged (writes during a stall): the summary follows the lag.
+    ex.watches[i].observe(StepObservation(in_flight=True, replicas=steps[i].current, bytes_left=500,
+                                          bytes_total=600), 2.0)
+    view = ex.progress(now=2.0)
+    assert view.bytes_left == 500 + 100, "live lag of the step in flight plus the queued step's plan"
+    assert view.bytes_moved == 100 and view.bytes_total == view.bytes_moved + view.bytes_left
