@@ -288,10 +288,13 @@ class LocalKafka:
         return self.brokers[broker_id]
 
     # -- readiness and status ----------------------------------------------------------------
-    def registered_brokers(self, timeout_s: float = 5.0) -> set[int]:
-        """Broker ids the cluster's metadata lists (KRaft leaves fenced brokers out)."""
+    def registered_brokers(self, timeout_s: float = 5.0, via: list[NodeSpec] | None = None) -> set[int]:
+        """Broker ids the cluster's metadata lists as unfenced (KRaft leaves fenced brokers out).
+
+        :param via: ask only these brokers (default: every running one)
+        """
         from kafka import KafkaAdminClient
-        live = [b for b in self.brokers.values() if alive(b.pid)]
+        live = [b for b in (via or self.brokers.values()) if alive(b.pid)]
         if not live:
             return set()
         try:
@@ -307,17 +310,24 @@ class LocalKafka:
             admin.close()
 
     def wait_ready(self, broker_ids: list[int], timeout: float) -> None:
-        """Wait until each of ``broker_ids`` is registered and unfenced; fail fast if a JVM died."""
+        """Wait until each of ``broker_ids`` answers on its own listener and sees itself unfenced.
+
+        Asking each broker itself matters after a crash: the controller keeps a killed broker
+        registered until its session times out (broker.session.timeout.ms, 9 s), so the rest of
+        the cluster may list it before the new JVM answers at all. Fails fast if a JVM died.
+        """
         deadline = time.monotonic() + timeout
+        pending = set(broker_ids)
         while True:
             for spec in [self.controller, *(self.brokers[b] for b in broker_ids)]:
                 if not alive(spec.pid):
                     raise LocalKafkaError(f"{spec.name} exited during start-up; its log: "
                                           f"{self.directory / spec.name / 'server.log'}\n{self._tail(spec)}")
-            if set(broker_ids) <= self.registered_brokers():
+            pending = {b for b in pending if b not in self.registered_brokers(via=[self.brokers[b]])}
+            if not pending:
                 return
             if time.monotonic() > deadline:
-                raise LocalKafkaError(f"brokers {sorted(broker_ids)} not all registered and unfenced "
+                raise LocalKafkaError(f"brokers {sorted(pending)} not registered and unfenced "
                                       f"after {timeout:.0f} s (logs in {self.directory})")
             time.sleep(0.5)
 
