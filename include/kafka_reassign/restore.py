@@ -118,12 +118,32 @@ def _read_back(admin: Any, written: list[ConfigChange], sleep: Callable[[float],
     return {}
 
 
+def _settled_read(admin: Any, changes: list[ConfigChange], sleep: Callable[[float], None]) -> Any:
+    """The values now of the resources ``changes`` touch, re-read while one still differs from
+    the last value the run wrote, for up to :data:`READ_BACK_SECONDS`.
+
+    A write of ours shortly before (the guard putting back a throttle someone deleted, just as
+    the run ends) may not show on the broker yet (see :func:`_read_back`). Taken at once, its
+    stale value would read as "someone else changed it": nothing would be restored, and our
+    write would land afterwards and stay. A value that still differs after the wait is theirs.
+    """
+    last = {(c.resource_type, c.name, c.key): c.value for c in changes}  # oldest first: the last write wins
+    brokers = sorted({int(n) for t, n, _ in last if t == "broker"})
+    topics = sorted({n for t, n, _ in last if t == "topic"})
+    deadline = time.monotonic() + READ_BACK_SECONDS
+    while True:
+        read = admin.read_configs(brokers, topics, keys=[*BROKER_KEYS, *TOPIC_KEYS])
+        differ = [k for k, v in last.items() if (k[0], k[1]) not in read.unreachable
+                  and (read.values.get((k[0], k[1])) or {}).get(k[2]) != v]
+        if not differ or time.monotonic() >= deadline:
+            return read
+        sleep(0.2)
+
+
 def _restore_pass(admin: Any, record: ThrottleRecord, resources: set[ConfigKey],
                   result: RestoreResult, sleep: Callable[[float], None] = time.sleep) -> dict[ConfigKey, str]:
     """Restore ``resources`` once; return the ones that failed, with the error."""
-    brokers = sorted(int(n) for t, n in resources if t == "broker")
-    topics = sorted(n for t, n in resources if t == "topic")
-    read = admin.read_configs(brokers, topics, keys=[*BROKER_KEYS, *TOPIC_KEYS])
+    read = _settled_read(admin, [c for c in record.changes if c.resource in resources], sleep)
     failed: dict[ConfigKey, str] = {res: f"unreachable ({err})" for res, err in read.unreachable.items()}
     readable = [c for c in record.changes if c.resource in resources and c.resource not in failed]
     warnings: list[str] = []
