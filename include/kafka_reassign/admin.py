@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, TypeVar
 
 from tenacity import (RetryError, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay,
@@ -24,6 +24,7 @@ from tenacity import (RetryError, Retrying, retry_if_exception, stop_after_attem
 from kafka_reassign.errors import KafkaAdminError
 from kafka_reassign.state import (BrokerInfo, ClusterState, InFlight, PartitionInfo, ReplicaLogDir,
                                   TopicInfo, TopicPartition)
+from kafka_reassign.throttle import INHERITED_SOURCES, Inherited
 
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient
@@ -100,10 +101,13 @@ class ConfigsRead:
 
     :param values: {("broker", "1"): {key: value or None}, ("topic", "t"): {...}}
     :param unreachable: {(resource_type, name): error} of resources not read
+    :param inherited: {("broker", "1"): {key: Inherited}}: values a broker enforces without a
+        per-broker value of its own (the cluster-wide default, or its static config)
     """
 
     values: dict[tuple[str, str], dict[str, str | None]]
     unreachable: dict[tuple[str, str], str]
+    inherited: dict[tuple[str, str], dict[str, Inherited]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -408,24 +412,42 @@ class KafkaAdmin:
         :param keys: only these keys (each present in the result, None = not set); all when None
         :returns: {("broker", "1"): {key: value | None}, ("topic", "t"): {...}}
         """
-        from kafka.admin import ConfigResource, ConfigResourceType
+        return self.describe_sourced(broker_ids, topics, keys).values
+
+    def describe_sourced(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
+                         keys: Iterable[str] | None = None) -> ConfigsRead:
+        """Per-resource dynamic values, and what each broker inherits where it has none.
+
+        One DescribeConfigs without kafka-python's "modified" filter (which drops the
+        cluster-wide default): each value is sorted by the source Kafka reports for it. A
+        broker's own value (DYNAMIC_BROKER_CONFIG) goes to ``values``; one it inherits from the
+        cluster default or its server.properties goes to ``inherited``.
+
+        :returns: a ConfigsRead with nothing unreachable (a failure raises KafkaAdminError)
+        """
+        from kafka.admin import ConfigResource, ConfigResourceType, ConfigSourceType
         key_list = list(keys) if keys is not None else None
         res = [ConfigResource(ConfigResourceType.BROKER, str(b), key_list) for b in broker_ids]
         res += [ConfigResource(ConfigResourceType.TOPIC, t, key_list) for t in topics]
-        out: dict[tuple[str, str], dict[str, str | None]] = {}
+        out = ConfigsRead({}, {})
         for r in res:
             rtype = "broker" if r.resource_type == ConfigResourceType.BROKER else "topic"
-            out[(rtype, r.name)] = {k: None for k in (key_list or [])}
+            out.values[(rtype, r.name)] = {k: None for k in (key_list or [])}
         if not res:
             return out
-        raw = self._call("DescribeConfigs", self._client.describe_configs, res, config_filter="modified")
+        raw = self._call("DescribeConfigs", self._client.describe_configs, res, config_filter="all")
         for rtype in ("broker", "topic"):
             for name, entries in (raw.get(rtype) or {}).items():
-                d = out.setdefault((rtype, name), {})
+                d = out.values.setdefault((rtype, name), {})
                 for k, entry in entries.items():
                     if key_list is not None and k not in key_list:
                         continue
-                    d[k] = entry.get("value")
+                    source = str(entry.get("config_source", ""))
+                    value = entry.get("value")
+                    if rtype == "broker" and source in INHERITED_SOURCES and value is not None:
+                        out.inherited.setdefault((rtype, name), {})[k] = Inherited(str(value), source)
+                    elif source in ConfigSourceType.__members__ and ConfigSourceType[source].is_modified():
+                        d[k] = value  # what the "modified" filter kept: the resource's own value
         return out
 
     def read_configs(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
@@ -439,7 +461,7 @@ class KafkaAdmin:
         broker_ids, topics = list(broker_ids), list(topics)
         key_list = list(keys) if keys is not None else None
         try:
-            return ConfigsRead(self.describe_configs(broker_ids, topics, key_list), {})
+            return self.describe_sourced(broker_ids, topics, key_list)
         except KafkaAdminError as exc:
             log.warning("DescribeConfigs of %d broker(s) and %d topic(s) failed (%s): reading them one by one",
                         len(broker_ids), len(topics), exc)
@@ -448,7 +470,9 @@ class KafkaAdmin:
         groups += [([b], []) for b in broker_ids]
         for i, (brokers, names) in enumerate(groups):
             try:
-                out.values.update(self.describe_configs(brokers, names, key_list))
+                part = self.describe_sourced(brokers, names, key_list)
+                out.values.update(part.values)
+                out.inherited.update(part.inherited)
             except KafkaAdminError as exc:
                 failed = [("broker", str(b)) for b in brokers] + [("topic", t) for t in names]
                 if names:

@@ -332,6 +332,12 @@ class SnapshotView:
                                       for k in (wanted if wanted is not None else have)}
         return out
 
+    def describe_sourced(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
+                         keys: Iterable[str] | None = None) -> Any:
+        """:meth:`describe_configs` as a ConfigsRead: a snapshot holds no cluster-wide defaults."""
+        from kafka_reassign.admin import ConfigsRead
+        return ConfigsRead(self.describe_configs(broker_ids, topics, keys), {})
+
 
 __all__ = ["SnapshotView", "ProduceRates", "PreflightReport", "measure_produce_rates", "preflight", "enforce",
            "effective_rates", "smallest_working_throttle"]

@@ -33,8 +33,8 @@ from kafka_reassign.state import ClusterState, TopicPartition, with_produce_rate
 from kafka_reassign.steps import StepMove, plan_all_steps, steps_from_rows, steps_to_rows
 from kafka_reassign.estimate import Estimate, Limits, estimate_batches
 from kafka_reassign.preflight import ProduceRates, enforce, measure_produce_rates, preflight
-from kafka_reassign.throttle import (BROKER_KEYS, TOPIC_KEYS, ConfigChange, ThrottleSpec, fmt_bytes, restore_changes,
-                                     throttle_changes)
+from kafka_reassign.throttle import (BROKER_KEYS, TOPIC_KEYS, ConfigChange, InheritedConfigs, ThrottleSpec,
+                                     effective_configs, fmt_bytes, restore_changes, throttle_changes)
 from kafka_reassign.throttle_guard import ThrottleGuard
 from kafka_reassign.validate import ReassignParams, validate_params, validate_plan
 
@@ -193,15 +193,19 @@ def describe_step(s: StepMove) -> str:
 
 
 def _read_throttle_configs(admin: Any, spec_or_resources: ThrottleSpec | tuple[list[int], list[str]]
-                           ) -> dict[tuple[str, str], dict[str, str | None]]:
+                           ) -> tuple[dict[tuple[str, str], dict[str, str | None]], InheritedConfigs]:
+    """(per-resource throttle values, broker values inherited from the cluster default or static config)."""
     brokers, topics = spec_or_resources.resources() if isinstance(spec_or_resources, ThrottleSpec) \
         else spec_or_resources
     out: dict[tuple[str, str], dict[str, str | None]] = {}
+    inherited: InheritedConfigs = {}
     if brokers:
-        out.update(admin.describe_configs(broker_ids=brokers, topics=(), keys=BROKER_KEYS))
+        read = admin.describe_sourced(broker_ids=brokers, topics=(), keys=BROKER_KEYS)
+        out.update(read.values)
+        inherited = read.inherited
     if topics:
         out.update(admin.describe_configs(broker_ids=(), topics=topics, keys=TOPIC_KEYS))
-    return out
+    return out, inherited
 
 
 def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
@@ -241,13 +245,14 @@ def prepare(admin: Any, plan: ReassignmentPlan | dict[str, Any] | str,
     spec = replace(ThrottleSpec.for_moves(steps, params.throttle_bytes_per_sec, params.log_dir_throttle_bytes_per_sec),
                    leader={}, follower={})
     notes: list[str] = []
-    current = _read_throttle_configs(admin, spec) if not spec.empty else {}
-    changes = throttle_changes(spec, current, notes) if not spec.empty else []
+    current, inherited = _read_throttle_configs(admin, spec) if not spec.empty else ({}, {})
+    changes = throttle_changes(spec, current, notes, inherited) if not spec.empty else []
     rates = _produce_rates(admin, state, steps, params, produce_rates, sleep, clock)
     state = with_produce_rates(state, rates.rates)
     # per_step: the executor lists only the moves in flight as throttled replicas.
     check = preflight(steps, state, params.throttle_bytes_per_sec, rates,
-                      log_dir_throttle=params.log_dir_throttle_bytes_per_sec, current_configs=current, per_step=True)
+                      log_dir_throttle=params.log_dir_throttle_bytes_per_sec,
+                      current_configs=effective_configs(current, inherited), per_step=True)
     warnings += enforce(check, params.allow_stalling_moves)  # raises PreflightError: nothing written
     if params.throttle_bytes_per_sec is None and any(s.adding for s in steps):
         warnings.append("no throttle: replication traffic is unbounded and may slow producers and consumers")
@@ -316,10 +321,11 @@ def apply_throttle(admin: Any, prepared: PreparedRun, store: RecordStore, run_id
     if record is not None:
         brokers = {int(c.name) for c in record.changes if c.resource_type == "broker"} | set(resources[0])
         topics = {c.name for c in record.changes if c.resource_type == "topic"} | set(resources[1])
-        current = _read_throttle_configs(admin, (sorted(brokers), sorted(topics)))
+        current, inherited = _read_throttle_configs(admin, (sorted(brokers), sorted(topics)))
         # Keys the spec needs beyond the record (not expected, but never lose a prior value).
         recorded = {(c.resource_type, c.name, c.key) for c in record.changes}
-        extra = [c for c in throttle_changes(spec, current) if (c.resource_type, c.name, c.key) not in recorded]
+        extra = [c for c in throttle_changes(spec, current, inherited=inherited)
+                 if (c.resource_type, c.name, c.key) not in recorded]
         if extra:
             record.changes.extend(extra)
             store.put(record)
@@ -330,7 +336,7 @@ def apply_throttle(admin: Any, prepared: PreparedRun, store: RecordStore, run_id
                 r.cluster_id is None or prepared.cluster_id is None or r.cluster_id == prepared.cluster_id)]
         brokers = set(resources[0]) | {int(c.name) for r in adopted for c in r.changes if c.resource_type == "broker"}
         topics = set(resources[1]) | {c.name for r in adopted for c in r.changes if c.resource_type == "topic"}
-        current = _read_throttle_configs(admin, (sorted(brokers), sorted(topics)))
+        current, inherited = _read_throttle_configs(admin, (sorted(brokers), sorted(topics)))
         # What the configs would be without the stale runs' writes still in place.
         base: dict[tuple[str, str, str], str | None] = {}
         for r in adopted:  # oldest first: the oldest prior is the real original value
@@ -341,7 +347,7 @@ def apply_throttle(admin: Any, prepared: PreparedRun, store: RecordStore, run_id
         virtual = {res: dict(vals) for res, vals in current.items()}
         for (rt, name, key), prior in base.items():
             virtual.setdefault((rt, name), {})[key] = prior
-        changes = throttle_changes(spec, virtual)
+        changes = throttle_changes(spec, virtual, inherited=inherited)
         touched = {(c.resource_type, c.name, c.key) for c in changes}
         for (rt, name, key), prior in base.items():
             if (rt, name, key) not in touched:

@@ -19,6 +19,10 @@ Merging with throttles someone else already set (documented operator contract):
   protecting that broker (or by a previous tool); raising it behind their back could hurt
   clients, while lowering it to ours is what our run asked for. When theirs is lower, we
   leave it and say so in the notes (the move will be slower than estimated).
+* a rate a broker inherits (the cluster-wide default, ``kafka-configs --entity-default``, or
+  its server.properties) is theirs too: when lower than ours nothing is written for that
+  broker and key; when higher, a per-broker value of ours overrides it for the run (prior
+  "not set"), and the restore deletes that override, leaving the inherited value in force.
 
 Every change records the value before it (``prior``, None = not set). Restoring undoes only
 the run's own contribution, relative to the value found then: entries we added to a replica
@@ -50,6 +54,39 @@ WILDCARD = "*"
 
 ConfigKey = tuple[str, str]  # (resource_type "broker"|"topic", name)
 
+#: Kafka's config sources of a broker value in force without a per-broker override.
+CLUSTER_DEFAULT = "DYNAMIC_DEFAULT_BROKER_CONFIG"
+STATIC_CONFIG = "STATIC_BROKER_CONFIG"
+INHERITED_SOURCES = {CLUSTER_DEFAULT: "cluster default", STATIC_CONFIG: "static broker config"}
+
+
+@dataclass(frozen=True)
+class Inherited:
+    """A broker config value in force where the broker has no per-broker value of its own.
+
+    :param value: the value
+    :param source: Kafka's config source (:data:`CLUSTER_DEFAULT` or :data:`STATIC_CONFIG`)
+    """
+
+    value: str
+    source: str = CLUSTER_DEFAULT
+
+    @property
+    def label(self) -> str:
+        """How reports name it: "cluster default" or "static broker config"."""
+        return INHERITED_SOURCES.get(self.source, self.source)
+
+    def to_json(self) -> dict[str, str]:
+        return {"value": self.value, "source": self.source}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> "Inherited | None":
+        return None if not d else cls(value=str(d["value"]), source=str(d.get("source", CLUSTER_DEFAULT)))
+
+
+#: (resource_type, name) -> {key: inherited value} (brokers only; keys without one are absent)
+InheritedConfigs = Mapping[ConfigKey, Mapping[str, Inherited]]
+
 
 def fmt_bytes(n: float) -> str:
     """Decimal units, the way Kafka throttles are usually talked about (1 MB/s = 1e6 B/s)."""
@@ -70,6 +107,8 @@ class ConfigChange:
     :param key: config key
     :param prior: value before the change (None = not set)
     :param value: value after the change (None = delete the key)
+    :param inherited: the broker's inherited value in force when ``prior`` is None (a cluster
+        default our value overrides for the run): for reports only, not part of equality
     """
 
     resource_type: str
@@ -77,6 +116,7 @@ class ConfigChange:
     key: str
     prior: str | None
     value: str | None
+    inherited: Inherited | None = field(default=None, compare=False)
 
     @property
     def op(self) -> str:
@@ -90,18 +130,23 @@ class ConfigChange:
         """One line for dry-run reports and logs."""
         what = f"{self.resource_type} {self.name}: {self.key}"
         prior = "(not set)" if self.prior is None else repr(self.prior)
+        if self.prior is None and self.inherited is not None:
+            prior += f", {self.inherited.label} {self.inherited.value!r} in force"
         if self.value is None:
             return f"DELETE {what} (was {prior})"
         return f"SET    {what} = {self.value!r} (was {prior})"
 
     def to_json(self) -> dict[str, Any]:
-        return {"resource_type": self.resource_type, "name": self.name, "key": self.key,
-                "prior": self.prior, "value": self.value}
+        out = {"resource_type": self.resource_type, "name": self.name, "key": self.key,
+               "prior": self.prior, "value": self.value}
+        if self.inherited is not None:
+            out["inherited"] = self.inherited.to_json()
+        return out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "ConfigChange":
         return cls(resource_type=d["resource_type"], name=str(d["name"]), key=d["key"],
-                   prior=d.get("prior"), value=d.get("value"))
+                   prior=d.get("prior"), value=d.get("value"), inherited=Inherited.from_json(d.get("inherited")))
 
 
 def parse_replica_list(value: str | None) -> set[tuple[int, int]] | str:
@@ -212,13 +257,43 @@ def _current(configs: CurrentConfigs, rtype: str, name: str, key: str) -> str | 
     return (configs.get((rtype, name)) or {}).get(key)
 
 
+def _inherited(inherited: InheritedConfigs | None, rtype: str, name: str, key: str) -> Inherited | None:
+    return ((inherited or {}).get((rtype, name)) or {}).get(key)
+
+
+def effective_configs(current: CurrentConfigs, inherited: InheritedConfigs | None
+                      ) -> dict[ConfigKey, dict[str, str | None]]:
+    """What each resource enforces: its own value, else the value it inherits (brokers).
+
+    :param current: per-resource values (None = not set)
+    :param inherited: values in force without a per-broker one (cluster default, static)
+    """
+    out = {res: dict(vals) for res, vals in current.items()}
+    for res, vals in (inherited or {}).items():
+        mine = out.setdefault(res, {})
+        for key, inh in vals.items():
+            if mine.get(key) is None:
+                mine[key] = inh.value
+    return out
+
+
+def _as_rate(value: str) -> int | None:
+    try:
+        return int(float(value))
+    except ValueError:
+        return None
+
+
 def throttle_changes(spec: ThrottleSpec, current_configs: CurrentConfigs,
-                     notes: list[str] | None = None) -> list[ConfigChange]:
+                     notes: list[str] | None = None,
+                     inherited: InheritedConfigs | None = None) -> list[ConfigChange]:
     """The config writes that bring the cluster to ``spec`` merged with what is set now.
 
     :param spec: what the run wants throttled
     :param current_configs: (resource_type, name) -> {key: dynamic value or None}
     :param notes: if given, receives operator-facing notes (kept lower rates, wildcards)
+    :param inherited: broker values in force without a per-broker one (a cluster default):
+        theirs, like a per-broker value
     :returns: only the writes that change something (empty when already applied)
     """
     notes = notes if notes is not None else []
@@ -236,6 +311,13 @@ def throttle_changes(spec: ThrottleSpec, current_configs: CurrentConfigs,
             if existing is not None and union == parsed:
                 continue
             changes.append(ConfigChange("topic", topic, key, existing, format_replica_list(union)))
+    return changes + _rate_changes(spec, current_configs, inherited, notes)
+
+
+def _rate_changes(spec: ThrottleSpec, current_configs: CurrentConfigs, inherited: InheritedConfigs | None,
+                  notes: list[str]) -> list[ConfigChange]:
+    """The broker rate writes of :func:`throttle_changes` (the lower of theirs and ours)."""
+    changes: list[ConfigChange] = []
     rate_keys: list[tuple[str, int | None, set[int]]] = [
         (LEADER_RATE, spec.rate, spec.rate_brokers), (FOLLOWER_RATE, spec.rate, spec.rate_brokers),
         (LOG_DIR_RATE, spec.log_dir_rate, spec.log_dir_brokers)]
@@ -244,18 +326,19 @@ def throttle_changes(spec: ThrottleSpec, current_configs: CurrentConfigs,
             continue
         for b in sorted(brokers):
             existing = _current(current_configs, "broker", str(b), key)
-            if existing is not None:
-                try:
-                    theirs = int(float(existing))
-                except ValueError:
-                    theirs = None
-                if theirs is not None and theirs <= rate:
-                    if theirs < rate:
-                        notes.append(f"broker {b}: {key} is already {fmt_bytes(theirs)}/s, lower than "
-                                     f"ours ({fmt_bytes(rate)}/s); kept (moves through broker {b} will be "
-                                     "slower than estimated)")
-                    continue
-            changes.append(ConfigChange("broker", str(b), key, existing, str(rate)))
+            # A per-broker value wins over an inherited one (Kafka's precedence): only without
+            # one does the broker enforce the cluster default (or its static config).
+            default = _inherited(inherited, "broker", str(b), key) if existing is None else None
+            theirs_raw = existing if existing is not None else (default.value if default else None)
+            theirs = _as_rate(theirs_raw) if theirs_raw is not None else None
+            if theirs is not None and theirs <= rate:
+                if theirs < rate:
+                    what = f" ({default.label})" if default is not None else ""
+                    notes.append(f"broker {b}: {key} is already {fmt_bytes(theirs)}/s{what}, lower than "
+                                 f"ours ({fmt_bytes(rate)}/s); kept (moves through broker {b} will be "
+                                 "slower than estimated)")
+                continue
+            changes.append(ConfigChange("broker", str(b), key, existing, str(rate), inherited=default))
     return changes
 
 

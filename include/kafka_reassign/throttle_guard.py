@@ -9,7 +9,10 @@ value found, and gives it back to whoever set it), with a warning in the log.
 
 What counts as still in place:
 
-* a rate at or below ours (someone lowered it: more throttled, fine);
+* a rate at or below ours (someone lowered it: more throttled, fine), judged by what the
+  broker enforces: its own value, else the one it inherits (a cluster-wide default). When our
+  per-broker value is deleted and a default at or below ours is in force, the broker is
+  throttled at least as much as the run asked; with a higher default (or none), ours is put back;
 * a replica list holding every entry we need, or ``*`` (every replica throttled).
 
 A broker that cannot be read is skipped (its moves cannot progress anyway). When the write
@@ -24,8 +27,8 @@ from typing import Any
 
 from kafka_reassign.errors import ReassignError
 from kafka_reassign.record import RecordStore, ThrottleRecord
-from kafka_reassign.throttle import (BROKER_KEYS, LIST_KEYS, TOPIC_KEYS, WILDCARD, ConfigChange, format_replica_list,
-                                     parse_replica_list)
+from kafka_reassign.throttle import (BROKER_KEYS, LIST_KEYS, TOPIC_KEYS, WILDCARD, ConfigChange, Inherited,
+                                     format_replica_list, parse_replica_list)
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +81,21 @@ def _missing(change: ConfigChange, now: str | None) -> str | None:
     return change.value
 
 
+def _enforced(read: Any, rtype: str, name: str, key: str) -> tuple[str | None, Inherited | None]:
+    """(the resource's own value, the inherited value the broker enforces when it has none)."""
+    now = (read.values.get((rtype, name)) or {}).get(key)
+    if now is not None:
+        return now, None
+    return None, (getattr(read, "inherited", {}).get((rtype, name)) or {}).get(key)
+
+
+def _shown(now: str | None, inherited: Inherited | None) -> str:
+    """A value for a warning: ours deleted reads "None (cluster default '...' in force)"."""
+    if now is None and inherited is not None:
+        return f"None ({inherited.label} {inherited.value!r} in force)"
+    return repr(now)
+
+
 def guard_throttle(admin: Any, store: RecordStore, run_id: str) -> GuardResult:
     """Check the run's throttle once and put back what is missing (recorded first).
 
@@ -101,12 +119,14 @@ def guard_throttle(admin: Any, store: RecordStore, run_id: str) -> GuardResult:
     for (rtype, name, key), change in latest.items():
         if (rtype, name) in read.unreachable:
             continue
-        now = (read.values.get((rtype, name)) or {}).get(key)
-        value = _missing(change, now)
+        now, inherited = _enforced(read, rtype, name, key)
+        # Judged by the value in force; the prior recorded stays the per-broker one (None when
+        # only a default is in force), so the restore deletes the override again.
+        value = _missing(change, now if inherited is None else inherited.value)
         if value is not None:
-            fixes.append(ConfigChange(rtype, name, key, now, value))
+            fixes.append(ConfigChange(rtype, name, key, now, value, inherited=inherited))
             result.warnings.append(f"throttle of run {run_id} was changed by someone else: {rtype} {name} {key} "
-                                   f"is {now!r}, ours is {change.value!r}; writing {value!r} again")
+                                   f"is {_shown(now, inherited)}, ours is {change.value!r}; writing {value!r} again")
     if not fixes:
         return result
     record.changes.extend(fixes)
@@ -150,9 +170,11 @@ def throttle_drift(admin: Any, expected: list[list[str]]) -> list[str]:
     for rtype, name, key, value in expected:
         if (rtype, name) in read.unreachable:
             continue
-        now = (read.values.get((rtype, name)) or {}).get(key)
-        if _missing(ConfigChange(rtype, name, key, None, value), now) is not None:
-            out.append(f"throttle changed by someone else: {rtype} {name} {key} is {now!r}, ours is {value!r}")
+        now, inherited = _enforced(read, rtype, name, key)
+        if _missing(ConfigChange(rtype, name, key, None, value),
+                    now if inherited is None else inherited.value) is not None:
+            out.append(f"throttle changed by someone else: {rtype} {name} {key} is {_shown(now, inherited)}, "
+                       f"ours is {value!r}")
     return out
 
 

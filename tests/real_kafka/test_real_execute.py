@@ -111,9 +111,6 @@ def test_prior_throttles_come_back_exactly_with_their_sources(runs, real_bootstr
         _clear_priors(local_kafka, bs, topic)
 
 
-@pytest.mark.xfail(strict=True, reason="found on real Kafka, not fixed: the tool reads per-broker values only, so a "
-                   "cluster-wide default lower than ours is not kept as theirs; the run sets higher per-broker "
-                   "overrides for its duration (restored exactly afterwards)")
 def test_a_lower_cluster_wide_default_is_kept_as_theirs(real_bootstrap, topic_name, tmp_path):
     """The merge rule (the lower of theirs and ours) applied to a default protecting every broker."""
     bs = real_bootstrap
@@ -124,6 +121,7 @@ def test_a_lower_cluster_wide_default_is_kept_as_theirs(real_bootstrap, topic_na
                                  "lowdef", "--throttle", "2MB/s", "--dry-run"))
         assert done.returncode == 0, done.stdout + done.stderr
         assert f"SET    broker 1: {LEADER_RATE}" not in done.stdout, "1 MB/s on every broker is already lower"
+        assert f"broker 1: {LEADER_RATE} is already 1.0 MB/s (cluster default), lower than ours" in done.stdout
     finally:
         alter_cluster_default(bs, {LEADER_RATE: None})
 

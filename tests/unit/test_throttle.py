@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from kafka_reassign.steps import StepMove
 from kafka_reassign.throttle import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE,
-                                     ConfigChange, ThrottleSpec, leftovers, parse_replica_list, restore_changes,
-                                     throttle_changes)
+                                     STATIC_CONFIG, ConfigChange, Inherited, ThrottleSpec, effective_configs,
+                                     leftovers, parse_replica_list, restore_changes, throttle_changes)
 
 STEPS = [StepMove("orders", 3, (1, 2, 3), (4, 1, 2), size_bytes=1000),
          StepMove("orders", 5, (2, 3, 1), (2, 3, 5), size_bytes=1000),
@@ -59,6 +59,53 @@ def test_merge_with_operator_throttles():
     assert by[("broker", "1", FOLLOWER_RATE)].value == "1000000"                              # ours is lower
     assert by[("broker", "1", FOLLOWER_RATE)].prior == "9000000"
     assert any("kept" in n for n in notes) and any("'*'" in n for n in notes)
+
+
+def test_a_lower_cluster_default_is_theirs_a_higher_one_is_overridden_for_the_run():
+    """The lower of theirs and ours, where theirs is the value a broker inherits (kafka-configs --entity-default)."""
+    spec = ThrottleSpec.for_moves(STEPS[:2], 2_000_000)     # brokers 1..5
+    default = {("broker", str(b)): {LEADER_RATE: Inherited("1000000"), FOLLOWER_RATE: Inherited("40000000")}
+               for b in range(1, 6)}
+    current = {("broker", "3"): {LEADER_RATE: "9000000", FOLLOWER_RATE: "500000"}}   # per-broker values win
+    notes: list[str] = []
+    changes = throttle_changes(spec, current, notes, default)
+    rates = {(c.name, c.key): c for c in changes if c.resource_type == "broker"}
+    # 1 MB/s default, lower than ours: kept, nothing written or recorded on any broker but 3 (its own 9 MB/s).
+    assert [n for (n, k) in rates if k == LEADER_RATE] == ["3"]
+    assert (rates[("3", LEADER_RATE)].prior, rates[("3", LEADER_RATE)].inherited) == ("9000000", None)
+    assert sum("1.0 MB/s (cluster default), lower than ours (2.0 MB/s); kept" in n for n in notes) == 4
+    # 40 MB/s default, higher: a per-broker value of ours, prior "not set" (restore deletes it).
+    assert sorted(n for (n, k) in rates if k == FOLLOWER_RATE) == ["1", "2", "4", "5"]
+    one = rates[("1", FOLLOWER_RATE)]
+    assert (one.prior, one.value, one.inherited) == (None, "2000000", Inherited("40000000"))
+    assert one.describe() == ("SET    broker 1: follower.replication.throttled.rate = '2000000' "
+                              "(was (not set), cluster default '40000000' in force)")
+    assert any("broker 3: follower.replication.throttled.rate is already 500.0 KB/s, lower" in n for n in notes)
+    # Applied, then merged again: nothing more; restored: our overrides deleted, the default left to Kafka.
+    during = apply(current, changes)
+    assert throttle_changes(spec, during, inherited=default) == []
+    undo = restore_changes(changes, during)
+    assert {(c.name, c.key): c.value for c in undo if c.resource_type == "broker" and c.name != "3"} == {
+        (b, FOLLOWER_RATE): None for b in ("1", "2", "4", "5")}
+    # An equal default needs no override either, and says nothing.
+    notes = []
+    equal = throttle_changes(ThrottleSpec.for_moves(STEPS[:2], 1_000_000), {}, notes, default)
+    assert not [c for c in equal if c.key == LEADER_RATE] and not any("kept" in n for n in notes)
+
+
+def test_a_lower_static_config_is_theirs_and_effective_configs_fill_in_inherited_values():
+    spec = ThrottleSpec(rate=2_000_000, rate_brokers={1})
+    static = {("broker", "1"): {LEADER_RATE: Inherited("700000", STATIC_CONFIG)}}
+    notes: list[str] = []
+    changes = throttle_changes(spec, {}, notes, static)
+    assert [c.key for c in changes] == [FOLLOWER_RATE]
+    assert "(static broker config), lower than ours" in notes[0]
+    current = {("broker", "1"): {LEADER_RATE: None, FOLLOWER_RATE: "3"}}
+    both = {("broker", "1"): {LEADER_RATE: Inherited("7"), FOLLOWER_RATE: Inherited("9")},
+            ("broker", "2"): {LEADER_RATE: Inherited("8")}}
+    assert effective_configs(current, both) == {("broker", "1"): {LEADER_RATE: "7", FOLLOWER_RATE: "3"},
+                                                ("broker", "2"): {LEADER_RATE: "8"}}
+    assert current == {("broker", "1"): {LEADER_RATE: None, FOLLOWER_RATE: "3"}}, "inputs untouched"
 
 
 def test_restore_puts_back_exactly_and_deletes_what_we_added():
@@ -125,3 +172,8 @@ def test_config_change_json_and_describe():
     assert ConfigChange.from_json(c.to_json()) == c
     assert c.describe() == "SET    broker 1: leader.replication.throttled.rate = '100' (was (not set))"
     assert ConfigChange("broker", "1", LEADER_RATE, "100", None).describe().startswith("DELETE")
+    over = ConfigChange("broker", "1", LEADER_RATE, None, "100", inherited=Inherited("900"))
+    back = ConfigChange.from_json(over.to_json())
+    assert back == over == c and back.inherited == Inherited("900"), "the default seen is kept, not compared"
+    assert "inherited" not in c.to_json(), "records without one stay as they were"
+
