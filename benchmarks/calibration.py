@@ -40,6 +40,11 @@ POLL_S = 0.2
 WARMUP_S = 12.0
 RECORD_BYTES = 10_000
 CONFIG_SETTLE_S = 2.0
+#: record batch size on disk of what kafka_local.load.fill writes (librdkafka, batch.size
+#: 1 MB, 10 kB records): a new replica's log grew in steps of 0.90 MB on Kafka 4.3.1. The
+#: simulator needs it: each 1 MiB fetch (replica.fetch.max.bytes) appends one such batch
+#: but counts 1 MiB in the quotas (kafka_sim.replication._fetch_overhead).
+FILL_BATCH_BYTES = 900_000
 
 
 @dataclass(frozen=True)
@@ -219,7 +224,8 @@ def sim_snapshot(sc: Scenario, topic: str) -> dict:
                 "log_dirs": [{"path": f"/data/d{d}", "capacity_bytes": 1e12} for d in range(LOG_DIRS)]}
                for b in range(1, BROKERS + 1)]
     parts = [{"partition": p, "replicas": list(src), "leader": src[0], "size_bytes": sc.bytes_per_partition,
-              "bytes_in_per_sec": 0, "log_dirs": ["/data/d0"] * len(src)}
+              "bytes_in_per_sec": 0, "log_dirs": ["/data/d0"] * len(src),
+              "batch_bytes": FILL_BATCH_BYTES}
              for p, (src, _dst) in sorted(sc.moves.items())]
     return {"version": 1, "brokers": brokers,
             "topics": [{"name": topic, "configs": dict(sc.topic_configs), "partitions": parts}]}

@@ -160,6 +160,8 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
                 dirs = p.get("log_dirs") or [None] * len(replicas)
                 part = self._new_partition(topic, i, replicas, leader, float(p.get("size_bytes", 0) or 0),
                                            float(p.get("bytes_in_per_sec", 0) or 0), dirs)
+                if p.get("batch_bytes"):
+                    part.batch_bytes = int(p["batch_bytes"])
                 topic.partitions.append(part)
             self.topics[name] = topic
         for topic in self.topics.values():

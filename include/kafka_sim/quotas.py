@@ -84,15 +84,30 @@ class QuotaMeter:
         return c0 + slope * (x - t0)
 
     def _span(self, x: float) -> float:
-        """SimpleRate.windowSize at ``x``: time since the oldest sample, at least one sample."""
+        """SimpleRate.windowSize at ``x``: time since the oldest sample, at least one sample.
+
+        A follower-side sensor's samples are ``min_span`` long from its first record on
+        (SampledStat.advance starts a sample when the current one is complete), and
+        SampledStat.purgeObsoleteSamples drops a whole sample once its last event is a
+        window old, so the rate is taken from the start of the oldest retained sample: the
+        span grows from the window to the window plus one sample, then drops by a sample
+        together with that sample's bytes. A sliding window of fixed length instead let a
+        fresh sensor's first burst (a sample's worth recorded at once) leave a window later
+        while the span stayed put: a spurious sample of allowance, seen in calibration as a
+        20 MB move at 2 MB/s finishing 0.6 s early.
+        """
         if self.aged:
             return self.window
         if self.first is None:
             return self.min_span
-        return min(self.window, max(self.min_span, x - self.first))
+        d = x - self.first
+        if d < self.window:
+            return max(self.min_span, d)
+        return d - math.floor((d - self.window) / self.min_span + 1e-9) * self.min_span
 
     def _allowance_at(self, bound: float, x: float, left: bool = False) -> float:
-        span = self._span(x)
+        # left: just before x, so before a follower sensor's sample purge at x too
+        span = self._span(x - 1e-6) + 1e-6 if left and not self.aged else self._span(x)
         return bound * span - (self._cum(x) - self._cum(x - span, left))
 
     @property
@@ -128,7 +143,10 @@ class QuotaMeter:
             return
         self.t = now
         ts = self.ts
-        cut = bisect.bisect_right(ts, now - self.window) - 1  # keep the last breakpoint before the window
+        # keep the last breakpoint before the window (a follower sensor's oldest sample may
+        # start up to one sample before it)
+        keep = self.window + (0.0 if self.aged else self.min_span)
+        cut = bisect.bisect_right(ts, now - keep) - 1
         if cut > 0:
             del ts[:cut], self.cs[:cut]
         if (not self.aged and self.rate == 0 and now - ts[-1] >= self.window
@@ -198,6 +216,9 @@ class QuotaMeter:
         if self.t is None:
             return 0.0
         x = self.t
+        if not self.aged and self.first is not None:
+            # the tail stays at the oldest sample's start between purges: only the span grows
+            return bound if x - self.first >= self.min_span - 1e-9 else 0.0
         span = self._span(x)
         grows = not self.aged and self.first is not None and self.min_span <= x - self.first < self.window
         ts, cs = self.ts, self.cs
@@ -221,9 +242,17 @@ class QuotaMeter:
 
     def _breaks(self, now: float) -> list[float]:
         """Future times (as offsets from ``now``) where the allowance's slope changes or jumps."""
-        out = [th + self.window - now for th in self.ts]
         if not self.aged and self.first is not None:
-            out += [self.first + self.min_span - now, self.first + self.window - now]
+            # the span stops being one sample, then the oldest sample is purged every sample;
+            # a window later every retained sample holds the current rate and the sawtooth
+            # repeats itself, so the purges of the next window and a bit are enough
+            ms = self.min_span
+            d = now - self.first
+            k = math.floor(max(0.0, d - self.window) / ms + 1e-9) + 1
+            n = int(self.window / ms) + 3
+            out = [self.first + ms - now] + [self.first + self.window + (k + i) * ms - now for i in range(n)]
+            return sorted(x for x in out if x > 1e-12)
+        out = [th + self.window - now for th in self.ts]
         return sorted(d for d in out if d > 1e-12)
 
     def seconds_to_cross(self, bound: float, level: float = 0.0) -> float:

@@ -36,7 +36,8 @@ _KEEP_UP = 1.0 - 1e-9
 class _Flow:
     """One transfer in a physics step."""
 
-    __slots__ = ("kind", "partition", "replica", "resources", "recorded", "gap", "grow", "rate", "follows")
+    __slots__ = ("kind", "partition", "replica", "resources", "recorded", "gap", "grow", "rate", "follows",
+                 "fetched")
 
     def __init__(self, kind: int, partition: Partition, replica: Replica, resources: tuple, gap: float,
                  grow: float, recorded: tuple = ()) -> None:
@@ -49,6 +50,7 @@ class _Flow:
         self.grow = grow
         self.rate = 0.0
         self.follows = False
+        self.fetched = 1.0  # bytes recorded in its quotas per byte it adds to the log
 
     def keeps_up(self) -> bool:
         return self.rate >= self.grow * _KEEP_UP
@@ -326,7 +328,10 @@ class Replication:
                     res.append((_FOLLOWER_QUOTA, b))
                 recorded = (((_LEADER_QUOTA, leader),) if lead_thr else ()) + (
                     ((_FOLLOWER_QUOTA, b),) if follow_thr else ())
-                out.append(_Flow(0, p, r, tuple(res), 0.0, 0.0, recorded))
+                flow = _Flow(0, p, r, tuple(res), 0.0, 0.0, recorded)
+                if recorded:
+                    flow.fetched = self._fetch_overhead(p, b)
+                out.append(flow)
                 fetching.add(b)
         for b in p.replicas:
             r = p._reps[b]
@@ -335,6 +340,26 @@ class Replication:
                 f.follows = b in fetching  # its source is itself catching up
                 out.append(f)
         return out
+
+    def _fetch_overhead(self, p: Partition, follower: int) -> float:
+        """Bytes a catching-up follower's fetches record in the quotas per byte it appends.
+
+        The leader reads ``replica.fetch.max.bytes`` per partition from the segment file
+        (LocalLog.read -> FileRecords.slice), so a response usually ends in a partial batch;
+        KafkaApis records the whole response size in the leader quota
+        (``sizeOfThrottledPartitions``) and ReplicaFetcherThread.processPartitionData records
+        ``records.sizeInBytes`` in the follower quota, but the follower appends only the whole
+        batches and fetches the partial one again. A batch larger than the fetch size comes
+        alone (KIP-74, minOneMessage). Seen on Apache Kafka 4.3.1 (docs/SIMULATOR.md,
+        calibration): a 20 MB log of 0.9 MB batches grew by one batch per fetch, and the
+        follower stopped fetching at 1.75 MB/s of appended bytes under a 2 MB/s throttle,
+        i.e. at 2 MB/s of 1 MiB responses.
+        """
+        batch = p.batch_bytes
+        size = self.configs.long_value(follower, "replica.fetch.max.bytes")
+        if batch <= 0 or size <= 0 or batch >= size:
+            return 1.0
+        return size / ((size // batch) * batch)
 
     def _collect_flows(self) -> list[_Flow]:
         cache = self._flow_cache
@@ -362,11 +387,16 @@ class Replication:
         quota_keys: list[tuple[str, int]] = []
         self._quota_keys = quota_keys
         unheld: dict[tuple[str, int], float] = {}  # recorded by ISR members, never held back
+        overhead: dict[tuple[str, int], float] = {}  # recorded bytes per appended byte, per quota
+        for f in flows:
+            for key in f.recorded:
+                if f.fetched > overhead.get(key, 1.0):
+                    overhead[key] = f.fetched
         for f in flows:
             if f.kind == 0 and f.replica.broker in f.partition.isr:
                 for key in f.recorded:
                     if key[0] == _LEADER_QUOTA:  # the follower side holds back ISR members too
-                        unheld[key] = unheld.get(key, 0.0) + f.grow
+                        unheld[key] = unheld.get(key, 0.0) + f.grow * f.fetched
         for f in flows:
             for key in f.resources:
                 if key in cap:
@@ -378,7 +408,8 @@ class Replication:
                 elif kind == "i":
                     cap[key] = max(0.0, broker.network_bytes_per_sec - self._steady_in.get(b, 0.0))
                 elif kind in (_LEADER_QUOTA, _FOLLOWER_QUOTA):
-                    cap[key] = self._quota_capacity(key, unheld.get(key, 0.0))
+                    # capacities are in appended bytes; the quota counts fetched bytes
+                    cap[key] = self._quota_capacity(key, unheld.get(key, 0.0)) / overhead.get(key, 1.0)
                     quota_keys.append(key)
                 elif kind == "a":
                     cap[key] = self._rates[b][2]
@@ -429,7 +460,7 @@ class Replication:
             if f.grow < 0:
                 f.grow = follow_rate.get(id(f.replica), 0.0)
             for key in f.recorded:
-                flow_rec[key] = flow_rec.get(key, 0.0) + rate
+                flow_rec[key] = flow_rec.get(key, 0.0) + rate * f.fetched
             net = rate - f.grow
             if f.gap <= _CATCH_UP_EPS:
                 if f.kind == 1 or f.keeps_up():

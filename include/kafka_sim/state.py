@@ -121,6 +121,10 @@ class Replica:
                 f"tracking={self.tracking}, future_log_dir={self.future_log_dir!r})")
 
 
+#: ProducerConfig batch.size default: the batch size assumed for a snapshot's data
+DEFAULT_BATCH_BYTES = 16384
+
+
 class Partition:
     """One partition: assignment, ISR, leader and the leader's log.
 
@@ -131,7 +135,7 @@ class Partition:
 
     __slots__ = ("topic", "index", "replicas", "isr", "leader", "leader_epoch", "partition_epoch", "adding",
                  "removing", "bytes_in_per_sec", "_reps", "_base_bytes", "_base_t", "_rate", "_model", "leo",
-                 "_rec_base", "_rec_end", "_rec_pos", "_rec_data", "_rec_maxts")
+                 "_rec_base", "_rec_end", "_rec_pos", "_rec_data", "_rec_maxts", "batch_bytes")
 
     def __init__(self, model: "ClusterModel", topic: str, index: int, replicas: list[int], leader: int,
                  size: float, bytes_in: float) -> None:
@@ -151,6 +155,9 @@ class Partition:
         self._base_t = model._t
         self._rate = 0.0
         self.leo = 0
+        #: record batch size of the snapshot's data (producer batch.size default): what a
+        #: follower's fetch of replica.fetch.max.bytes wastes on a trailing partial batch
+        self.batch_bytes = DEFAULT_BATCH_BYTES
         # record batches, created on the first produce (most partitions never get any)
         self._rec_base: list[int] = _NO_RECORDS  # type: ignore[assignment]
         self._rec_end: list[int] = _NO_RECORDS  # type: ignore[assignment]
