@@ -2,12 +2,12 @@
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
 from kafka_sim import errors as E
 from kafka_sim.state import _locked
 from kafka_sim.configs import (
-    BROKER_CONFIGS, TOPIC_CONFIGS, ConfigEntry, ConfigValueError, NotDynamic,
+    BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfigState, ConfigEntry, ConfigValueError, NotDynamic,
     apply_incremental, validate_broker_update, validate_topic_configs,
 )
 from kafka_sim.state import Topic
@@ -19,6 +19,12 @@ RESOURCE_BROKER = 4
 
 class ConfigRequests:
     """Mixin of ClusterModel: describe and alter topic and broker configs."""
+
+    #: Seconds a broker takes to show a committed config write in DescribeConfigs. A KRaft broker
+    #: answers from its own copy of the metadata log, which catches up with the controller a
+    #: moment later (seen on Kafka 4.3.1: up to 0.3 s, more under load). 0: at once.
+    config_read_lag: float = 0.0
+
 
     def _min_isr(self, topic: Topic) -> int:
         raw = topic.configs.get("min.insync.replicas")
@@ -76,10 +82,12 @@ class ConfigRequests:
             topic = self.topics.get(name)
             if topic is None:
                 return E.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.", []
-            return E.NONE, None, self.configs.describe_topic(topic.configs, keys, include_synonyms)
+            return E.NONE, None, self.configs.describe_topic(self._as_shown("topic", name, topic.configs), keys,
+                                                             include_synonyms)
         if resource_type == RESOURCE_BROKER:
+            shown = self._shown_broker_configs(name)
             if name == "":
-                return E.NONE, None, self.configs.describe_default(keys, include_synonyms)
+                return E.NONE, None, shown.describe_default(keys, include_synonyms)
             try:
                 bid = int(name)
             except ValueError:
@@ -90,9 +98,37 @@ class ConfigRequests:
             identity = {"broker.id": str(bid), "node.id": str(bid), "log.dirs": ",".join(broker.dir_paths())}
             if broker.rack is not None:
                 identity["broker.rack"] = str(broker.rack)
-            return E.NONE, None, self.configs.describe_broker(bid, identity, keys, include_synonyms)
+            return E.NONE, None, shown.describe_broker(bid, identity, keys, include_synonyms)
         return E.INVALID_REQUEST, f"Unsupported resource type {resource_type}", []
 
+
+    def _as_shown(self, kind: str, name: str, current: Mapping[str, str]) -> Mapping[str, str]:
+        """``current`` as a broker still shows it: writes of the last :attr:`config_read_lag` s undone."""
+        if not self.config_read_lag:
+            return current
+        cutoff = self.now() - self.config_read_lag
+        shown = current
+        for at, k, n, before in reversed(getattr(self, "_config_history", [])):
+            if at > cutoff and (k, n) == (kind, name):
+                shown = before  # the earliest write after the cutoff wins: its "before" is what shows
+        return shown
+
+    def _shown_broker_configs(self, name: str) -> BrokerConfigState:
+        if not self.config_read_lag:
+            return self.configs
+        dynamic = dict(self.configs.dynamic)
+        for res in {name, ""}:
+            dynamic[res] = dict(self._as_shown("broker", res, self.configs.dynamic.get(res, {})))
+        return BrokerConfigState(static=self.configs.static, dynamic=dynamic)
+
+    def _remember_config(self, kind: str, name: str, before: Mapping[str, str]) -> None:
+        """Keep the value before a write while a broker may still show it (only with a lag)."""
+        if not self.config_read_lag:
+            return
+        history = self.__dict__.setdefault("_config_history", [])
+        cutoff = self.now() - self.config_read_lag
+        history[:] = [h for h in history if h[0] > cutoff]
+        history.append((self.now(), kind, name, dict(before)))
 
     # ------------------------------------------------------------ configs (write)
     @_locked
@@ -139,6 +175,7 @@ class ConfigRequests:
                 return E.INVALID_CONFIG, str(exc)
             if validate_only:
                 return E.NONE, None
+            self._remember_config("topic", name, topic.configs)
             topic.configs = new
             old_throttles = (topic.leader_throttled, topic.follower_throttled)
             topic.refresh_throttles()
@@ -169,6 +206,7 @@ class ConfigRequests:
             if validate_only:
                 return E.NONE, None
             self._run(self.now())  # bytes so far moved at the old rates
+            self._remember_config("broker", name, current)
             if new:
                 self.configs.dynamic[name] = new
             else:

@@ -372,3 +372,18 @@ def test_cancel_stops_our_log_dir_move(env):
     st = cluster.partition_state("orders", 2)
     assert st["future_log_dirs"] == {} and st["log_dirs"][3] == "/data/d0"
     restore_throttle(admin, store, "dircancel")
+
+
+def test_restore_waits_out_a_broker_still_showing_the_value_before_our_write(env):
+    # A KRaft broker shows a committed config write a moment later. Read at once, our rate
+    # written just before (the guard putting back a deleted throttle as the run ends) reads
+    # "not set": taken as theirs, nothing would be restored and our write would stay.
+    cluster, admin, store = env()
+    cluster.model.config_read_lag = 1.0
+    prepared = prepare(admin, plan_for({0: [4, 5, 6]}), {"throttle_bytes_per_sec": 5_000_000})
+    apply_throttle(admin, prepared, store, "stale")
+    res = restore_throttle(admin, store, "stale")
+    assert not any("kept theirs" in w for w in res.warnings), res.warnings
+    time.sleep(1.2)  # every write is visible now
+    assert all(LEADER_RATE not in cluster.broker_configs(b) for b in range(1, 7)), "nothing of ours left"
+    assert res.done and store.get("stale").restored
