@@ -331,3 +331,18 @@ def test_dir_usage_kept_per_broker_equals_a_walk_of_its_replicas_through_moves_a
             assert m.append(leader, "u", 0, batch([b"x" * 5000] * 20), 20, 1)[0] == E.NONE
     assert m.partition_state("u", 1)["replicas"] == [5, 6, 2]
     check()
+
+
+def test_fetch_of_large_batches_counts_a_whole_fetch_in_the_quotas():
+    # LocalLog.read slices replica.fetch.max.bytes (1 MiB) from the segment, so a fetch of
+    # 0.9 MB batches brings one whole batch and a partial one; both quotas record the whole
+    # response (KafkaApis sizeOfThrottledPartitions, ReplicaFetcherThread.processPartitionData).
+    # Kafka 4.3.1 moved such a log at about 1.72 MB/s under a 2 MB/s throttle (calibration).
+    snap = snapshot(topics=[topic("t", [[1, 2, 3]], size=200 * MB)])
+    snap["topics"][0]["partitions"][0]["batch_bytes"] = 900_000
+    m = manual(snap)
+    throttle(m, [1, 2, 3, 4], 2 * MB, leader="0:1,0:2,0:3", follower="0:4")
+    m.alter_reassignments([("t", 0, [4, 2, 3])])
+    took = run_until(m, done(m, "t", 0), step=0.1)
+    expected = 200 * MB * (1048576 / 900_000) / (2 * MB)
+    assert abs(took - expected) / expected < 0.02, (took, expected)
