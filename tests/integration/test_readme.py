@@ -47,7 +47,7 @@ def test_path_section_commands_run(checkout: Path) -> None:
     (block,) = bash_blocks("Put the tools on your PATH")
     lines = [ln for ln in block.splitlines() if ln.strip() and not ln.startswith("make ")]
     out = run_bash("\n".join(lines), checkout).stdout
-    assert "usage: kafka-reassign" in out and "usage: kafka-sim" in out
+    assert "usage: kafka-reassign" in out and "usage: kafka-sim" in out and "usage: kafka-local" in out
 
 
 def test_simulated_cluster_walkthrough_runs_verbatim(checkout: Path) -> None:
