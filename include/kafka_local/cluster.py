@@ -139,6 +139,18 @@ class LocalKafka:
         self.brokers = {b["node_id"]: NodeSpec(**b) for b in data["brokers"]}
         return self
 
+    def _reload_pids(self) -> None:
+        """Take the pids another process (``kafka-local start-broker``) recorded since."""
+        if not self.state_file.exists():
+            return
+        data = json.loads(self.state_file.read_text())
+        if data.get("cluster_id") != self.cluster_id:
+            return
+        self.controller.pid = data["controller"]["pid"]
+        for b in data["brokers"]:
+            if b["node_id"] in self.brokers:
+                self.brokers[b["node_id"]].pid = b["pid"]
+
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers.values())
@@ -261,6 +273,7 @@ class LocalKafka:
 
     def kill_broker(self, broker_id: int) -> None:
         """SIGKILL one broker's JVM (a crash: no controlled shutdown)."""
+        self._reload_pids()
         spec = self._broker(broker_id)
         if not is_node(spec.pid, self.directory, spec.name):
             raise LocalKafkaError(f"broker {broker_id} is not running")
@@ -270,6 +283,7 @@ class LocalKafka:
 
     def stop_broker(self, broker_id: int, timeout: float = 120.0) -> None:
         """SIGTERM: Kafka's controlled shutdown (leadership moves away first), then wait for exit."""
+        self._reload_pids()
         spec = self._broker(broker_id)
         if not is_node(spec.pid, self.directory, spec.name):
             raise LocalKafkaError(f"broker {broker_id} is not running")
@@ -279,6 +293,7 @@ class LocalKafka:
 
     def start_broker(self, broker_id: int, timeout: float = 120.0) -> None:
         """Start a stopped broker on its old port and log dirs; wait until it is unfenced."""
+        self._reload_pids()
         self._start(self._broker(broker_id))
         self.wait_ready([broker_id], timeout)
 
@@ -310,11 +325,12 @@ class LocalKafka:
             admin.close()
 
     def wait_ready(self, broker_ids: list[int], timeout: float) -> None:
-        """Wait until each of ``broker_ids`` answers on its own listener and sees itself unfenced.
+        """Wait until every running broker, each of ``broker_ids`` included, lists them unfenced.
 
-        Asking each broker itself matters after a crash: the controller keeps a killed broker
-        registered until its session times out (broker.session.timeout.ms, 9 s), so the rest of
-        the cluster may list it before the new JVM answers at all. Fails fast if a JVM died.
+        Asking the broker itself matters after a crash: the controller keeps a killed broker
+        registered until its session times out (broker.session.timeout.ms, 9 s), so the others
+        may list it before the new JVM answers at all. Asking each of the others matters too:
+        each learns of the unfencing from the metadata log a moment later. Fails fast if a JVM died.
         """
         deadline = time.monotonic() + timeout
         pending = set(broker_ids)
@@ -323,7 +339,8 @@ class LocalKafka:
                 if not alive(spec.pid):
                     raise LocalKafkaError(f"{spec.name} exited during start-up; its log: "
                                           f"{self.directory / spec.name / 'server.log'}\n{self._tail(spec)}")
-            pending = {b for b in pending if b not in self.registered_brokers(via=[self.brokers[b]])}
+            views = [self.registered_brokers(via=[spec]) for spec in self.brokers.values() if alive(spec.pid)]
+            pending = {b for b in pending if not all(b in seen for seen in views)}
             if not pending:
                 return
             if time.monotonic() > deadline:
@@ -337,6 +354,7 @@ class LocalKafka:
 
     def status(self) -> list[dict[str, Any]]:
         """One row per JVM: id, role, port, rack, pid, running, registered."""
+        self._reload_pids()
         registered = self.registered_brokers()
         rows = []
         for spec in self.nodes():
