@@ -29,11 +29,11 @@ system-deps:
 	@bash scripts/system-deps.sh
 
 demo: setup
-	$(BIN)/python -m kafka_reassign.demo --airflow-home airflow_home
+	$(BIN)/python -m kafka_reassign_demo --airflow-home airflow_home
 
 # The same narrated demo on a real local Apache Kafka 4.3.1 cluster (kafka-local).
 demo-kafka: setup
-	$(BIN)/python -m kafka_reassign.demo --airflow-home airflow_home --real-kafka
+	$(BIN)/python -m kafka_reassign_demo --airflow-home airflow_home --real-kafka
 
 # Everything: unit, simulator integration, real Airflow and Spark, real Kafka (tests/kafka).
 test: setup
@@ -45,7 +45,7 @@ test-fast: setup
 
 # Only the tests on the local real Kafka cluster.
 test-kafka: setup
-	$(BIN)/python -m pytest tests/kafka -q
+	$(BIN)/python -m pytest tests/real_kafka -q
 
 bench: setup
 	$(BIN)/python -m benchmarks.run

@@ -1,6 +1,6 @@
 """Benchmark: ``make demo`` as a user watches it.
 
-Runs the demo (``python -m kafka_reassign.demo``, the Spark planner included) in a fresh
+Runs the demo (``python -m kafka_reassign_demo``, the Spark planner included) in a fresh
 Airflow home and reports, as ratios to their bounds:
 - the longest silence: the most wall seconds between two lines of output (bound 10 s);
 - the whole demo's wall time (bound 120 s), with the first-use DB migration excluded;
@@ -28,7 +28,7 @@ def run_demo(extra: list[str]) -> tuple[int, list[tuple[float, str]]]:
     :returns: the second run's exit code and its lines, each with its wall time since the start
     """
     with tempfile.TemporaryDirectory(prefix="demo-bench-") as tmp:
-        cmd = [sys.executable, "-u", "-m", "kafka_reassign.demo", "--airflow-home", str(Path(tmp) / "home"), *extra]
+        cmd = [sys.executable, "-u", "-m", "kafka_reassign_demo", "--airflow-home", str(Path(tmp) / "home"), *extra]
         subprocess.run([*cmd, "--dry-run", "--no-planner"], capture_output=True, text=True, timeout=900)
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp)

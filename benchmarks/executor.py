@@ -58,7 +58,7 @@ class Observer(threading.Thread):
 
     def __init__(self, cluster: Any, interval: float = 0.003) -> None:
         super().__init__(daemon=True)
-        from kafka_reassign.admin import KafkaAdmin
+        from kafka_reassign.cluster.admin import KafkaAdmin
 
         self.cluster = cluster
         self.admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers)
@@ -89,11 +89,11 @@ class Observer(threading.Thread):
 def moving_phase(name: str, sizes: list[int], time_scale: float, poll_sim_seconds: float,
                  per_broker: int | None = None) -> dict[str, Any]:
     """Run one plan through ``run_reassignment`` and measure it from the cluster's side."""
-    from kafka_reassign.admin import KafkaAdmin
+    from kafka_reassign.cluster.admin import KafkaAdmin
     from kafka_reassign.defaults import RUN_DEFAULTS
-    from kafka_reassign.execution_store import MemoryExecutionStore
-    from kafka_reassign.reassign import run_reassignment
-    from kafka_reassign.record import MemoryRecordStore
+    from kafka_reassign.execution.store import MemoryExecutionStore
+    from kafka_reassign.run.reassign import run_reassignment
+    from kafka_reassign.throttle.record import MemoryRecordStore
     from kafka_sim import SimulatedCluster
 
     cluster = SimulatedCluster(rf3_snapshot(sizes), time_scale=time_scale)
@@ -159,10 +159,10 @@ class CountingAdmin:
 
 def per_poll(n_partitions: int, window: int = 200) -> dict[str, Any]:
     """Median Kafka requests and wall ms per tick with a plan of ``n_partitions`` one-step moves."""
-    from kafka_reassign.admin import KafkaAdmin
-    from kafka_reassign.execution_store import MemoryExecutionStore
-    from kafka_reassign.executor import MoveExecutor, ExecutionLimits
-    from kafka_reassign.reassign import prepare
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.execution.store import MemoryExecutionStore
+    from kafka_reassign.execution.executor import MoveExecutor, ExecutionLimits
+    from kafka_reassign.run.reassign import prepare
     from kafka_sim import SimulatedCluster
     from kafka_sim.generate import GenerateOptions, generate_snapshot
 

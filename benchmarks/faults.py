@@ -2,9 +2,9 @@
 
 Each scenario starts a fresh simulated cluster (real TCP, the simulator's fault commands
 ``stop_broker`` / ``start_broker``), sets throttles of "someone else" before the run, runs a
-reassignment through the domain loop (:func:`kafka_reassign.reassign.run_reassignment`, or
+reassignment through the domain loop (:func:`kafka_reassign.run.reassign.run_reassignment`, or
 its steps one by one where the fault must land between two of them), injects the fault,
-lets the reconciler do its job (:func:`kafka_reassign.reconcile.reconcile`, as the
+lets the reconciler do its job (:func:`kafka_reassign.throttle.reconciler.reconcile`, as the
 ``kafka_throttle_reconciler`` DAG does) and then compares every throttle config with what it
 should be:
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from kafka_reassign.throttle import (BROKER_KEYS, FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS,
+from kafka_reassign.throttle.specs import (BROKER_KEYS, FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS,
                                      TOPIC_KEYS, ConfigChange, parse_replica_list)
 
 BROKERS = 6
@@ -99,8 +99,8 @@ class Env:
     """
 
     def __init__(self, workdir: Path, time_scale: float = 1.0, **snap: Any) -> None:
-        from kafka_reassign.admin import KafkaAdmin
-        from kafka_reassign.record import FileRecordStore
+        from kafka_reassign.cluster.admin import KafkaAdmin
+        from kafka_reassign.throttle.record import FileRecordStore
         from kafka_sim import SimulatedCluster
 
         self.cluster = SimulatedCluster(snapshot(**snap), time_scale=time_scale)
@@ -157,7 +157,7 @@ class Env:
             time.sleep(0.2)
 
     def reconcile(self, **kw: Any) -> Any:
-        from kafka_reassign.reconcile import reconcile
+        from kafka_reassign.throttle.reconciler import reconcile
 
         return reconcile(self.admin, self.store, **kw)
 
@@ -193,7 +193,7 @@ def _extra_entries(key: str, value: str, theirs: str) -> bool:
 
 
 def _run(env: Env, plan: dict[str, Any], params: dict[str, Any], run_id: str, **kw: Any) -> Any:
-    from kafka_reassign.reassign import run_reassignment
+    from kafka_reassign.run.reassign import run_reassignment
 
     env.outcome.runs += 1
     events: list[str] = env.outcome.details.setdefault("events", [])
@@ -203,8 +203,8 @@ def _run(env: Env, plan: dict[str, Any], params: dict[str, Any], run_id: str, **
 
 def _moves_done_then(env: Env, plan: dict[str, Any], params: dict[str, Any], run_id: str) -> Any:
     """Prepare, throttle, run the executor (submissions recorded) to the end: a run up to its teardown."""
-    from kafka_reassign.executor import run_execution
-    from kafka_reassign.reassign import apply_throttle, executor_for, prepare
+    from kafka_reassign.execution.executor import run_execution
+    from kafka_reassign.run.reassign import apply_throttle, executor_for, prepare
 
     env.outcome.runs += 1
     prepared = prepare(env.admin, plan, {**FAST, **params}, run_id=run_id)
@@ -218,7 +218,7 @@ def _moves_done_then(env: Env, plan: dict[str, Any], params: dict[str, Any], run
 
 def broker_dead_at_teardown(env: Env) -> None:
     """Broker 1 dies after the moves, before the teardown: the others are restored, 1 is pending."""
-    from kafka_reassign.restore import restore_throttle
+    from kafka_reassign.throttle.restore import restore_throttle
 
     _moves_done_then(env, plan_of(("orders", 0, [4, 2, 3])), {"throttle_bytes_per_sec": 50_000_000}, "dead-b1")
     env.stop(1)
@@ -316,7 +316,7 @@ def others_in_flight(env: Env) -> None:
 
 def kafka_unreachable_short(env: Env) -> None:
     """Every broker is down when the teardown starts and back 1.5 s later: the restore retries through it."""
-    from kafka_reassign.restore import restore_throttle
+    from kafka_reassign.throttle.restore import restore_throttle
 
     _moves_done_then(env, plan_of(("orders", 0, [4, 2, 3])), {"throttle_bytes_per_sec": 50_000_000}, "blip")
     env.stop(*range(1, BROKERS + 1))
@@ -327,7 +327,7 @@ def kafka_unreachable_short(env: Env) -> None:
 
 def kafka_unreachable_long(env: Env) -> None:
     """Every broker is down for the whole teardown: everything pending, named; the reconciler finishes."""
-    from kafka_reassign.restore import restore_throttle
+    from kafka_reassign.throttle.restore import restore_throttle
 
     _moves_done_then(env, plan_of(("orders", 0, [4, 2, 3])), {"throttle_bytes_per_sec": 50_000_000}, "outage")
     env.stop(*range(1, BROKERS + 1))
@@ -339,9 +339,9 @@ def kafka_unreachable_long(env: Env) -> None:
 
 RUNNER = """
 import json, sys
-from kafka_reassign.admin import KafkaAdmin
-from kafka_reassign.reassign import run_reassignment
-from kafka_reassign.record import FileRecordStore
+from kafka_reassign.cluster.admin import KafkaAdmin
+from kafka_reassign.run.reassign import run_reassignment
+from kafka_reassign.throttle.record import FileRecordStore
 admin = KafkaAdmin(bootstrap_servers=sys.argv[1].split(","))
 run_reassignment(admin, json.loads(sys.argv[2]), json.loads(sys.argv[3]), FileRecordStore(sys.argv[4]),
                  run_id="killed")
@@ -429,7 +429,7 @@ def stale_plan(env: Env) -> None:
 
 def _timeout_run(env: Env, cancel: bool) -> None:
     """The move times out (throttle far too low for the time allowed)."""
-    from kafka_reassign.reassign import RunFailed
+    from kafka_reassign.run.reassign import RunFailed
 
     d = env.outcome.details
     d["replicas_before"] = env.cluster.partition_state("orders", 0)["replicas"]

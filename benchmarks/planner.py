@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_plan(path: Path, goal: str, options: dict[str, Any], out: Path) -> tuple[float, dict | None, str]:
     """One `kafka-reassign plan` in its own process; (wall seconds, summary or None, stderr)."""
-    cmd = [sys.executable, "-m", "kafka_reassign.planner.cli", "--snapshot", str(path), "--goal", goal,
+    cmd = [sys.executable, "-m", "kafka_reassign.planning.spark.command", "--snapshot", str(path), "--goal", goal,
            "--out", str(out), "--no-chart", "--spark-master", "local[2]"]
     if options.get("brokers"):
         cmd += ["--brokers", ",".join(str(b) for b in options["brokers"])]

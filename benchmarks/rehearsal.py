@@ -154,7 +154,7 @@ def hottest_moves(snapshot: dict[str, Any], count: int, seed: int) -> dict[str, 
 
 
 def cases() -> list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]]:
-    from kafka_reassign.demo import demo_plan, load_scenario
+    from kafka_reassign_demo import demo_plan, load_scenario
     demo = load_scenario()
     dec = _generated(9, 4, 8, seed=3, median=400 * MB, produce_scale=400)
     skewed = _generated(9, 5, 8, seed=5, median=80 * MB, produce_scale=300, skew=0.6)
@@ -172,7 +172,7 @@ def cases() -> list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]]:
 
 
 def accuracy(time_scale: float = 10.0) -> bool:
-    from kafka_reassign.rehearse import rehearse
+    from kafka_reassign.rehearsal.rehearse import rehearse
     ok = True
     print(f"{'plan':<52} {'moves':>5} {'rehearsal':>10} {'real run':>10} {'error':>7} {'formula':>9} "
           f"{'x bound':>8}")
@@ -191,7 +191,7 @@ def accuracy(time_scale: float = 10.0) -> bool:
 
 
 def big_plan_cost(partitions: int = 20_000) -> bool:
-    from kafka_reassign.rehearse import rehearse
+    from kafka_reassign.rehearsal.rehearse import rehearse
     snap = _generated(60, 20, partitions // 20, seed=11, median=1e9, produce_scale=5)
     plan = hottest_moves(snap, partitions, 2)
     params = {"throttle_bytes_per_sec": 50 * MB, "poll_interval_seconds": 10.0, "produce_sample_seconds": 0}
@@ -213,7 +213,7 @@ def per_broker_sweep(partitions: int = 2000, caps: tuple[int, ...] = (5, 10, 20)
     it is used (a move runs at the smaller of its leader's and its new replica's share).
     """
     from kafka_reassign import defaults as D
-    from kafka_reassign.rehearse import rehearse
+    from kafka_reassign.rehearsal.rehearse import rehearse
     snap = _generated(60, 20, partitions // 20, seed=11, median=1e9, produce_scale=5)
     plan = hottest_moves(snap, partitions, 2)
     ratios = {}

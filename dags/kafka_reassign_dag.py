@@ -71,7 +71,7 @@ With `"plan": null` and a `goal` (`rebalance`, `add-brokers`, `remove-brokers` +
 `replication-factor` + `replication_factor`, `rack-repair`) the plan is computed on Spark:
 `snapshot` writes the cluster snapshot to the run's directory (`[kafka_reassign] work_dir`,
 default `$AIRFLOW_HOME/kafka_reassign/<dag_id>/<run_id>/`), `plan` runs `spark-submit
-kafka_reassign/planner/spark_job.py` on the `spark_conn_id` connection's master (`local[2]`
+kafka_reassign/planning/spark/spark_job.py` on the `spark_conn_id` connection's master (`local[2]`
 when the connection does not exist), which writes `PLAN.json`, `PLAN.summary.json` and
 `PLAN.chart.png` there and logs the summary line; `prepare` reads `PLAN.json`. A plan given in
 the conf always wins (then `snapshot` and `plan` are skipped).

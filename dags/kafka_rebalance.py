@@ -28,7 +28,7 @@ DOC_MD = """
 
 1. **snapshot** reads the cluster (brokers, racks, log dirs, partition sizes) into the run's
    directory (`[kafka_reassign] work_dir`, default `$AIRFLOW_HOME/kafka_reassign/<dag_id>/<run_id>/`).
-2. **plan** submits the planner (`kafka_reassign/planner/spark_job.py`) with the Spark
+2. **plan** submits the planner (`kafka_reassign/planning/spark/spark_job.py`) with the Spark
    provider's SparkSubmitOperator to the `spark_conn_id` connection's master (`local[2]` when the
    connection does not exist) for the `rebalance` goal: even disk use relative to capacity,
    replica and leader counts, keeping rack spread and moving as little data as possible. It

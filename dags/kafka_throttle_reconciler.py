@@ -13,7 +13,7 @@ and the throttle stays on the brokers, slowing every later replica movement. Thi
 4. reports throttles set by anyone else (a person, kafka-reassign-partitions.sh, Cruise
    Control) without touching them, unless ``remove_foreign_throttles`` is on.
 
-Logic lives in ``kafka_reassign.reconcile`` (no Airflow); this file is wiring.
+Logic lives in ``kafka_reassign.throttle.reconciler`` (no Airflow); this file is wiring.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def kafka_throttle_reconciler() -> None:
     @task(task_id="reconcile_throttles")
     def reconcile_throttles(params: dict[str, Any], **context: Any) -> dict[str, Any]:
         """Restore throttles of dead runs; report foreign ones. Returns the report as JSON."""
-        from kafka_reassign.reconcile import reconcile
+        from kafka_reassign.throttle.reconciler import reconcile
         from kafka_reassign_airflow.hooks.kafka_admin import KafkaAdminHook
         from kafka_reassign_airflow.record_store import VariableRecordStore
 

@@ -59,8 +59,8 @@ class RealDemoCluster:
 
     def snapshot(self) -> dict[str, Any]:
         """The cluster as ``kafka-reassign snapshot`` reads it."""
-        from kafka_reassign.admin import KafkaAdmin
-        from kafka_reassign.snapshot import read_cluster_snapshot
+        from kafka_reassign.cluster.admin import KafkaAdmin
+        from kafka_reassign.cluster.snapshot import read_cluster_snapshot
         with KafkaAdmin(bootstrap_servers=self.bootstrap_servers) as admin:
             return read_cluster_snapshot(admin)
 

@@ -1,4 +1,4 @@
-"""The one set of run defaults: the CLI, the DAG params, :class:`~kafka_reassign.validate.ReassignParams`
+"""The one set of run defaults: the CLI, the DAG params, :class:`~kafka_reassign.planning.validate.ReassignParams`
 and the README all take their defaults from here (a test compares the CLI's and the DAG's).
 
 The movement limits follow Cruise Control's executor defaults, so an operator who knows Cruise

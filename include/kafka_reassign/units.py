@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from kafka_reassign.throttle import fmt_bytes
+from kafka_reassign.throttle.specs import fmt_bytes
 
 _MULTIPLIERS = {
     "": 1, "b": 1,

@@ -76,7 +76,7 @@ def progress(*, done: int, in_flight: int, queued: int, bytes_moved: int, bytes_
 
 
 def progress_view(view: Any, *, dag_id: str | None = None, cluster: str | None = None) -> None:
-    """:func:`progress` from a :class:`kafka_reassign.progress_view.ProgressView` (or a dict of
+    """:func:`progress` from a :class:`kafka_reassign.execution.progress.ProgressView` (or a dict of
     its JSON): steps done / in flight / queued, bytes moved and left, rate."""
     get = view.get if isinstance(view, dict) else (lambda k, d=None: getattr(view, k, d))
     progress(done=int(get("steps_done", 0) or 0), in_flight=int(get("steps_in_flight", 0) or 0),

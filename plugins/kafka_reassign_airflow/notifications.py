@@ -168,7 +168,7 @@ def _bootstrap(conn_id: str) -> str:
 
 def message_for(context: Any) -> tuple[str, str]:
     """(subject, body) for the run in ``context`` (a task or DAG callback context)."""
-    from kafka_reassign.notices import run_summary_text
+    from kafka_reassign.throttle.notices import run_summary_text
 
     dag_run = context.get("dag_run")
     dag_id = getattr(dag_run, "dag_id", None) or getattr(context.get("dag"), "dag_id", "?")

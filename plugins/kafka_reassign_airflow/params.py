@@ -179,7 +179,7 @@ def reassign_params() -> dict[str, Param]:
     }
 
 
-#: DAG param name -> domain (``kafka_reassign.validate.validate_params``) name, where they differ.
+#: DAG param name -> domain (``kafka_reassign.planning.validate.validate_params``) name, where they differ.
 _RENAMED = {"allow_replication_factor_change": "allow_rf_change"}
 #: Params the domain layer does not take (the connections and planning inputs).
 _NOT_DOMAIN = frozenset({"kafka_conn_id", "spark_conn_id", "plan", "goal", "brokers", "replication_factor"})

@@ -1,6 +1,6 @@
 """The planner's summary as the progress page shows it: a headline table and one row per broker.
 
-No Airflow here: it turns ``PLAN.summary.json`` (kafka_reassign.planner) into rows with units
+No Airflow here: it turns ``PLAN.summary.json`` (kafka_reassign.planning.spark) into rows with units
 people read (GB, %, "12 min"), and finds a run's plan files among its XCom values.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from kafka_reassign.throttle import fmt_bytes as format_bytes
+from kafka_reassign.throttle.specs import fmt_bytes as format_bytes
 from kafka_reassign.units import format_duration
 
 

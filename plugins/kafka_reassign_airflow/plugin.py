@@ -10,7 +10,7 @@ A FastAPI app mounted on the api-server under :data:`URL_PREFIX` serves
 The page is registered in the Airflow UI as external views: one entry in the navigation
 (cluster-wide: every reassignment in flight) and one tab on each DAG run (that run's
 progress). A run's progress is what its execute task saved after its last poll (the
-executor's :class:`~kafka_reassign.progress_view.ProgressView`), made live for the steps in
+executor's :class:`~kafka_reassign.execution.progress.ProgressView`), made live for the steps in
 flight (ListPartitionReassignments, DescribeLogDirs) and completed with the cluster's ISR and
 throttles (DescribeConfigs through :class:`KafkaAdminHook`) by :func:`build_progress_view`,
 which has no Airflow dependency.
@@ -106,7 +106,7 @@ def under_min_isr_view(state: Any) -> list[dict[str, Any]]:
 
 def in_flight_steps(in_flight: Mapping[tuple[str, int], Any], state: Any) -> list[Any]:
     """Every reassignment in flight as a step (cluster-wide view, no run given)."""
-    from kafka_reassign.steps import StepMove
+    from kafka_reassign.execution.steps import StepMove
 
     return [StepMove(topic=t, partition=p, current=tuple(f.original), target=tuple(f.target),
                      size_bytes=state.size_of(t, p)) for (t, p), f in sorted(in_flight.items())]
@@ -135,14 +135,14 @@ def build_progress_view(*, state: Any, cluster: Any, configs: Mapping[tuple[str,
     """Assemble what the page shows: a run's saved progress (or every move in flight), made live.
 
     :param state: ClusterState now (ISR, min ISR, sizes)
-    :param cluster: :class:`kafka_reassign.executor_io.ClusterView` of the steps shown
+    :param cluster: :class:`kafka_reassign.execution.cluster_io.ClusterView` of the steps shown
     :param configs: DescribeConfigs of every broker (throttle keys)
-    :param progress: the run's saved :class:`~kafka_reassign.progress_view.ProgressView`, or None
+    :param progress: the run's saved :class:`~kafka_reassign.execution.progress.ProgressView`, or None
         for the cluster-wide view
     :param own_changes: ConfigChanges recorded by the run (throttle "set by"); None = no run
     """
-    from kafka_reassign.executor_io import observe
-    from kafka_reassign.steps import StepMove
+    from kafka_reassign.execution.cluster_io import observe
+    from kafka_reassign.execution.steps import StepMove
 
     now = time.time() if now is None else now
     rows = []
@@ -277,10 +277,10 @@ def collect_progress(conn_id: str, dag_id: str | None, run_id: str | None) -> di
     :param dag_id: DAG of the run to show, or None for the cluster-wide view
     :param run_id: run to show, or None
     """
-    from kafka_reassign.executor_io import read_cluster
-    from kafka_reassign.progress_view import ProgressView
-    from kafka_reassign.rehearse import estimate_view
-    from kafka_reassign.steps import StepMove
+    from kafka_reassign.execution.cluster_io import read_cluster
+    from kafka_reassign.execution.progress import ProgressView
+    from kafka_reassign.rehearsal.rehearse import estimate_view
+    from kafka_reassign.execution.steps import StepMove
 
     from kafka_reassign_airflow.hooks.kafka_admin import KafkaAdminHook
     from kafka_reassign_airflow.record_store import VariableExecutionStore

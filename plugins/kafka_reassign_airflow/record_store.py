@@ -23,7 +23,7 @@ import time
 from typing import Any, Callable
 
 from kafka_reassign.errors import ThrottleRecordError
-from kafka_reassign.record import RecordStoreBase, ThrottleRecord
+from kafka_reassign.throttle.record import RecordStoreBase, ThrottleRecord
 
 PREFIX = "kafka_reassign."
 THROTTLE_PREFIX = PREFIX + "throttle."
@@ -102,10 +102,10 @@ class _Vars:
 
 
 class VariableRecordStore(RecordStoreBase):
-    """:class:`kafka_reassign.record.RecordStore` on Airflow Variables (the metadata DB).
+    """:class:`kafka_reassign.throttle.record.RecordStore` on Airflow Variables (the metadata DB).
 
     A put is one committed write through the API server, so once ``put`` returns the record
-    survives the worker; that is the ordering :func:`kafka_reassign.reassign.apply_throttle`
+    survives the worker; that is the ordering :func:`kafka_reassign.run.reassign.apply_throttle`
     relies on (record first, then config writes).
     """
 
@@ -147,7 +147,7 @@ class VariableRecordStore(RecordStoreBase):
 
 
 class VariableExecutionStore:
-    """:class:`kafka_reassign.execution_store.ExecutionStore` on Airflow Variables.
+    """:class:`kafka_reassign.execution.store.ExecutionStore` on Airflow Variables.
 
     The execute task saves after every poll; a retried or cleared task resumes from it and the
     UI progress page reads the progress from it. The state is compact (a character per step).

@@ -138,9 +138,9 @@ def test_planner_args_and_planning_dir(monkeypatch, tmp_path):
 
 
 def test_trigger_serializes_to_plain_json_and_imports_from_the_package():
-    from kafka_reassign.executor import ExecutionLimits, MoveExecutor
-    from kafka_reassign.outcome import StepWatch
-    from kafka_reassign.steps import StepMove
+    from kafka_reassign.execution.executor import ExecutionLimits, MoveExecutor
+    from kafka_reassign.execution.outcome import StepWatch
+    from kafka_reassign.execution.steps import StepMove
 
     from kafka_reassign_airflow.triggers.reassignment import ReassignmentWatchTrigger
 
@@ -165,7 +165,7 @@ def test_dag_file_parses_without_kafka_or_spark_imports():
         "import importlib.util, sys\n"
         f"spec = importlib.util.spec_from_file_location('d', {str(airflow_env.DAGS_FOLDER / 'kafka_reassign_dag.py')!r})\n"
         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
-        "heavy = [k for k in ('kafka', 'confluent_kafka', 'pyspark', 'kafka_reassign.admin', 'kafka_sim') if k in sys.modules]\n"
+        "heavy = [k for k in ('kafka', 'confluent_kafka', 'pyspark', 'kafka_reassign.cluster.admin', 'kafka_sim') if k in sys.modules]\n"
         "print(heavy)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"

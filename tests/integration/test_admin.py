@@ -6,9 +6,9 @@ from typing import Any, Callable
 
 import pytest
 
-from kafka_reassign.admin import KafkaAdmin
+from kafka_reassign.cluster.admin import KafkaAdmin
 from kafka_reassign.errors import KafkaAdminError
-from kafka_reassign.throttle import FOLLOWER_REPLICAS, LEADER_RATE, ConfigChange
+from kafka_reassign.throttle.specs import FOLLOWER_REPLICAS, LEADER_RATE, ConfigChange
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_log_dirs_of_many_brokers_in_one_round_skip_a_stopped_one(cluster_admin,
     mine = admin.describe_log_dirs([1, 2], {1: [("orders", 0)], 2: [("orders", 1)], 3: [("orders", 2)]})
     assert sorted((r.broker, r.topic, r.partition) for r in mine) == [(1, "orders", 0), (2, "orders", 1)]
     cluster.stop_broker(3)
-    with caplog.at_level("WARNING", logger="kafka_reassign.admin"):
+    with caplog.at_level("WARNING", logger="kafka_reassign.cluster.admin"):
         rows = admin.describe_log_dirs([1, 2, 3, 4], keys)
     assert {r.broker for r in rows} == {1, 2, 4}
     assert "DescribeLogDirs on broker 3 failed" in caplog.text

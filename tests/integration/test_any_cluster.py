@@ -9,11 +9,11 @@ import uuid
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from kafka_reassign.admin import KafkaAdmin
-from kafka_reassign.plan import PartitionMove, ReassignmentPlan
-from kafka_reassign.reassign import run_reassignment
-from kafka_reassign.record import MemoryRecordStore
-from kafka_reassign.throttle import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE,
+from kafka_reassign.cluster.admin import KafkaAdmin
+from kafka_reassign.planning.plan import PartitionMove, ReassignmentPlan
+from kafka_reassign.run.reassign import run_reassignment
+from kafka_reassign.throttle.record import MemoryRecordStore
+from kafka_reassign.throttle.specs import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE,
                                      LEADER_REPLICAS)
 
 RECORDS = 200

@@ -9,9 +9,9 @@ from typing import Any, Callable
 
 import pytest
 
-from kafka_reassign.cli import main
-from kafka_reassign.record import FileRecordStore, ThrottleRecord
-from kafka_reassign.throttle import ConfigChange
+from kafka_reassign.cli.main import main
+from kafka_reassign.throttle.record import FileRecordStore, ThrottleRecord
+from kafka_reassign.throttle.specs import ConfigChange
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,7 +119,7 @@ def test_execute_bad_params_exit_2(cluster, tmp_path, capsys, args, fragment):
 
 
 def test_status_and_restore(cluster, tmp_path, capsys):
-    from kafka_reassign.admin import KafkaAdmin
+    from kafka_reassign.cluster.admin import KafkaAdmin
     bs = cluster.bootstrap_servers
     # A run that died: its record is unrestored and its throttle still set.
     store = FileRecordStore(tmp_path / "rec")
@@ -185,7 +185,7 @@ def test_sigterm_mid_run_cancels_and_restores(sim_cluster, snapshot_factory, tmp
 
 def test_plan_subcommand_is_delegated(capsys):
     try:
-        import kafka_reassign.planner.cli  # noqa: F401
+        import kafka_reassign.planning.spark.command  # noqa: F401
     except ImportError:
         assert main(["plan", "--snapshot", "s.json", "--goal", "rebalance", "--out", "p.json"]) == 1
         assert "the planner is not installed" in capsys.readouterr().err

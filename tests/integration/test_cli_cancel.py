@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import pytest
 
-from kafka_reassign.cli import main
-from kafka_reassign.record import FileRecordStore
+from kafka_reassign.cli.main import main
+from kafka_reassign.throttle.record import FileRecordStore
 
 PLAN = [{"topic": "orders", "partition": 0, "replicas": [4, 5, 1]},
         {"topic": "orders", "partition": 1, "replicas": [5, 1, 2]}]
@@ -25,8 +25,8 @@ OPERATOR_THROTTLE = {"leader.replication.throttled.rate": "250000000"}
 @pytest.fixture
 def slow_cluster(sim_cluster: Callable[..., Any], snapshot_factory: Callable[..., dict]):
     """Moves that take minutes at 1 MB/s, and an operator's own throttle on broker 1."""
-    from kafka_reassign.admin import KafkaAdmin
-    from kafka_reassign.throttle import ConfigChange
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.throttle.specs import ConfigChange
 
     cluster = sim_cluster(snapshot_factory(brokers=5, racks=2, topics={
         "orders": {"partitions": 3, "rf": 3, "size_bytes": 200_000_000, "configs": {"min.insync.replicas": "2"}}}),

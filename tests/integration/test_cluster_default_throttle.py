@@ -12,12 +12,12 @@ from typing import Any, Callable, Mapping
 
 import pytest
 
-from kafka_reassign.admin import KafkaAdmin
-from kafka_reassign.reassign import apply_throttle, prepare, restore_throttle
-from kafka_reassign.record import FileRecordStore
-from kafka_reassign.throttle import (BROKER_KEYS, CLUSTER_DEFAULT, FOLLOWER_RATE, LEADER_RATE, ConfigChange,
+from kafka_reassign.cluster.admin import KafkaAdmin
+from kafka_reassign.run.reassign import apply_throttle, prepare, restore_throttle
+from kafka_reassign.throttle.record import FileRecordStore
+from kafka_reassign.throttle.specs import (BROKER_KEYS, CLUSTER_DEFAULT, FOLLOWER_RATE, LEADER_RATE, ConfigChange,
                                      Inherited)
-from kafka_reassign.throttle_guard import expected_throttle, guard_throttle, throttle_drift
+from kafka_reassign.throttle.guard import expected_throttle, guard_throttle, throttle_drift
 
 PLAN = {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [4, 5, 6]}]}
 

@@ -155,8 +155,8 @@ def test_stall_below_produce_rate_says_what_to_change(airflow_db, sim_cluster, k
     assert in_flight(cluster) == ["orders-0"]
     assert airflow_env.throttle_configs(cluster) != before, "the throttle stays with the moves"
     # Once the move is over (here an operator cancels it), the reconciler restores the throttle.
-    from kafka_reassign.admin import KafkaAdmin
-    from kafka_reassign.reconcile import reconcile
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.throttle.reconciler import reconcile
     from kafka_reassign_airflow.record_store import VariableRecordStore
 
     with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers.split(",")) as admin:

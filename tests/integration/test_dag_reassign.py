@@ -63,8 +63,8 @@ HAPPY_PLAN = plan_of(("orders", 0, [4, 5, 6]), ("orders", 1, [5, 3, 6]), ("order
 
 def set_foreign_throttle(cluster: Any) -> None:
     """An operator's own throttle, set before the run by another tool (kafka-python, over TCP)."""
-    from kafka_reassign.admin import KafkaAdmin
-    from kafka_reassign.throttle import ConfigChange
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.throttle.specs import ConfigChange
 
     with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
         admin.alter_configs([

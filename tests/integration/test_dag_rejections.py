@@ -103,8 +103,8 @@ def test_invalid_param_types_refused_by_airflow(cluster):
 def test_foreign_reassignment_in_flight_is_refused_by_name(cluster, capfd):
     """Another tool is moving orders-1 (slowly, under its own throttle): a plan touching it is
     refused, naming it, and the other tool's move is left alone."""
-    from kafka_reassign.admin import KafkaAdmin
-    from kafka_reassign.throttle import ConfigChange
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.throttle.specs import ConfigChange
 
     theirs = [ConfigChange("broker", "6", "follower.replication.throttled.rate", None, "1024"),
               ConfigChange("topic", "orders", "follower.replication.throttled.replicas", None, "1:6")]

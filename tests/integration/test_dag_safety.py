@@ -88,8 +88,8 @@ def test_noop_plan_succeeds_without_writing(airflow_db, sim_cluster, kafka_conn,
 
 
 def test_others_changes_mid_run_are_kept_and_do_not_fail_the_report(airflow_db, sim_cluster, kafka_conn, capfd):
-    from kafka_reassign.admin import KafkaAdmin
-    from kafka_reassign.throttle import FOLLOWER_REPLICAS, LEADER_RATE, ConfigChange
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.throttle.specs import FOLLOWER_REPLICAS, LEADER_RATE, ConfigChange
 
     cluster = sim_cluster(six_broker_snapshot(size=20_000_000), time_scale=1.0)
     kafka_conn(cluster)
@@ -113,8 +113,8 @@ def test_others_changes_mid_run_are_kept_and_do_not_fail_the_report(airflow_db, 
 
 
 def test_throttle_deleted_mid_run_is_put_back_by_the_execute_task(airflow_db, sim_cluster, kafka_conn, capfd):
-    from kafka_reassign.admin import KafkaAdmin
-    from kafka_reassign.throttle import LEADER_RATE, ConfigChange
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.throttle.specs import LEADER_RATE, ConfigChange
 
     cluster = sim_cluster(six_broker_snapshot(size=60_000_000), time_scale=1.0)
     kafka_conn(cluster)

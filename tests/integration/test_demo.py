@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.airflow]
 
 
 def test_demo_narrates_restores_throttles_and_shows_no_warnings(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "kafka_reassign.demo", "--no-planner",
+    proc = subprocess.run([sys.executable, "-m", "kafka_reassign_demo", "--no-planner",
                            "--airflow-home", str(tmp_path / "home")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
     out = proc.stdout + proc.stderr

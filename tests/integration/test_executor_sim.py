@@ -17,12 +17,12 @@ from typing import Any, Callable
 
 import pytest
 
-from kafka_reassign.admin import KafkaAdmin
+from kafka_reassign.cluster.admin import KafkaAdmin
 from kafka_reassign.errors import ParamError
-from kafka_reassign.execution_store import FileExecutionStore, MemoryExecutionStore
-from kafka_reassign.reassign import RunFailed, run_reassignment
-from kafka_reassign.record import FileRecordStore, MemoryRecordStore
-from kafka_reassign.throttle import FOLLOWER_REPLICAS, LEADER_REPLICAS, parse_replica_list
+from kafka_reassign.execution.store import FileExecutionStore, MemoryExecutionStore
+from kafka_reassign.run.reassign import RunFailed, run_reassignment
+from kafka_reassign.throttle.record import FileRecordStore, MemoryRecordStore
+from kafka_reassign.throttle.specs import FOLLOWER_REPLICAS, LEADER_REPLICAS, parse_replica_list
 
 FAST = {"poll_interval_seconds": 0.05, "stall_window_seconds": 60, "batch_timeout_minutes": 5,
         "produce_sample_seconds": 0}
@@ -168,7 +168,7 @@ def test_kill_9_mid_run_then_resume_resubmits_nothing_complete(sim_cluster, tmp_
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(plan_to_456(n)))
     records = tmp_path / "records"
-    cmd = [sys.executable, "-m", "kafka_reassign.cli", "execute", "--bootstrap-server", cluster.bootstrap_servers,
+    cmd = [sys.executable, "-m", "kafka_reassign.cli.main", "execute", "--bootstrap-server", cluster.bootstrap_servers,
            "--plan", str(plan_file), "--throttle", "20000000", "--max-movements-per-broker", "2",
            "--poll-interval-seconds", "0.05", "--produce-sample-seconds", "0", "--record-dir", str(records),
            "--run-id", "killed"]
@@ -211,8 +211,8 @@ def test_kill_9_mid_run_then_resume_resubmits_nothing_complete(sim_cluster, tmp_
 
 def test_resume_with_the_same_steps_continues_from_the_saved_state(sim_cluster):
     """The DAG's resume: same prepared steps, state from the store; done steps stay done."""
-    from kafka_reassign.executor import run_execution
-    from kafka_reassign.reassign import apply_throttle, executor_for, prepare, restore_throttle
+    from kafka_reassign.execution.executor import run_execution
+    from kafka_reassign.run.reassign import apply_throttle, executor_for, prepare, restore_throttle
 
     cluster = sim_cluster(snapshot([20_000_000] * 8), time_scale=20.0)
     records, store = MemoryRecordStore(), MemoryExecutionStore()

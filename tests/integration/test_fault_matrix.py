@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.faults import Outcome, run_scenario
-from kafka_reassign.throttle import FOLLOWER_RATE, LEADER_RATE
+from kafka_reassign.throttle.specs import FOLLOWER_RATE, LEADER_RATE
 
 pytestmark = [pytest.mark.slow]
 

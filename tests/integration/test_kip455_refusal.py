@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import pytest
 
-from kafka_reassign.admin import KafkaAdmin, UnsupportedClusterError
-from kafka_reassign.cli import main
+from kafka_reassign.cluster.admin import KafkaAdmin, UnsupportedClusterError
+from kafka_reassign.cli.main import main
 
 REFUSAL = ("kafka-reassign: this cluster's brokers do not support KIP-455 reassignments "
            "(AlterPartitionReassignments, ListPartitionReassignments, Kafka 2.4+); nothing was written: "

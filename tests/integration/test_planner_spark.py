@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_reassign.plan import ReassignmentPlan
-from kafka_reassign.planner import plan_file
-from kafka_reassign.planner.guard import PlanningTimeout
-from kafka_reassign.planner.snapshot_file import header_of, partition_lines, write_lines, write_snapshot_lines
+from kafka_reassign.planning.plan import ReassignmentPlan
+from kafka_reassign.planning.spark import plan_file
+from kafka_reassign.planning.spark.guard import PlanningTimeout
+from kafka_reassign.planning.spark.snapshot_file import header_of, partition_lines, write_lines, write_snapshot_lines
 from kafka_sim.generate import GenerateOptions, generate_snapshot
 
 pytestmark = [pytest.mark.spark]
@@ -31,7 +31,7 @@ def _env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def spark():
-    from kafka_reassign.planner.spark_session import get_spark
+    from kafka_reassign.planning.spark.spark_session import get_spark
 
     session = get_spark("local[2]", app_name="kafka-reassign-planner-tests")
     yield session
@@ -75,7 +75,7 @@ def test_spark_reads_the_snapshot_file_and_agrees_with_the_local_engine(spark, l
 
 
 def test_same_plan_on_local1_and_local2(spark, lines, tmp_path):
-    import kafka_reassign.planner.spark_job as job
+    import kafka_reassign.planning.spark.spark_job as job
 
     in_process = plan_file(lines, "remove-brokers", spark=spark, brokers=[5])
     out = tmp_path / "plan.json"
@@ -88,7 +88,7 @@ def test_same_plan_on_local1_and_local2(spark, lines, tmp_path):
 
 
 def test_bad_rows_are_named_and_no_plan_is_written(spark, snap, tmp_path, capsys):
-    from kafka_reassign.planner import cli
+    from kafka_reassign.planning.spark import command as cli
 
     rows = list(partition_lines(snap))
     rows[0]["replicas"] = [1, 2, 99]
@@ -113,7 +113,7 @@ def test_planning_past_its_timeout_is_cancelled_with_a_clear_error(spark, lines)
 
 @pytest.mark.slow
 def test_spark_submit_runs_the_planner_job(tmp_path, lines):
-    import kafka_reassign.planner.spark_job as job
+    import kafka_reassign.planning.spark.spark_job as job
 
     out = tmp_path / "plan.json"
     env = _env()

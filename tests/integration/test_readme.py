@@ -60,7 +60,7 @@ def test_simulated_cluster_walkthrough_runs_verbatim(checkout: Path) -> None:
 
 
 def test_real_cluster_steps_run_against_a_simulated_cluster(checkout: Path, sim_cluster) -> None:
-    from kafka_reassign.demo import load_scenario
+    from kafka_reassign_demo import load_scenario
 
     cluster = sim_cluster(load_scenario(), time_scale=50.0)   # skewed: the rebalance has work to do
     connection, dry_run, first_run = bash_blocks("Against a real cluster")

@@ -198,8 +198,8 @@ MARKED_FAILED: dict[str, str] = {}
 
 def test_marked_failed_by_hand_still_restores_throttle_and_reverts(stack: AirflowStack,
                                                                     snapshot_factory: Any) -> None:
-    from kafka_reassign.admin import KafkaAdmin
-    from kafka_reassign.throttle import ConfigChange
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.throttle.specs import ConfigChange
 
     # 400 MB partitions under a 1 MB/s throttle: the move takes minutes, so it is in flight
     # when the run is marked failed.

@@ -1,4 +1,4 @@
-"""Whole reassignments through kafka_reassign.reassign against the simulator over TCP (no Airflow)."""
+"""Whole reassignments through kafka_reassign.run.reassign against the simulator over TCP (no Airflow)."""
 from __future__ import annotations
 
 import re
@@ -9,13 +9,13 @@ from typing import Any, Callable
 
 import pytest
 
-from kafka_reassign.admin import KafkaAdmin
+from kafka_reassign.cluster.admin import KafkaAdmin
 from kafka_reassign.errors import PlanValidationError, PreflightError
-from kafka_reassign.executor import run_execution
-from kafka_reassign.reassign import (RunFailed, apply_throttle, cancel_in_flight, executor_for, prepare,
+from kafka_reassign.execution.executor import run_execution
+from kafka_reassign.run.reassign import (RunFailed, apply_throttle, cancel_in_flight, executor_for, prepare,
                                      restore_throttle, run_reassignment)
-from kafka_reassign.record import FileRecordStore
-from kafka_reassign.throttle import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS,
+from kafka_reassign.throttle.record import FileRecordStore
+from kafka_reassign.throttle.specs import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS,
                                      ConfigChange)
 
 FAST = {"poll_interval_seconds": 0.05, "stall_window_seconds": 10, "batch_timeout_minutes": 1}
@@ -334,8 +334,8 @@ def test_restore_retries_transient_failures(env):
 
 
 def test_sampled_snapshot_rates_feed_the_produce_rate_warning(env):
-    from kafka_reassign.snapshot import read_cluster_snapshot
-    from kafka_reassign.state import rates_from_snapshot
+    from kafka_reassign.cluster.snapshot import read_cluster_snapshot
+    from kafka_reassign.cluster.state import rates_from_snapshot
     cluster, admin, store = env(time_scale=1.0, orders={
         "partitions": 2, "rf": 3, "size_bytes": 5_000_000, "bytes_in_per_sec": 3_000_000,
         "configs": {"min.insync.replicas": "2"}})

@@ -18,8 +18,8 @@ from typing import Any, Callable
 import pytest
 
 from dag_runner import DagRunner, kill_group
-from kafka_reassign.admin import KafkaAdmin
-from kafka_reassign.throttle import FOLLOWER_REPLICAS, LEADER_RATE, ConfigChange
+from kafka_reassign.cluster.admin import KafkaAdmin
+from kafka_reassign.throttle.specs import FOLLOWER_REPLICAS, LEADER_RATE, ConfigChange
 from sim_snapshots import dynamic_configs
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(900)]

@@ -1,4 +1,4 @@
-"""kafka_reassign.reconcile against the simulated cluster over TCP (no Airflow).
+"""kafka_reassign.throttle.reconciler against the simulated cluster over TCP (no Airflow).
 
 A "dead run" here prepares, records and writes its throttle and submits a batch, then
 never tears down - what a killed worker leaves. (The DAG-level test kills a real process.)
@@ -11,11 +11,11 @@ from typing import Any, Callable
 
 import pytest
 
-from kafka_reassign.admin import KafkaAdmin
-from kafka_reassign.reassign import apply_throttle, executor_for, prepare
-from kafka_reassign.reconcile import reconcile
-from kafka_reassign.record import FileRecordStore
-from kafka_reassign.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from kafka_reassign.cluster.admin import KafkaAdmin
+from kafka_reassign.run.reassign import apply_throttle, executor_for, prepare
+from kafka_reassign.throttle.reconciler import reconcile
+from kafka_reassign.throttle.record import FileRecordStore
+from kafka_reassign.throttle.specs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 from sim_snapshots import dynamic_configs
 
 
@@ -35,7 +35,7 @@ def setup(sim_cluster: Callable[..., Any], snapshot_factory: Callable[..., dict]
     cluster = sim_cluster(snapshot, time_scale=1.0)
     admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers.split(","))
     # Someone else's throttles, set before our run: a rate on broker 4 and a replica list on clicks.
-    from kafka_reassign.throttle import ConfigChange
+    from kafka_reassign.throttle.specs import ConfigChange
     admin.alter_configs([ConfigChange("broker", "4", LEADER_RATE, None, "70000000"),
                          ConfigChange("topic", "clicks", FOLLOWER_REPLICAS, None, "0:3")])
     store = FileRecordStore(tmp_path / "records")

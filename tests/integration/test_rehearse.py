@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from kafka_reassign.admin import KafkaAdmin
+from kafka_reassign.cluster.admin import KafkaAdmin
 from kafka_reassign.errors import PreflightError
-from kafka_reassign.reassign import prepare
-from kafka_reassign.rehearse import RehearsalReport, read_rehearsal_snapshot, rehearse
+from kafka_reassign.run.reassign import prepare
+from kafka_reassign.rehearsal.rehearse import RehearsalReport, read_rehearsal_snapshot, rehearse, rehearse_live
 from sim_snapshots import make_snapshot
 
 MB = 1_000_000
@@ -125,7 +125,7 @@ def test_prepare_with_rehearse_makes_the_rehearsal_the_estimate(sim_cluster):
                                                                         "produce_sample_seconds": 0.5})
         prepared = prepare(admin, plan_for({0: [4, 2, 3], 1: [5, 3, 1]}),
                            {"throttle_bytes_per_sec": 2 * MB, "produce_sample_seconds": 0.5, "rehearse": True,
-                            "poll_interval_seconds": 1.0})
+                            "poll_interval_seconds": 1.0}, rehearser=rehearse_live)
     assert plain.estimate["source"] == "formula" and plain.rehearsal is None
     assert prepared.estimate["source"] == "rehearsal" and "rehearsal on a simulated copy" in prepared.report()
     assert prepared.rehearsal["outcome"] == "done"
@@ -137,7 +137,7 @@ def test_prepare_with_rehearse_makes_the_rehearsal_the_estimate(sim_cluster):
 def test_cli_rehearse_and_validate_offline(tmp_path, capsys):
     import json
 
-    from kafka_reassign import cli
+    from kafka_reassign.cli import main as cli
     snap = make_snapshot(brokers=6, racks=3, topics={"orders": {"partitions": 2, "rf": 3, "size_bytes": 4 * MB,
                                                                 "bytes_in_per_sec": 500_000}})
     (tmp_path / "s.json").write_text(json.dumps(snap))
@@ -156,7 +156,7 @@ def test_cli_rehearse_and_validate_offline(tmp_path, capsys):
 
 
 def test_throttle_someone_set_on_the_live_cluster_is_rehearsed(sim_cluster):
-    from kafka_reassign.throttle import LEADER_RATE, ConfigChange
+    from kafka_reassign.throttle.specs import LEADER_RATE, ConfigChange
     snap = make_snapshot(brokers=4, racks=2, topics={"orders": {"partitions": 2, "rf": 2, "size_bytes": 40 * MB}})
     cluster = sim_cluster(snap, time_scale=1.0)
     with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:

@@ -1,5 +1,5 @@
 """Security over the wire: the simulator's TLS, SASL PLAIN and SCRAM listeners against the
-project's own mapping (kafka_reassign.auth -> kafka-python) and against confluent-kafka
+project's own mapping (kafka_reassign.cluster.auth -> kafka-python) and against confluent-kafka
 (librdkafka, the Kafka provider's client), with a certificate authority made at test time."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from kafka_reassign.admin import KafkaAdmin
-from kafka_reassign.auth import client_kwargs
+from kafka_reassign.cluster.admin import KafkaAdmin
+from kafka_reassign.cluster.auth import client_kwargs
 from kafka_reassign.errors import KafkaAdminError
 from kafka_sim.auth import ListenerSecurity, server_ssl_context
 from tls_certs import make_pki

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import pytest
 
 from airflow_stack import AirflowStack
-from kafka_reassign.estimate import SOURCE_FORMULA, SOURCE_REHEARSAL
+from kafka_reassign.planning.estimate import SOURCE_FORMULA, SOURCE_REHEARSAL
 
 ROOT = Path(__file__).resolve().parents[2]
 DAGS = ROOT / "dags"
@@ -49,9 +49,9 @@ def screenshot_stats(path: Path) -> dict[str, float]:
 
 def start_slow_move(cluster: Any, run_id: str = "ui-test-move") -> None:
     """Start a throttled reassignment directly through the domain package (no Airflow)."""
-    from kafka_reassign.admin import KafkaAdmin
-    from kafka_reassign.reassign import apply_throttle, executor_for, prepare
-    from kafka_reassign.record import MemoryRecordStore
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.run.reassign import apply_throttle, executor_for, prepare
+    from kafka_reassign.throttle.record import MemoryRecordStore
 
     admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers.split(","))
     try:

@@ -14,8 +14,8 @@ import airflow_env  # noqa: E402
 
 airflow_env.configure_env()
 
-from kafka_reassign.admin import KafkaAdmin  # noqa: E402
-from kafka_reassign.record import MemoryRecordStore  # noqa: E402
+from kafka_reassign.cluster.admin import KafkaAdmin  # noqa: E402
+from kafka_reassign.throttle.record import MemoryRecordStore  # noqa: E402
 from sim_snapshots import make_snapshot  # noqa: E402
 
 from kafka_reassign_airflow.triggers.reassignment import ReassignmentWatchTrigger  # noqa: E402
@@ -34,7 +34,7 @@ def _first_event(trigger: ReassignmentWatchTrigger, timeout: float) -> tuple[dic
 @pytest.fixture
 def moving(sim_cluster: Any, monkeypatch: pytest.MonkeyPatch):
     """A 200 MB move under a 1 MB/s throttle (minutes long), submitted; yields (cluster, spec)."""
-    from kafka_reassign.reassign import apply_throttle, executor_for, prepare
+    from kafka_reassign.run.reassign import apply_throttle, executor_for, prepare
 
     cluster = sim_cluster(make_snapshot(brokers=4, topics={"t": {"partitions": 1, "rf": 3, "size_bytes": 200_000_000,
                                                                  "replicas": [[1, 2, 3]]}}), time_scale=1.0)

@@ -92,7 +92,7 @@ def execute_args(bootstrap: str, plan: str, record_dir: Path, run_id: str, *extr
 
 def record_of(record_dir: Path, run_id: str) -> Any:
     """The run's throttle record as the tool stored it."""
-    from kafka_reassign.record import FileRecordStore
+    from kafka_reassign.throttle.record import FileRecordStore
     return FileRecordStore(record_dir).get(run_id)
 
 

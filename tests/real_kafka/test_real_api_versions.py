@@ -1,6 +1,6 @@
 """Every Kafka API the tool sends, at the version kafka-python negotiates with Apache Kafka 4.3.1.
 
-Each test drives the tool's own admin layer (:class:`kafka_reassign.admin.KafkaAdmin`) while
+Each test drives the tool's own admin layer (:class:`kafka_reassign.cluster.admin.KafkaAdmin`) while
 :mod:`api_recorder` logs the (api_key, api_version) of every request written to a connection.
 Each asserts that every pair is inside the range the brokers advertised in ApiVersions, that
 no response carried UNSUPPORTED_VERSION and no request lost its connection (Kafka 4.x closes
@@ -21,7 +21,7 @@ import pytest
 
 from api_recorder import ApiRecorder, recording
 from kafka_local.load import create_topic, fill
-from kafka_reassign.admin import KafkaAdmin
+from kafka_reassign.cluster.admin import KafkaAdmin
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "KAFKA_APIS.md"
 #: A topic config no test of the group checks and that no broker default depends on.

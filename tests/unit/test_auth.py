@@ -15,8 +15,8 @@ import types
 
 import pytest
 
-from kafka_reassign.admin import redact
-from kafka_reassign.auth import (AuthConfigError, CallbackTokenProvider, MskIamTokenProvider, client_kwargs,
+from kafka_reassign.cluster.admin import redact
+from kafka_reassign.cluster.auth import (AuthConfigError, CallbackTokenProvider, MskIamTokenProvider, client_kwargs,
                                  msk_region)
 from tls_certs import make_pki
 
@@ -168,7 +168,7 @@ def test_msk_bootstrap_with_oauthbearer_signs_with_aws_credentials(monkeypatch):
 
 
 def test_cli_properties_are_strict():
-    from kafka_reassign.cli import BadInput, properties_to_admin_kwargs
+    from kafka_reassign.cli.main import BadInput, properties_to_admin_kwargs
 
     with pytest.raises(BadInput, match="--command-config: 'linger.ms' is not supported"):
         properties_to_admin_kwargs({"security.protocol": "SSL", "linger.ms": "5"})

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_reassign import cli, defaults
+from kafka_reassign import defaults
+from kafka_reassign.cli import main as cli
 from kafka_reassign.units import format_rate, parse_rate
-from kafka_reassign.validate import ReassignParams, validate_params
+from kafka_reassign.planning.validate import ReassignParams, validate_params
 
 
 def _cli_execute_defaults() -> dict:

@@ -1,14 +1,14 @@
-"""KIP-73 time estimates with in-sync traffic counted (kafka_reassign.estimate)."""
+"""KIP-73 time estimates with in-sync traffic counted (kafka_reassign.planning.estimate)."""
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from kafka_reassign.estimate import (SOURCE_FORMULA, SOURCE_REHEARSAL, Estimate, Limits, estimate_batches,
+from kafka_reassign.planning.estimate import (SOURCE_FORMULA, SOURCE_REHEARSAL, Estimate, Limits, estimate_batches,
                                      fmt_seconds, quota_load, stall_points, step_loads, throttle_bound)
-from kafka_reassign.state import ClusterState
-from kafka_reassign.steps import StepMove
+from kafka_reassign.cluster.state import ClusterState
+from kafka_reassign.execution.steps import StepMove
 from sim_snapshots import make_snapshot
 
 MB = 1_000_000
@@ -114,7 +114,7 @@ def test_estimate_json_round_trip_and_text():
 
 
 def test_estimate_view_finds_the_prepared_run_among_a_runs_xcoms():
-    from kafka_reassign.rehearse import estimate_view
+    from kafka_reassign.rehearsal.rehearse import estimate_view
     est = Estimate(seconds=100.0, bound_seconds=80.0, source=SOURCE_REHEARSAL).to_json()
     prepared = {"steps": [], "estimate": est, "rehearsal": {"predicted_seconds": 100.0, "estimate": est, "text": "t"}}
     view = estimate_view([{"plan_file": "p.json"}, [1, 2], prepared])

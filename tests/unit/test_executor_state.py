@@ -6,11 +6,11 @@ import json
 import pytest
 
 from kafka_reassign.errors import ParamError
-from kafka_reassign.executor import DONE, IN_FLIGHT, QUEUED, ExecutionLimits, MoveExecutor
-from kafka_reassign.outcome import (Outcome, OutcomeRules, StepObservation, StepWatch, run_outcome,
+from kafka_reassign.execution.executor import DONE, IN_FLIGHT, QUEUED, ExecutionLimits, MoveExecutor
+from kafka_reassign.execution.outcome import (Outcome, OutcomeRules, StepObservation, StepWatch, run_outcome,
                                     step_outcome)
-from kafka_reassign.replica_throttle import ReplicaThrottle
-from kafka_reassign.steps import StepMove
+from kafka_reassign.throttle.replica_lists import ReplicaThrottle
+from kafka_reassign.execution.steps import StepMove
 
 
 def chain(topic: str, p: int, lists: list[tuple[int, ...]], size: int = 100) -> list[StepMove]:

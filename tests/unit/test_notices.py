@@ -1,9 +1,9 @@
 """What a notification says about a run's leftovers (brokers, keys, exact undo commands)."""
 from __future__ import annotations
 
-from kafka_reassign.notices import leftover_throttle_text, run_summary_text
-from kafka_reassign.record import ThrottleRecord
-from kafka_reassign.throttle import ConfigChange
+from kafka_reassign.throttle.notices import leftover_throttle_text, run_summary_text
+from kafka_reassign.throttle.record import ThrottleRecord
+from kafka_reassign.throttle.specs import ConfigChange
 
 
 def _record(restored: bool = False) -> ThrottleRecord:

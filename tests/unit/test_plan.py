@@ -1,4 +1,4 @@
-"""Reassignment JSON parsing and writing (kafka_reassign.plan)."""
+"""Reassignment JSON parsing and writing (kafka_reassign.planning.plan)."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 
 from kafka_reassign.errors import PlanError
-from kafka_reassign.plan import PartitionMove, ReassignmentPlan
+from kafka_reassign.planning.plan import PartitionMove, ReassignmentPlan
 
 KAFKA_TOOL_OUTPUT = """{"version":1,"partitions":[{"topic":"orders","partition":0,"replicas":[4,2,3],
 "log_dirs":["any","any","any"]},{"topic":"orders","partition":1,"replicas":[2,3,4],"log_dirs":["any","/d2","any"]}]}"""
@@ -85,7 +85,7 @@ def test_load_missing_file_is_a_plan_error(tmp_path):
 
 
 def test_decode_plan_text_reads_plain_json_and_generate_output():
-    from kafka_reassign.plan import decode_plan_text
+    from kafka_reassign.planning.plan import decode_plan_text
 
     plain = '{"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2]}]}'
     assert decode_plan_text(plain) == (json.loads(plain), None)
@@ -98,7 +98,7 @@ def test_decode_plan_text_reads_plain_json_and_generate_output():
 
 
 def test_decode_plan_text_names_both_accepted_forms():
-    from kafka_reassign.plan import decode_plan_text
+    from kafka_reassign.planning.plan import decode_plan_text
 
     with pytest.raises(PlanError, match=r"p.txt: not valid JSON .* and not the output of kafka-reassign-partitions.sh "
                                         r"--generate"):

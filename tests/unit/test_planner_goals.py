@@ -12,11 +12,11 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from kafka_reassign.plan import ReassignmentPlan
-from kafka_reassign.planner import plan
-from kafka_reassign.planner.cluster import Cluster
-from kafka_reassign.planner.constraints import check_constraints
-from kafka_reassign.planner.errors import GoalError
+from kafka_reassign.planning.plan import ReassignmentPlan
+from kafka_reassign.planning.spark import plan
+from kafka_reassign.planning.spark.cluster import Cluster
+from kafka_reassign.planning.spark.constraints import check_constraints
+from kafka_reassign.errors import GoalError
 from kafka_sim.generate import GenerateOptions, generate_snapshot
 
 TOL = 0.04
@@ -105,7 +105,7 @@ def check_common(snapshot: dict, result, **options) -> dict:
             assert la[b]["bytes"] <= la[b]["cap"] * ceiling + 1, f"broker {b} above ceiling"
     # the planner's own checker agrees
     cl = Cluster.from_snapshot(snapshot)
-    from kafka_reassign.planner import make_options
+    from kafka_reassign.planning.spark import make_options
 
     opts = make_options(options.pop("goal"), **options)
     final = [(tuple(p["replicas"]), tuple(p["log_dirs"])) for t in after["topics"] for p in t["partitions"]]

@@ -8,10 +8,10 @@ import textwrap
 import pytest
 
 from kafka_reassign.errors import SnapshotError
-from kafka_reassign.plan import ReassignmentPlan
-from kafka_reassign.planner import plan
-from kafka_reassign.planner import cli as planner_cli
-from kafka_reassign.planner.errors import AssignorError, GoalError
+from kafka_reassign.planning.plan import ReassignmentPlan
+from kafka_reassign.planning.spark import plan
+from kafka_reassign.planning.spark import command as planner_cli
+from kafka_reassign.errors import AssignorError, GoalError
 from kafka_sim.generate import GenerateOptions, generate_snapshot
 
 GB = 1_000_000_000
@@ -84,7 +84,7 @@ def test_impossible_goals_and_bad_options(goal, options, needle):
 # -- pluggable assignor --------------------------------------------------------------------
 
 ASSIGNORS = textwrap.dedent('''
-    from kafka_reassign.planner.assignor import ReplicaAssignor, Proposal
+    from kafka_reassign.planning.spark.assignor import ReplicaAssignor, Proposal
 
     class MoveToSix(ReplicaAssignor):
         """Move t-0's replica on broker 3 to broker 6 (same rack c), leader unchanged."""
@@ -184,11 +184,11 @@ def test_assignor_module_that_does_not_import():
 
 
 def test_builtin_goals_implement_the_interface():
-    from kafka_reassign.planner import GOALS, ReplicaAssignor
+    from kafka_reassign.planning.spark import GOALS, ReplicaAssignor
 
     assert all(issubclass(g, ReplicaAssignor) for g in GOALS.values())
     # a built-in goal can be loaded by dotted path like a user's class
-    res = plan(tiny(), "custom", engine="local", assignor="kafka_reassign.planner.goals.RackRepair")
+    res = plan(tiny(), "custom", engine="local", assignor="kafka_reassign.planning.spark.goals.RackRepair")
     assert res.plan.moves == []
 
 
@@ -280,7 +280,7 @@ def test_cli_bad_input_writes_nothing(tmp_path, capsys):
 
 
 def test_kafka_reassign_plan_subcommand_is_wired(tmp_path, capsys):
-    from kafka_reassign.cli import main
+    from kafka_reassign.cli.main import main
 
     sp = tmp_path / "snap.json"
     snap = tiny()
@@ -300,7 +300,7 @@ def test_kafka_reassign_plan_subcommand_is_wired(tmp_path, capsys):
 # -- snapshot-lines files, limits ---------------------------------------------------------------
 
 def _lines(tmp_path, snap, edit=None):
-    from kafka_reassign.planner.snapshot_file import header_of, partition_lines, write_lines
+    from kafka_reassign.planning.spark.snapshot_file import header_of, partition_lines, write_lines
 
     rows = list(partition_lines(snap))
     if edit:
@@ -340,8 +340,8 @@ def test_snapshot_lines_problems_are_named_and_no_plan_is_written(tmp_path, caps
 
 
 def test_over_the_task_limit_or_past_the_deadline_fails_naming_the_setting(tmp_path, capsys):
-    from kafka_reassign.planner import plan_file
-    from kafka_reassign.planner.guard import PlanningTimeout, PlanTooLarge
+    from kafka_reassign.planning.spark import plan_file
+    from kafka_reassign.planning.spark.guard import PlanningTimeout, PlanTooLarge
 
     snap = generate_snapshot(GenerateOptions(brokers=6, racks=3, topics=4, partitions=10, skew=1.0, seed=2))
     path = _lines(tmp_path, snap)

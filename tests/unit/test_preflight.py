@@ -1,13 +1,13 @@
-"""Pre-flight stall check (kafka_reassign.preflight) on explicit states."""
+"""Pre-flight stall check (kafka_reassign.planning.preflight) on explicit states."""
 from __future__ import annotations
 
 import pytest
 
 from kafka_reassign.errors import PreflightError
-from kafka_reassign.preflight import ProduceRates, effective_rates, enforce, preflight, smallest_working_throttle
-from kafka_reassign.state import ClusterState
-from kafka_reassign.steps import StepMove
-from kafka_reassign.throttle import LEADER_RATE
+from kafka_reassign.planning.preflight import ProduceRates, effective_rates, enforce, preflight, smallest_working_throttle
+from kafka_reassign.cluster.state import ClusterState
+from kafka_reassign.execution.steps import StepMove
+from kafka_reassign.throttle.specs import LEADER_RATE
 
 MB = 1_000_000
 from sim_snapshots import make_snapshot  # noqa: E402

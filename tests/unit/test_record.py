@@ -1,4 +1,4 @@
-"""Durable throttle records (kafka_reassign.record)."""
+"""Durable throttle records (kafka_reassign.throttle.record)."""
 from __future__ import annotations
 
 import json
@@ -7,8 +7,8 @@ import os
 import pytest
 
 from kafka_reassign.errors import ThrottleRecordError
-from kafka_reassign.record import FileRecordStore, MemoryRecordStore, RecordStore, ThrottleRecord
-from kafka_reassign.throttle import ConfigChange
+from kafka_reassign.throttle.record import FileRecordStore, MemoryRecordStore, RecordStore, ThrottleRecord
+from kafka_reassign.throttle.specs import ConfigChange
 
 CHANGES = [ConfigChange("broker", "1", "leader.replication.throttled.rate", None, "1000"),
            ConfigChange("topic", "orders", "leader.replication.throttled.replicas", "0:1", "0:1,3:2")]

@@ -98,7 +98,7 @@ def test_cli_writes_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_bundled_demo_scenario_is_skewed_and_valid() -> None:
-    path = Path(__file__).resolve().parents[2] / "include" / "kafka_reassign" / "demo_scenario.json"
+    path = Path(__file__).resolve().parents[2] / "include" / "kafka_reassign_demo" / "demo_scenario.json"
     snap = json.loads(path.read_text())
     assert len(snap["brokers"]) == 6 and len({b["rack"] for b in snap["brokers"]}) == 3
     load = broker_load(snap)

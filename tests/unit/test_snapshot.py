@@ -1,4 +1,4 @@
-"""Snapshot files and ClusterState.from_snapshot (kafka_reassign.snapshot, kafka_reassign.state)."""
+"""Snapshot files and ClusterState.from_snapshot (kafka_reassign.cluster.snapshot, kafka_reassign.cluster.state)."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,8 @@ import json
 import pytest
 
 from kafka_reassign.errors import SnapshotError
-from kafka_reassign.snapshot import load_snapshot, save_snapshot, validate_snapshot
-from kafka_reassign.state import ClusterState
+from kafka_reassign.cluster.snapshot import load_snapshot, save_snapshot, validate_snapshot
+from kafka_reassign.cluster.state import ClusterState
 
 SNAP = {"version": 1,
         "brokers": [{"id": 1, "rack": "a", "log_dirs": [{"path": "/d1", "capacity_bytes": 1e12}]},

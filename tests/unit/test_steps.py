@@ -1,4 +1,4 @@
-"""KIP-435 steps (kafka_reassign.steps); the executor's window: test_executor_state."""
+"""KIP-435 steps (kafka_reassign.execution.steps); the executor's window: test_executor_state."""
 from __future__ import annotations
 
 import json
@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from kafka_reassign.plan import PartitionMove
-from kafka_reassign.state import ClusterState
-from kafka_reassign.steps import StepMove, plan_all_steps, plan_steps, steps_from_rows, steps_to_rows
+from kafka_reassign.planning.plan import PartitionMove
+from kafka_reassign.cluster.state import ClusterState
+from kafka_reassign.execution.steps import StepMove, plan_all_steps, plan_steps, steps_from_rows, steps_to_rows
 
 
 def snapshot(n_brokers=6, partitions=None, min_isr="2"):

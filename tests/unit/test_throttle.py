@@ -1,8 +1,8 @@
 """KIP-73 throttle sets, merging and restoring (kafka_reassign.throttle)."""
 from __future__ import annotations
 
-from kafka_reassign.steps import StepMove
-from kafka_reassign.throttle import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE,
+from kafka_reassign.execution.steps import StepMove
+from kafka_reassign.throttle.specs import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE,
                                      STATIC_CONFIG, ConfigChange, Inherited, ThrottleSpec, effective_configs,
                                      leftovers, parse_replica_list, restore_changes, throttle_changes)
 

@@ -1,12 +1,12 @@
-"""Plan and parameter validation against a cluster state (kafka_reassign.validate)."""
+"""Plan and parameter validation against a cluster state (kafka_reassign.planning.validate)."""
 from __future__ import annotations
 
 import pytest
 
 from kafka_reassign.errors import ParamError, PlanValidationError
-from kafka_reassign.plan import ReassignmentPlan
-from kafka_reassign.state import ClusterState
-from kafka_reassign.validate import ReassignParams, validate_params, validate_plan
+from kafka_reassign.planning.plan import ReassignmentPlan
+from kafka_reassign.cluster.state import ClusterState
+from kafka_reassign.planning.validate import ReassignParams, validate_params, validate_plan
 
 
 def cluster(**over):
@@ -173,7 +173,7 @@ def test_params_defaults_and_each_rejection():
     assert "must be an integer >= 1024, got 0" in str(info.value)
     assert "unknown ordering strategy 'random': use one or more of busiest-brokers" in str(info.value)
     # A comma list is the strategies in turn; the executor's limits carry it.
-    from kafka_reassign.executor import ExecutionLimits
+    from kafka_reassign.execution.executor import ExecutionLimits
     p = validate_params({"movement_strategy": " postpone-urp, largest-first"})
     assert p.movement_strategy == "postpone-urp,largest-first"
     assert ExecutionLimits.from_params(p).strategy == "postpone-urp,largest-first"

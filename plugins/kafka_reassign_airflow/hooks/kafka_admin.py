@@ -4,12 +4,12 @@ The Kafka provider's connection (``conn_type`` ``kafka``) keeps a librdkafka con
 extra, because the provider's own hooks use confluent-kafka. confluent-kafka has no
 reassignment, log-dir or ListPartitionReassignments calls, so this hook maps the same dict to
 kafka-python's ``KafkaAdminClient`` keyword arguments and hands them to
-:class:`kafka_reassign.admin.KafkaAdmin`, the one class that talks to Kafka.
+:class:`kafka_reassign.cluster.admin.KafkaAdmin`, the one class that talks to Kafka.
 
 Either connection type works: the Kafka provider's ``kafka`` (config dict in the extra) or this
 provider's ``kafka_reassign`` (bootstrap servers in host, SASL user/password in login/password,
 the rest of the config in the extra). The mapping, with every auth mechanism, is
-:func:`kafka_reassign.auth.client_kwargs`.
+:func:`kafka_reassign.cluster.auth.client_kwargs`.
 
 Secrets (SASL password, SSL key password) are registered with Airflow's secrets masker as
 soon as they are read and never appear in log lines, XComs or trigger kwargs: triggers carry
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.apache.kafka.hooks.base import KafkaBaseHook
 
 if TYPE_CHECKING:
-    from kafka_reassign.admin import KafkaAdmin
+    from kafka_reassign.cluster.admin import KafkaAdmin
 
 
 def _mask(value: Any) -> None:
@@ -40,14 +40,14 @@ def librdkafka_to_kafka_python(config: dict[str, Any], callback_allowlist: Any =
     """Map a Kafka connection's extra (a librdkafka config dict) to KafkaAdminClient kwargs.
 
     Secrets are registered with the log masker first. The mapping itself is
-    :func:`kafka_reassign.auth.client_kwargs`, shared with the CLI.
+    :func:`kafka_reassign.cluster.auth.client_kwargs`, shared with the CLI.
 
     :param config: the connection extra, e.g. ``{"bootstrap.servers": "b1:9092,b2:9092",
         "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", ...}``
     :param callback_allowlist: dotted paths an ``oauth_cb`` may name
     :raises ValueError: when bootstrap.servers is missing or a setting cannot be used
     """
-    from kafka_reassign.auth import SECRET_KEYS, client_kwargs
+    from kafka_reassign.cluster.auth import SECRET_KEYS, client_kwargs
 
     for key in SECRET_KEYS:
         _mask(config.get(key))
@@ -59,7 +59,7 @@ def librdkafka_to_kafka_python(config: dict[str, Any], callback_allowlist: Any =
 
 def redacted(kwargs: dict[str, Any]) -> dict[str, Any]:
     """A copy of admin kwargs that is safe to log (secrets replaced by ``***``)."""
-    from kafka_reassign.admin import redact
+    from kafka_reassign.cluster.admin import redact
 
     return redact(kwargs)
 
@@ -118,9 +118,9 @@ class KafkaAdminHook(KafkaBaseHook):
         return conf.get("kafka_reassign", "kafka_client_log_level", fallback="WARNING")
 
     def get_admin(self) -> KafkaAdmin:
-        """A connected :class:`kafka_reassign.admin.KafkaAdmin`; close it when done."""
-        from kafka_reassign.admin import KafkaAdmin
-        from kafka_reassign.client_logs import set_client_log_level
+        """A connected :class:`kafka_reassign.cluster.admin.KafkaAdmin`; close it when done."""
+        from kafka_reassign.cluster.admin import KafkaAdmin
+        from kafka_reassign.cluster.client_logs import set_client_log_level
 
         set_client_log_level(self.client_log_level())
 

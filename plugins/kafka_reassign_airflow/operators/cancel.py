@@ -45,7 +45,7 @@ class ReassignmentCancelOperator(RunStepOperator):
 
 def own_in_flight(admin: Any, data: dict[str, Any]) -> list[tuple[str, int]]:
     """Partitions still moving to one of this run's step targets (ListPartitionReassignments)."""
-    from kafka_reassign.reassign import PreparedRun
+    from kafka_reassign.run.reassign import PreparedRun
 
     own = PreparedRun.from_json(data).own_targets()
     in_flight = admin.list_partition_reassignments(list(own))
@@ -54,7 +54,7 @@ def own_in_flight(admin: Any, data: dict[str, Any]) -> list[tuple[str, int]]:
 
 def cancel_own_moves(admin: Any, data: dict[str, Any], log: Any) -> dict[str, Any]:
     """Cancel every in-flight move of the prepared run ``data``; return what was cancelled."""
-    from kafka_reassign.reassign import PreparedRun, cancel_in_flight
+    from kafka_reassign.run.reassign import PreparedRun, cancel_in_flight
 
     out = cancel_in_flight(admin, PreparedRun.from_json(data))
     if out["cancelled"]:

@@ -1,7 +1,7 @@
 """The execute task: the pipelined executor, one tick per wake-up, waiting in the triggerer.
 
 Each time it runs (first start, then each time its trigger fires) the task resumes the run's
-:class:`~kafka_reassign.executor.MoveExecutor` from the state saved in the metadata DB, polls
+:class:`~kafka_reassign.execution.executor.MoveExecutor` from the state saved in the metadata DB, polls
 the steps in flight, refills the window (throttled-replica lists, then one
 AlterPartitionReassignments), saves the state and progress, and defers again to
 :class:`~kafka_reassign_airflow.triggers.reassignment.ReassignmentWatchTrigger`, which polls
@@ -21,8 +21,8 @@ from kafka_reassign_airflow.operators.common import RunStepOperator, admin_clien
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from kafka_reassign.executor import MoveExecutor
-    from kafka_reassign.progress_view import ProgressView
+    from kafka_reassign.execution.executor import MoveExecutor
+    from kafka_reassign.execution.progress import ProgressView
 
 #: Extra seconds a deferral may last beyond a step's timeout and stall window, so the trigger
 #: reports the timeout itself (naming the step) before Airflow's own trigger timeout.
@@ -39,7 +39,7 @@ class ReassignmentExecuteOperator(RunStepOperator):
 
     :param poll_interval_seconds: time between polls (templated); a finished step waits at most
         this long for its successor
-    :param strategy: ordering strategy (templated), see :mod:`kafka_reassign.executor_order`
+    :param strategy: ordering strategy (templated), see :mod:`kafka_reassign.execution.order`
     :param deferrable: wait in the triggerer (default); False runs the whole loop in the worker
     """
 
@@ -66,7 +66,7 @@ class ReassignmentExecuteOperator(RunStepOperator):
         return self._wake(context, event)
 
     def _executor(self, context: Context, data: dict[str, Any]) -> MoveExecutor:
-        from kafka_reassign.reassign import PreparedRun, executor_for
+        from kafka_reassign.run.reassign import PreparedRun, executor_for
 
         from kafka_reassign_airflow.record_store import VariableExecutionStore, VariableRecordStore
 
@@ -76,7 +76,7 @@ class ReassignmentExecuteOperator(RunStepOperator):
                             strategy=self.strategy or None)
 
     def _wake(self, context: Context, event: dict[str, Any] | None) -> dict[str, Any]:
-        from kafka_reassign.executor import run_execution
+        from kafka_reassign.execution.executor import run_execution
 
         from kafka_reassign_airflow.record_store import VariableExecutionStore
 
@@ -122,7 +122,7 @@ class ReassignmentExecuteOperator(RunStepOperator):
 
     def _guard(self, admin: Any, context: Context) -> None:
         """Put the run's throttle back if someone removed or raised it; fail the run if that fails."""
-        from kafka_reassign.throttle_guard import ThrottleGuardError, guard_throttle
+        from kafka_reassign.throttle.guard import ThrottleGuardError, guard_throttle
 
         from kafka_reassign_airflow.record_store import VariableRecordStore
 
@@ -134,7 +134,7 @@ class ReassignmentExecuteOperator(RunStepOperator):
             self.log.warning("%s", w)
 
     def _trigger(self, ex: MoveExecutor, context: Context, poll: float) -> Any:
-        from kafka_reassign.throttle_guard import expected_throttle
+        from kafka_reassign.throttle.guard import expected_throttle
 
         from kafka_reassign_airflow.record_store import VariableRecordStore
         from kafka_reassign_airflow.triggers.reassignment import ReassignmentWatchTrigger

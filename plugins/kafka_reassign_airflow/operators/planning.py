@@ -78,8 +78,8 @@ class ClusterSnapshotOperator(BaseOperator):
         if not self.goal:
             raise AirflowFailException("plan is null and goal is null: give a plan, or a goal "
                                        "(rebalance, add-brokers, remove-brokers, replication-factor, rack-repair)")
-        from kafka_reassign.planner.snapshot_file import write_snapshot_lines
-        from kafka_reassign.snapshot import read_cluster_snapshot
+        from kafka_reassign.planning.spark.snapshot_file import write_snapshot_lines
+        from kafka_reassign.cluster.snapshot import read_cluster_snapshot
 
         ti = context["ti"]
         work = planning_dir(ti.dag_id, context["run_id"])
@@ -118,7 +118,7 @@ def _spark_submit_dir(binary: str) -> str | None:
 
 
 class PlannerSubmitOperator(BaseOperator):
-    """Plan on Spark: ``spark-submit`` of ``kafka_reassign/planner/spark_job.py`` through the
+    """Plan on Spark: ``spark-submit`` of ``kafka_reassign/planning/spark/spark_job.py`` through the
     Spark provider's :class:`SparkSubmitHook` (public arguments only).
 
     The master and submit options come from the Spark connection ``spark_conn_id`` (conn_type
@@ -209,8 +209,8 @@ class PlannerSubmitOperator(BaseOperator):
 
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        from kafka_reassign.planner import spark_job
-        from kafka_reassign.planner.spark_session import driver_memory
+        from kafka_reassign.planning.spark import spark_job
+        from kafka_reassign.planning.spark.spark_session import driver_memory
 
         conf = {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable,
                 "spark.driver.memory": driver_memory(os.path.getsize(snapshot_file)),
@@ -228,9 +228,9 @@ class PlannerSubmitOperator(BaseOperator):
             self.submit_hook.on_kill()
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from kafka_reassign.planner import spark_job
-        from kafka_reassign.planner.chart import chart_path_for
-        from kafka_reassign.planner.cli import summary_path_for
+        from kafka_reassign.planning.spark import spark_job
+        from kafka_reassign.planning.spark.chart import chart_path_for
+        from kafka_reassign.planning.spark.command import summary_path_for
 
         snap = context["ti"].xcom_pull(task_ids=self.snapshot_task_id)
         if not snap:

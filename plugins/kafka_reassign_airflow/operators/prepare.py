@@ -80,9 +80,10 @@ class ReassignmentPrepareOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from kafka_reassign.errors import ReassignError
-        from kafka_reassign.reassign import prepare
-        from kafka_reassign.record import submitted_targets
+        from kafka_reassign.run.reassign import prepare
+        from kafka_reassign.throttle.record import submitted_targets
 
+        from kafka_reassign.rehearsal.rehearse import rehearse_live
         from kafka_reassign_airflow.record_store import VariableRecordStore
 
         options = self._domain_options(context)
@@ -93,7 +94,8 @@ class ReassignmentPrepareOperator(BaseOperator):
             try:
                 # In-flight moves count as ours only when a record of ours lists them.
                 own = submitted_targets(VariableRecordStore(), state.cluster_id, context["run_id"])
-                prepared = prepare(admin, plan, options, run_id=context["run_id"], state=state, own_targets=own)
+                prepared = prepare(admin, plan, options, run_id=context["run_id"], state=state, own_targets=own,
+                                   rehearser=rehearse_live)
             except (ReassignError, ValueError) as exc:
                 # Bad plan or params: nothing was written; the message lists every problem.
                 raise AirflowFailException(str(exc)) from exc

@@ -52,7 +52,7 @@ class ReassignmentReportOperator(RunStepOperator):
         return bad
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from kafka_reassign.restore import finish_hint
+        from kafka_reassign.throttle.restore import finish_hint
 
         from kafka_reassign_airflow.record_store import VariableExecutionStore, VariableRecordStore
 
@@ -120,7 +120,7 @@ def _placement_lines(data: dict[str, Any], state: Any) -> tuple[list[str], list[
 
 def _config_lines(changes: list[Any], read: Any, record: Any) -> tuple[list[str], list[str]]:
     """(this run's configs still set, the prior -> ours -> now lines)."""
-    from kafka_reassign.throttle import leftovers
+    from kafka_reassign.throttle.specs import leftovers
 
     now_cfg = read.values if read is not None else {}
     unreachable = read.unreachable if read is not None else {}
@@ -152,7 +152,7 @@ def _config_lines(changes: list[Any], read: Any, record: Any) -> tuple[list[str]
 
 def _execution_line(saved: dict[str, Any] | None) -> tuple[str | None, str]:
     """The execution's outcome as the executor last saved it, and a line saying it."""
-    from kafka_reassign.progress_view import ProgressView
+    from kafka_reassign.execution.progress import ProgressView
 
     if not saved or not saved.get("progress"):
         return None, "Execution: no step was run"

@@ -24,7 +24,7 @@ class ThrottleSetOperator(RunStepOperator):
     ui_color = "#fff3d6"
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from kafka_reassign.reassign import PreparedRun, apply_throttle
+        from kafka_reassign.run.reassign import PreparedRun, apply_throttle
 
         from kafka_reassign_airflow.record_store import VariableRecordStore
 
@@ -74,7 +74,7 @@ class ThrottleRemoveOperator(RunStepOperator):
         self.cancel_on_failure = cancel_on_failure
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from kafka_reassign.restore import MOVES_PENDING, restore_throttle
+        from kafka_reassign.throttle.restore import MOVES_PENDING, restore_throttle
 
         from kafka_reassign_airflow.record_store import ClusterLock, VariableRecordStore
 
@@ -103,7 +103,7 @@ class ThrottleRemoveOperator(RunStepOperator):
             finally:
                 admin.close()
             out["restore"] = result.to_json()
-            from kafka_reassign.notices import leftover_changes
+            from kafka_reassign.throttle.notices import leftover_changes
             from kafka_reassign_airflow import metrics
 
             left = {c.name for c in leftover_changes(store.get(run_id)) if c.resource_type == "broker"}

@@ -63,7 +63,7 @@ def planning_tasks(*, plan: Any = p("plan"), goal: Any = p("goal"), brokers: Any
     ``snapshot`` reads the cluster into the run's planning directory (``[kafka_reassign]
     work_dir``, default ``$AIRFLOW_HOME/kafka_reassign``, then ``<dag_id>/<run_id>``); it is
     skipped when ``plan`` is not None, and so is the Spark job. ``plan`` spark-submits
-    ``kafka_reassign/planner/spark_job.py`` through the ``spark_conn_id`` connection; it writes
+    ``kafka_reassign/planning/spark/spark_job.py`` through the ``spark_conn_id`` connection; it writes
     PLAN.json, its summary and chart there and logs the summary line. Pass the result to
     :func:`reassignment_tasks` (``planning=``) so ``prepare`` reads the plan file.
 
@@ -84,7 +84,7 @@ def planning_tasks(*, plan: Any = p("plan"), goal: Any = p("goal"), brokers: Any
         task_id=PLAN_TASK_ID, snapshot_task_id=SNAPSHOT_TASK_ID, spark_conn_id=spark_conn_id, goal=goal,
         brokers=brokers, replication_factor=replication_factor, engine=engine,
         planner_options=planner_options, limits={name: p(name) for name in PLANNER_LIMITS},
-        doc_md="spark-submit of the planner (kafka_reassign/planner/spark_job.py) to the Spark connection: "
+        doc_md="spark-submit of the planner (kafka_reassign/planning/spark/spark_job.py) to the Spark connection: "
                "writes PLAN.json, PLAN.summary.json and PLAN.chart.png; the summary line is in the log.")
     snapshot >> planned
     return PlanningTasks(snapshot, planned)

@@ -1,7 +1,7 @@
 """The trigger that watches the steps in flight of a reassignment without holding a worker slot.
 
 Each poll reads ListPartitionReassignments, the live brokers and DescribeLogDirs of the
-brokers in flight (:func:`kafka_reassign.executor.watch_poll`, the executor's own reading and
+brokers in flight (:func:`kafka_reassign.execution.executor.watch_poll`, the executor's own reading and
 judging) and fires one event as soon as the executor has something to do:
 
 * ``attention`` - a step finished (the window can be refilled), stalled, failed, timed out,
@@ -40,7 +40,7 @@ class ReassignmentWatchTrigger(BaseTrigger):
     """Poll the steps in flight until one needs the executor.
 
     :param kafka_conn_id: Airflow connection id of the cluster
-    :param spec: :meth:`kafka_reassign.executor.MoveExecutor.watch_spec` (plain JSON)
+    :param spec: :meth:`kafka_reassign.execution.executor.MoveExecutor.watch_spec` (plain JSON)
     :param poll_interval: seconds between polls (the first poll comes one interval after the
         task deferred: it has just polled)
     :param run_id: the DAG run (for log lines)
@@ -69,7 +69,7 @@ class ReassignmentWatchTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         # The first import pulls in kafka-python and the domain package: do it off the loop.
-        executor = await asyncio.to_thread(importlib.import_module, "kafka_reassign.executor")
+        executor = await asyncio.to_thread(importlib.import_module, "kafka_reassign.execution.executor")
         spec, admin, errors, seen, polls = self.spec, None, 0, set(), 0
         refresh_at = time.monotonic() + self.refresh_seconds if self.refresh_seconds > 0 else float("inf")
         try:
@@ -83,7 +83,7 @@ class ReassignmentWatchTrigger(BaseTrigger):
                     polls += 1
                     if spec.get("throttle") and polls % THROTTLE_CHECK_EVERY == 0:
                         # Read-only: the worker this wakes re-applies (and records) what is missing.
-                        guard = await asyncio.to_thread(importlib.import_module, "kafka_reassign.throttle_guard")
+                        guard = await asyncio.to_thread(importlib.import_module, "kafka_reassign.throttle.guard")
                         reasons = reasons + await asyncio.to_thread(guard.throttle_drift, admin, spec["throttle"])
                     errors = 0
                     left = sum(int(w[8]) for w in spec["watch"].values())

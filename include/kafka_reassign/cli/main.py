@@ -1,0 +1,660 @@
+"""``kafka-reassign``: snapshot, plan, validate, execute, status, cancel and restore from a shell.
+
+Exit codes: 0 success, 1 the run failed (Kafka error, stall, timeout; throttles were
+restored), 2 bad input or an unreachable cluster (arguments, plan, snapshot, parameters,
+address; nothing was written), 130 interrupted or cancelled (in-flight moves reverted,
+throttles restored).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from kafka_reassign import defaults as D
+from kafka_reassign.errors import KafkaAdminError, ProblemListError, ReassignError
+from kafka_reassign.execution.control import CancelRequested
+from kafka_reassign.units import rate_argument
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+DEFAULT_RECORD_DIR = os.environ.get("KAFKA_REASSIGN_RECORD_DIR") or str(
+    Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "kafka-reassign" / "records")
+
+
+class BadInput(Exception):
+    """A command-line value that cannot be used (exit 2)."""
+
+
+def _err(msg: str) -> None:
+    print(f"kafka-reassign: error: {msg}", file=sys.stderr)
+
+
+# -- connection ---------------------------------------------------------------------------
+
+def properties_to_admin_kwargs(props: dict[str, str]) -> dict[str, Any]:
+    """Map Kafka client properties (as in kafka-*.sh --command-config) to kafka-python kwargs.
+
+    :param props: e.g. {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", ...}
+    """
+    from kafka_reassign.cluster.auth import AuthConfigError, client_kwargs
+
+    try:
+        # The file is the user's own: an oauth_cb it names is trusted (no allowlist).
+        return client_kwargs(props, callback_allowlist=None, strict=True)
+    except AuthConfigError as exc:
+        raise BadInput(f"--command-config: {exc}") from None
+
+
+def _read_properties(path: str) -> dict[str, str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot read --command-config {path}: {exc.strerror or exc}") from None
+    props = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        k, sep, v = line.partition("=")
+        if not sep:
+            raise BadInput(f"--command-config {path}: not a key=value line: {line!r}")
+        props[k.strip()] = v.strip()
+    return props
+
+
+def _admin(args: argparse.Namespace):
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    kwargs: dict[str, Any] = {}
+    if getattr(args, "command_config", None):
+        kwargs.update(properties_to_admin_kwargs(_read_properties(args.command_config)))
+    if args.bootstrap_server:
+        kwargs["bootstrap_servers"] = args.bootstrap_server
+    kwargs["bootstrap_timeout_ms"] = int(args.connect_timeout * 1000)
+    if not kwargs.get("bootstrap_servers"):
+        raise BadInput("--bootstrap-server is required")
+    return KafkaAdmin(**kwargs)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return v
+
+
+def _add_conn(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--bootstrap-server", required=required, metavar="HOST:PORT[,...]",
+                   help="Kafka brokers to connect to")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client properties (security.protocol, sasl.*, ssl.*) as for kafka-*.sh")
+    p.add_argument("--connect-timeout", type=_positive_float, default=D.CONNECT_TIMEOUT_SECONDS, metavar="SECONDS",
+                   help=f"give up reaching the cluster after this long (default {D.CONNECT_TIMEOUT_SECONDS:g})")
+
+
+def _load_plan(path: str):
+    from kafka_reassign.planning.plan import ReassignmentPlan
+    return ReassignmentPlan.from_json(_raw_plan(path)[0])
+
+
+def _raw_plan(path: str) -> tuple[Any, Any]:
+    """The plan file decoded but not parsed, so validation reports structure and cluster problems
+    together; with the "current" part of a kafka-reassign-partitions --generate output (or None)."""
+    from kafka_reassign.errors import PlanError, Problem
+    from kafka_reassign.planning.plan import decode_plan_text
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PlanError(Problem(path, f"cannot read plan file: {exc.strerror or exc}", "unreadable")) from None
+    return decode_plan_text(text, source="stdin" if path == "-" else path)
+
+
+def _drift_warnings(current: Any, state: Any) -> list[str]:
+    """Warnings when the cluster changed since kafka-reassign-partitions --generate printed ``current``."""
+    from kafka_reassign.planning.plan import assignment_drift
+    if current is None:
+        return []
+    drift = assignment_drift(current, state)
+    if not drift:
+        return []
+    more = f" (and {len(drift) - 5} more)" if len(drift) > 5 else ""
+    return [f"the cluster changed since the plan was generated: {'; '.join(drift[:5])}{more}"]
+
+
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    return {"throttle_bytes_per_sec": None if args.no_throttle else args.throttle_bytes_per_sec,
+            "log_dir_throttle_bytes_per_sec": args.log_dir_throttle_bytes_per_sec,
+            "max_partition_movements": args.max_partition_movements,
+            "max_movements_per_broker": args.max_movements_per_broker,
+            "max_leader_movements": args.max_leader_movements,
+            "batch_timeout_minutes": args.batch_timeout_minutes,
+            "stall_window_seconds": args.stall_window_seconds,
+            "poll_interval_seconds": args.poll_interval_seconds,
+            "allow_rf_change": args.allow_rf_change, "allow_internal_topics": args.allow_internal_topics,
+            "dry_run": getattr(args, "dry_run", False),
+            "cancel_on_failure": not getattr(args, "no_cancel_on_failure", False),
+            "allow_stalling_moves": args.allow_stalling_moves, "produce_sample_seconds": args.produce_sample_seconds,
+            "rehearse": getattr(args, "rehearse", False),
+            "movement_strategy": getattr(args, "movement_strategy", None) or D.MOVEMENT_STRATEGY}
+
+
+# -- subcommands --------------------------------------------------------------------------
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from kafka_reassign.cluster.snapshot import read_cluster_snapshot, save_snapshot
+    with _admin(args) as admin:
+        snap = read_cluster_snapshot(admin, sample_seconds=args.sample_seconds)
+    if args.out == "-":
+        print(json.dumps(snap, indent=2))
+    else:
+        save_snapshot(snap, args.out)
+        n = sum(len(t["partitions"]) for t in snap["topics"])
+        print(f"wrote {args.out}: {len(snap['brokers'])} brokers, {len(snap['topics'])} topics, {n} partitions")
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """The plan against the cluster (or a snapshot), then the pre-flight stall check; writes nothing."""
+    from kafka_reassign.rehearsal.rehearse import rehearse_live
+    from kafka_reassign.run.reassign import prepare
+    from kafka_reassign.planning.validate import validate_params
+    params = validate_params(_params(args))
+    raw, current = _raw_plan(args.plan)
+    if args.snapshot:
+        from kafka_reassign.planning.preflight import SnapshotView
+        from kafka_reassign.cluster.snapshot import load_snapshot
+        from kafka_reassign.cluster.state import rates_from_snapshot
+        snap = load_snapshot(args.snapshot)
+        view = SnapshotView(snap)
+        prepared = prepare(view, raw, params, produce_rates=rates_from_snapshot(snap), rehearser=rehearse_live)
+        state = view.cluster_state()
+    else:
+        if not args.bootstrap_server and not args.command_config:
+            raise BadInput("give --bootstrap-server (live cluster) or --snapshot FILE")
+        with _admin(args) as admin:
+            state = admin.cluster_state()
+            prepared = prepare(admin, raw, params, state=state, rehearser=rehearse_live)
+    warnings = _drift_warnings(current, state) + prepared.warnings
+    n = len(raw.get("partitions", [])) if isinstance(raw, dict) else 0
+    print(f"plan OK: {n} partition(s) valid against the cluster")
+    if prepared.preflight:
+        print(f"pre-flight OK: no move stalls at this throttle ({prepared.preflight.get('rates')})")
+    if prepared.estimate:
+        from kafka_reassign.planning.estimate import Estimate
+        print(Estimate.from_json(prepared.estimate).describe())
+    for w in warnings:
+        print(f"warning: {w}")
+    return EXIT_OK
+
+
+def cmd_execute(args: argparse.Namespace) -> int:
+    from kafka_reassign.execution.progress import ProgressView
+    from kafka_reassign.run.reassign import new_run_id
+    from kafka_reassign.throttle.record import FileRecordStore
+    from kafka_reassign.planning.validate import validate_params
+    params = validate_params(_params(args))          # bad parameters: exit 2 before connecting
+    raw, current = _raw_plan(args.plan)
+    run_id = args.run_id or new_run_id()
+    store = FileRecordStore(args.record_dir)
+    last_print = [0.0]
+
+    def on_progress(prog: ProgressView) -> None:
+        if args.json:
+            print(json.dumps({"event": "progress", **prog.to_json()}), flush=True)
+        elif time.monotonic() - last_print[0] >= args.print_interval or prog.finished:
+            print(prog.format_table(), flush=True)
+            last_print[0] = time.monotonic()
+        else:
+            print(prog.summary(), flush=True)
+
+    def on_event(msg: str) -> None:
+        print(json.dumps({"event": "info", "message": msg}) if args.json else msg, flush=True)
+
+    # systemd/Kubernetes stop a process with SIGTERM: turn it into an interrupt so the
+    # finally blocks run (cancel our moves, restore the throttle) before exiting.
+    def on_term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+    if threading.current_thread() is not threading.main_thread():  # signals only reach the main thread
+        return _execute(args, raw, current, params, run_id, store, on_progress, on_event)
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        return _execute(args, raw, current, params, run_id, store, on_progress, on_event)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_id: str, store: Any,
+             on_progress: Any, on_event: Any) -> int:
+    from kafka_reassign.execution.store import FileExecutionStore
+    from kafka_reassign.rehearsal.rehearse import rehearse_live
+    from kafka_reassign.run.reassign import run_reassignment
+    from kafka_reassign.execution.control import CancelRequested, RunControl
+    exec_store = FileExecutionStore(store.directory)
+    control = RunControl(store.directory)
+
+    def should_stop(view: Any) -> bool:
+        if control.cancel_requested(run_id):   # raising takes the failure path: revert, then restore
+            raise CancelRequested(f"run {run_id} cancelled by kafka-reassign cancel")
+        return False
+
+    with _admin(args) as admin:
+        if current is not None:
+            for w in _drift_warnings(current, admin.cluster_state(include_log_dirs=False)):
+                on_event(f"warning: {w}")
+        print(f"run id: {run_id} (throttle record in {store.directory})", flush=True)
+        rates = None
+        if args.snapshot:
+            from kafka_reassign.cluster.snapshot import load_snapshot
+            from kafka_reassign.cluster.state import rates_from_snapshot
+            rates = rates_from_snapshot(load_snapshot(args.snapshot))
+        if not params.dry_run:
+            control.register(run_id, raw, _replicas_now(admin, raw))
+        try:
+            result = run_reassignment(admin, raw, params, store, run_id=run_id, on_progress=on_progress,
+                                      on_event=on_event, produce_rates=rates, exec_store=exec_store,
+                                      should_stop=should_stop, rehearser=rehearse_live)
+        except CancelRequested:
+            if not params.cancel_on_failure:   # an explicit cancel reverts even so
+                _cancel_moves(admin, raw, on_event)
+            raise
+        finally:
+            control.unregister(run_id)
+        if not result.dry_run:
+            print(f"run {run_id} finished: {result.steps_done} step(s) done, throttles restored", flush=True)
+        if args.json:
+            print(json.dumps({"event": "result", **result.to_json()}))
+    return EXIT_OK
+
+
+#: execute's options that are run parameters (``_params``), shared with ``validate`` and ``rehearse``
+#: (not dry-run, cancel or rehearse: those two never write, and a rehearsal never rehearses).
+_RUN_OPTION_DESTS = frozenset({
+    "throttle_bytes_per_sec", "no_throttle", "log_dir_throttle_bytes_per_sec", "max_partition_movements", "max_movements_per_broker",
+    "max_leader_movements", "batch_timeout_minutes", "stall_window_seconds", "poll_interval_seconds",
+    "allow_rf_change", "allow_internal_topics", "allow_stalling_moves", "produce_sample_seconds", "json"})
+
+
+def cmd_rehearse(args: argparse.Namespace) -> int:
+    from kafka_reassign.rehearsal.rehearse import read_rehearsal_snapshot, rehearse
+    from kafka_reassign.planning.validate import validate_params
+    params = validate_params(_params(args))
+    raw, _ = _raw_plan(args.plan)
+    if args.snapshot:
+        from kafka_reassign.cluster.snapshot import load_snapshot
+        snap = load_snapshot(args.snapshot)
+    else:
+        if not args.bootstrap_server and not args.command_config:
+            raise BadInput("give --bootstrap-server (live cluster, read only) or --snapshot FILE")
+        with _admin(args) as admin:
+            snap = read_rehearsal_snapshot(admin, sample_seconds=args.sample_seconds)
+    report = rehearse(snap, raw, params, network_bytes_per_sec=args.network_bytes_per_sec, on_event=lambda m: None)
+    if args.out:
+        Path(args.out).write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(report.to_json()) if args.json else report.format())
+    return EXIT_OK if report.outcome == "done" else EXIT_FAILED
+
+
+def _replicas_now(admin: Any, raw: Any) -> dict[str, list[int]]:
+    """"topic-partition" -> replicas now, for the partitions of a plan (what a cancel goes back to)."""
+    from kafka_reassign.planning.plan import ReassignmentPlan
+    keys = {m.key for m in ReassignmentPlan.from_json(raw).moves}
+    state = admin.cluster_state(include_log_dirs=False, topics=sorted({t for t, _ in keys}))
+    return {f"{t}-{p}": list(info.replicas) for t, p in sorted(keys)
+            if (info := state.partition(t, p)) is not None}
+
+
+def _cancel_moves(admin: Any, raw: Any, say: Any, *, submitted: Any = None, original: Any = None) -> None:
+    """Revert the in-flight moves of a plan (ours only), in their original replica order.
+
+    :param submitted: the run's recorded submissions (its KIP-435 steps), when known
+    :param original: (topic, partition) -> replicas before the run, when known
+    """
+    from kafka_reassign.planning.plan import ReassignmentPlan
+    from kafka_reassign.run.reassign import cancel_in_flight
+    done = cancel_in_flight(admin, ReassignmentPlan.from_json(raw), submitted=submitted, original=original)
+    say(f"in-flight moves reverted: {', '.join(done['cancelled']) or 'none'}")
+    if done["errors"]:
+        raise ReassignError(f"could not revert {done['errors']}")
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    """Stop a running execute: it reverts its in-flight moves and restores the throttle.
+
+    When its process is gone, do both here from what it registered and recorded.
+    """
+    from kafka_reassign.throttle.record import FileRecordStore
+    from kafka_reassign.run.reassign import restore_throttle
+    from kafka_reassign.execution.control import RunControl, original_replicas
+    control = RunControl(args.record_dir)
+    entries = [e for e in control.running() if args.run_id in (None, e["run_id"])]
+    if not entries:
+        raise BadInput(f"no running execute{' ' + args.run_id if args.run_id else ''} in {args.record_dir}")
+    if len(entries) > 1:
+        raise BadInput("several executes are registered; name one with --run-id: "
+                       + ", ".join(e["run_id"] for e in entries))
+    entry = entries[0]
+    run_id = entry["run_id"]
+    if control.is_alive(entry):
+        control.request_cancel(run_id)
+        print(f"run {run_id}: asked to stop (process {entry['pid']} on {entry['host']}); waiting ...", flush=True)
+        deadline = time.monotonic() + args.wait
+        while control.is_registered(run_id) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if control.is_registered(run_id):
+            _err(f"run {run_id} did not stop within {args.wait:g} s; run cancel again, or stop its process")
+            return EXIT_FAILED
+    else:
+        if not args.bootstrap_server and not args.command_config:
+            raise BadInput(f"run {run_id}'s process is gone: give --bootstrap-server to revert its moves here")
+        print(f"run {run_id}: its process {entry['pid']} is gone; reverting its moves from here", flush=True)
+        record = FileRecordStore(args.record_dir).get(run_id)
+        with _admin(args) as admin:
+            _cancel_moves(admin, entry["plan"], print, submitted=record.submitted if record else None,
+                          original=original_replicas(entry))
+            if record is not None:
+                restore_throttle(admin, FileRecordStore(args.record_dir), run_id)
+        control.unregister(run_id)
+    record = FileRecordStore(args.record_dir).get(run_id)
+    if record is not None and not record.restored:
+        _err(f"run {run_id} stopped but its throttle is not restored: run kafka-reassign restore --run-id {run_id}")
+        return EXIT_FAILED
+    print(f"run {run_id} cancelled: in-flight moves reverted to their original replicas, throttle restored")
+    return EXIT_OK
+
+
+def _saved_run(record_dir: str, run_id: str | None) -> tuple[str, Any] | None:
+    """(run id, saved ProgressView) of ``run_id``, else of the newest registered execute."""
+    from kafka_reassign.execution.store import FileExecutionStore
+    from kafka_reassign.execution.progress import ProgressView
+    from kafka_reassign.execution.control import RunControl
+    if not Path(record_dir).is_dir():
+        return None
+    if run_id is None:
+        running = RunControl(record_dir).running()
+        if not running:
+            return None
+        run_id = running[-1]["run_id"]
+    saved = FileExecutionStore(record_dir).load(run_id)
+    if not saved or not saved.get("progress"):
+        raise BadInput(f"no saved progress of run {run_id!r} in {record_dir}")
+    return run_id, ProgressView.from_json(saved["progress"])
+
+
+def _live_rows(admin: Any, rows: list[Any]) -> int:
+    """Bytes left of the rows in flight, read now (as the UI's progress page does).
+
+    :returns: how many bytes more (or fewer, negative) are left than the rows said
+    """
+    from kafka_reassign.execution.cluster_io import observe, read_cluster
+    from kafka_reassign.execution.steps import StepMove
+    moving = [r for r in rows if r.status == "in_flight"]
+    steps = [StepMove(r.name.rpartition("-")[0], int(r.name.rpartition("-")[2]), tuple(r.current), tuple(r.target))
+             for r in moving]
+    if not steps:
+        return 0
+    view = read_cluster(admin, steps)
+    delta = 0
+    for row, step in zip(moving, steps):
+        seen = observe(step, view)
+        delta += seen.bytes_left - row.bytes_left
+        row.bytes_left, row.bytes_total = seen.bytes_left, max(row.bytes_total, seen.bytes_total)
+        if not seen.in_flight:
+            row.status = "done"
+    return delta
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """The progress table of a run (the same rows as the UI's progress page), or every
+    reassignment in flight on the cluster, and the throttle configs set."""
+    from kafka_reassign.execution.progress import ProgressView, StepRow
+    from kafka_reassign.throttle.specs import BROKER_KEYS, TOPIC_KEYS
+    saved = _saved_run(args.record_dir, args.run_id)
+    with _admin(args) as admin:
+        state = admin.cluster_state(include_log_dirs=False)
+        if saved is not None:
+            run_id, view = saved
+        else:
+            run_id = None
+            rows = [StepRow(name=f"{t}-{p}", step="1/1", status="in_flight", current=list(inf.original),
+                            target=list(inf.target)) for (t, p), inf in sorted(state.in_flight.items())]
+            view = ProgressView(steps_total=len(rows), steps_in_flight=len(rows), rows=rows)
+        delta = _live_rows(admin, view.rows)
+        if saved is None:
+            view.bytes_left = sum(r.bytes_left for r in view.rows)
+            view.bytes_total = sum(r.bytes_total for r in view.rows)
+        else:   # the saved totals, brought up to date with what the rows in flight show now
+            view.bytes_left = max(0, view.bytes_left + delta)
+        view.bytes_moved = max(0, view.bytes_total - view.bytes_left)
+        cfg = admin.describe_configs(sorted(state.alive_brokers), [], keys=BROKER_KEYS)
+        cfg.update(admin.describe_configs([], sorted(state.topics), keys=TOPIC_KEYS))
+    throttles = {f"{rt} {name}": {k: v for k, v in vals.items() if v is not None}
+                 for (rt, name), vals in sorted(cfg.items()) if any(v is not None for v in vals.values())}
+    if args.json:
+        print(json.dumps({"run_id": run_id, "progress": view.to_json(), "throttles": throttles,
+                          "in_flight": {f"{t}-{p}": v.to_json() for (t, p), v in state.in_flight.items()}}, indent=2))
+        return EXIT_OK
+    if run_id is not None:
+        age = time.time() - view.updated_at if view.updated_at else None
+        print(f"run {run_id}: {view.outcome}" + (f", saved {age:.0f} s ago" if age is not None else ""))
+    print(f"{len(state.in_flight)} reassignment(s) in progress on the cluster")
+    if view.rows or run_id is not None:
+        print(view.format_table())
+    if throttles:
+        print("Throttle configs set:")
+        for res, vals in throttles.items():
+            for k, v in vals.items():
+                print(f"  {res}: {k}={v}")
+    else:
+        print("No replication throttle configs set.")
+    return EXIT_OK
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from kafka_reassign.run.reassign import restore_throttle
+    from kafka_reassign.throttle.record import FileRecordStore
+    if not Path(args.record_dir).is_dir():
+        raise BadInput(f"--record-dir {args.record_dir} is not a directory")
+    store = FileRecordStore(args.record_dir)
+    if args.run_id:
+        if store.get(args.run_id) is None:
+            raise BadInput(f"no throttle record for run {args.run_id!r} in {args.record_dir}")
+        run_ids = [args.run_id]
+    else:
+        run_ids = [r.run_id for r in store.list_unrestored()]
+    if not run_ids:
+        print("nothing to restore: every recorded throttle has been restored")
+        return EXIT_OK
+    left = 0
+    with _admin(args) as admin:
+        for rid in run_ids:
+            res = restore_throttle(admin, store, rid)
+            if res.already_restored:
+                print(f"run {rid}: already restored")
+                continue
+            print(f"run {rid}: restored {len(res.changes)} config(s)")
+            for c in res.changes:
+                print(f"  {c.describe()}")
+            for w in res.warnings:
+                print(f"  warning: {w}")
+            for what, why in sorted(res.pending.items()):
+                left += 1
+                print(f"  PENDING {what}: {why}")
+    if left:
+        print(f"{left} resource(s) still pending: run this command again once they are reachable")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    try:
+        from kafka_reassign.planning.spark import command as planner_cli
+    except ImportError as exc:
+        _err(f"the planner is not installed ({exc})")
+        return EXIT_FAILED
+    return int(planner_cli.run(args) or 0)
+
+
+# -- parser -------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafka-reassign", description=(
+        "Safe Kafka partition reassignment: KIP-435 incremental batches under a KIP-73 throttle "
+        "that is always restored."))
+    parser.add_argument("-v", "--verbose", action="store_true", help="log Kafka calls")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("snapshot", help="write the cluster's placement, sizes and configs as a snapshot")
+    _add_conn(p)
+    p.add_argument("--out", required=True, help="snapshot file ('-' = stdout)")
+    p.add_argument("--sample-seconds", type=float, default=0.0,
+                   help="estimate produce rates from log growth over this many seconds (default 0: skip)")
+    p.set_defaults(func=cmd_snapshot)
+
+    p = sub.add_parser("plan", help="compute a plan on Spark (see its --help)")
+    try:
+        from kafka_reassign.planning.spark import command as planner_cli
+        planner_cli.add_arguments(p)
+    except ImportError:
+        p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("validate", help="check a plan against the cluster (or a snapshot); writes nothing")
+    _add_conn(p, required=False)
+    p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
+    p.add_argument("--snapshot", help="validate against this snapshot instead of a live cluster")
+    p.add_argument("--allow-rf-change", action="store_true", help="accept replication-factor changes")
+    p.add_argument("--allow-internal-topics", action="store_true", help="accept moves of internal topics")
+    p.set_defaults(func=cmd_validate)
+    validate = p
+
+    p = sub.add_parser("execute", help="run a plan: throttle, a window of moves in flight, restore the throttle")
+    _add_conn(p)
+    p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
+    D.add_movement_arguments(p)
+    p.add_argument("--no-throttle", action="store_true", help="do not throttle (not recommended)")
+    p.add_argument("--batch-timeout-minutes", type=float, default=D.BATCH_TIMEOUT_MINUTES,
+                   help=f"fail a move not done after this (default {D.BATCH_TIMEOUT_MINUTES:g})")
+    p.add_argument("--stall-window-seconds", type=float, default=D.STALL_WINDOW_SECONDS,
+                   help=f"fail when bytes left do not fall for this long (default {D.STALL_WINDOW_SECONDS:g})")
+    p.add_argument("--poll-interval-seconds", type=float, default=D.POLL_INTERVAL_SECONDS,
+                   help=f"progress poll interval (default {D.POLL_INTERVAL_SECONDS:g})")
+    p.add_argument("--print-interval", type=float, default=30.0, help="seconds between progress tables")
+    p.add_argument("--allow-rf-change", action="store_true", help="accept replication-factor changes")
+    p.add_argument("--allow-internal-topics", action="store_true", help="accept moves of internal topics")
+    p.add_argument("--dry-run", action="store_true", help="validate and print the steps and config changes only")
+    p.add_argument("--no-cancel-on-failure", action="store_true",
+                   help="leave in-flight moves running when the run fails (default: cancel ours)")
+    p.add_argument("--allow-stalling-moves", action="store_true",
+                   help="start moves the pre-flight finds would never catch up at this throttle (default: refuse)")
+    p.add_argument("--rehearse", action="store_true",
+                   help="rehearse the run on a simulated copy of the cluster first; its prediction is the estimate")
+    p.add_argument("--produce-sample-seconds", type=float, default=D.PRODUCE_SAMPLE_SECONDS,
+                   help="measure the moving partitions' produce rates over this window before the run "
+                        f"(default {D.PRODUCE_SAMPLE_SECONDS:g}; 0 = use --snapshot rates or skip the stall check)")
+    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"throttle records (default {DEFAULT_RECORD_DIR})")
+    p.add_argument("--run-id", help="run id (default: generated); re-use one to resume a run (its execution state "
+                                    "is saved in --record-dir after every poll)")
+    p.add_argument("--snapshot", help="snapshot with bytes_in_per_sec (snapshot --sample-seconds) for time "
+                                      "estimates and throttle-below-produce-rate warnings")
+    p.add_argument("--json", action="store_true", help="JSON lines instead of tables")
+    p.set_defaults(func=cmd_execute)
+
+    execute = p
+    p = sub.add_parser("rehearse", help="run a plan on a simulated copy of the cluster (or a snapshot) and "
+                                        "report its moving time and risks; writes nothing to the cluster")
+    _add_conn(p, required=False)
+    p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
+    p.add_argument("--snapshot", help="rehearse on this snapshot (offline) instead of reading the live cluster")
+    p.add_argument("--sample-seconds", type=float, default=5.0,
+                   help="live cluster: measure produce rates over this many seconds (default 5)")
+    p.add_argument("--network-bytes-per-sec", type=rate_argument, default=None, metavar="RATE",
+                   help="broker network capacity where the snapshot does not say (default 1 Gbit/s)")
+    p.add_argument("--out", help="also write the report as JSON to this file")
+    p.set_defaults(func=cmd_rehearse)
+    # validate (pre-flight) and rehearse take execute's run options, so they check what execute would run.
+    for target in (validate, p):
+        have = {a.dest for a in target._actions}
+        for action in execute._actions:
+            if action.dest in _RUN_OPTION_DESTS and action.dest not in have:
+                target._add_action(action)
+
+    p = sub.add_parser("status", help="progress of a running execute (or every reassignment in flight) and throttles")
+    _add_conn(p)
+    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"the execute's --record-dir (default {DEFAULT_RECORD_DIR})")
+    p.add_argument("--run-id", help="the run to show (default: the running execute, else every move in flight)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("restore", help="restore throttle configs recorded by earlier runs")
+    _add_conn(p)
+    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"(default {DEFAULT_RECORD_DIR})")
+    p.add_argument("--run-id", help="only this run (default: every unrestored record)")
+    p.set_defaults(func=cmd_restore)
+
+    p = sub.add_parser("cancel", help="stop a running execute: revert its in-flight moves, restore the throttle")
+    _add_conn(p, required=False)
+    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"the execute's --record-dir (default {DEFAULT_RECORD_DIR})")
+    p.add_argument("--run-id", help="the run to cancel (default: the one running execute)")
+    p.add_argument("--wait", type=_positive_float, default=300.0, metavar="SECONDS",
+                   help="how long to wait for the execute to revert and restore (default 300)")
+    p.set_defaults(func=cmd_cancel)
+    return parser
+
+
+def _quiet_kafka_client(verbose: bool) -> None:
+    """kafka-python logs every refused connection and retry at ERROR/WARNING; the CLI reports
+    what matters itself (one line per problem), so its records show only with -v."""
+    logging.getLogger("kafka").setLevel(logging.INFO if verbose else logging.CRITICAL + 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _quiet_kafka_client(args.verbose)
+    try:
+        return int(args.func(args) or 0)
+    except (ProblemListError, BadInput) as exc:
+        _err(str(exc))
+        return EXIT_BAD_INPUT
+    except CancelRequested as exc:   # asked for, so not reported as an error
+        print(f"kafka-reassign: {exc}: in-flight moves reverted, throttle restored", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KafkaAdminError as exc:
+        from kafka_reassign.cluster.admin import UnsupportedClusterError
+        if isinstance(exc, UnsupportedClusterError):  # refused at connect: nothing read or written
+            print(f"kafka-reassign: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if exc.operation == "connect":     # nothing was written: the address or network is wrong
+            _err(f"cannot reach Kafka at {getattr(args, 'bootstrap_server', None) or 'the --command-config servers'}"
+                 f" within {getattr(args, 'connect_timeout', D.CONNECT_TIMEOUT_SECONDS):g} s: check the address, "
+                 "the port and that the brokers are up")
+            return EXIT_BAD_INPUT
+        _err(str(exc))
+        return EXIT_FAILED
+    except ReassignError as exc:
+        _err(str(exc))
+        return EXIT_FAILED
+    except OSError as exc:
+        # Files named on the command line (--out, --record-dir...) that cannot be written.
+        _err(f"{exc.filename + ': ' if getattr(exc, 'filename', None) else ''}{exc.strerror or exc}")
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

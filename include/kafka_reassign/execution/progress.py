@@ -1,0 +1,118 @@
+"""What a run's progress looks like to every reader: UI, CLI, DAG logs, demo, metrics.
+
+:meth:`kafka_reassign.execution.executor.MoveExecutor.progress` builds a :class:`ProgressView` after
+each poll; the executor saves it next to its state, so the UI progress page and
+``kafka-reassign status`` read the same numbers the run acted on.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+from kafka_reassign.throttle.specs import fmt_bytes
+
+#: Per-step rows kept in a view: the steps in flight and the dead ones are always shown;
+#: this many recently finished ones besides.
+RECENT_DONE_ROWS = 20
+
+
+@dataclass
+class StepRow:
+    """One step in the view.
+
+    :param name: "topic-partition"
+    :param step: "i/n" among the partition's steps
+    :param status: queued, in_flight, done or an outcome of a dead step (stalled, failed, timed_out)
+    :param message: the outcome's message (why it is waiting, why it failed)
+    """
+
+    name: str
+    step: str
+    status: str
+    current: list[int]
+    target: list[int]
+    bytes_total: int = 0
+    bytes_left: int = 0
+    submitted_at: float | None = None
+    message: str = ""
+
+
+_ROW_FIELDS = tuple(f.name for f in fields(StepRow))
+
+
+@dataclass
+class ProgressView:
+    """A run's progress at one poll.
+
+    :param outcome: the run's :class:`~kafka_reassign.execution.outcome.Outcome` value
+    :param bytes_total: bytes the whole plan copies
+    :param bytes_moved: bytes copied so far (finished steps and the in-flight ones' progress)
+    :param rate_bytes_per_sec: copy rate over the last polls (None until two polls)
+    :param eta_seconds: bytes left / rate (None when unknown)
+    :param rows: steps in flight, dead steps and the most recently finished ones
+    """
+
+    run_id: str = ""
+    outcome: str = "in_progress"
+    message: str = ""
+    steps_total: int = 0
+    steps_done: int = 0
+    steps_in_flight: int = 0
+    steps_queued: int = 0
+    steps_dead: int = 0
+    partitions_total: int = 0
+    partitions_done: int = 0
+    bytes_total: int = 0
+    bytes_moved: int = 0
+    bytes_left: int = 0
+    rate_bytes_per_sec: float | None = None
+    eta_seconds: float | None = None
+    started_at: float | None = None
+    first_submit_at: float | None = None
+    updated_at: float = 0.0
+    polls: int = 0
+    throttle_bytes_per_sec: int | None = None
+    rows: list[StepRow] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome != "in_progress"
+
+    def summary(self) -> str:
+        """One line: steps done / in flight / queued, bytes, rate, ETA."""
+        rate = f"{fmt_bytes(self.rate_bytes_per_sec)}/s" if self.rate_bytes_per_sec is not None else "n/a"
+        eta = f"{self.eta_seconds:.0f} s" if self.eta_seconds is not None else "unknown"
+        s = (f"{self.steps_done}/{self.steps_total} steps done, {self.steps_in_flight} in flight, "
+             f"{self.steps_queued} queued; moved {fmt_bytes(self.bytes_moved)} of {fmt_bytes(self.bytes_total)}, "
+             f"{fmt_bytes(self.bytes_left)} left, rate {rate}, ETA {eta}")
+        if self.steps_dead:
+            s += f"; {self.steps_dead} step(s) {self.outcome.upper()}: {self.message}"
+        return s
+
+    def format_table(self) -> str:
+        """The steps in flight (and dead ones) as a table, then the summary line."""
+        headers = ("Partition", "Step", "Status", "Replicas", "Left")
+        rows = [(r.name, r.step, r.status, f"{r.current} -> {r.target}", fmt_bytes(r.bytes_left))
+                for r in self.rows if r.status != "done"]
+        widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(headers)]
+        line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+        out = [line(headers), "-" * (sum(widths) + 2 * (len(widths) - 1))] if rows else []
+        out += [line(r) for r in rows]
+        out.append(self.summary())
+        return "\n".join(out)
+
+    def to_json(self) -> dict[str, Any]:
+        # Saved after every poll: plain field copies (dataclasses.asdict deep-copies, slowly).
+        d = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "rows"}
+        d["rows"] = [{f: getattr(r, f) for f in _ROW_FIELDS} for r in self.rows]
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | str) -> "ProgressView":
+        if isinstance(d, str):
+            d = json.loads(d)
+        d = dict(d)
+        rows = [StepRow(**r) for r in d.pop("rows", [])]
+        known = set(cls.__dataclass_fields__)
+        return cls(rows=rows, **{k: v for k, v in d.items() if k in known})

@@ -1,0 +1,407 @@
+"""How long replica moves take under a KIP-73 throttle, counting Kafka's quota accounting.
+
+The one time estimator of the project (dry runs, plan summaries, the UI and the pre-flight
+stall check all read it). What it models, as Kafka does it:
+
+* A broker's *leader* quota (``leader.replication.throttled.rate``) records the bytes of
+  every follower fetch it answers for a throttled partition, from in-sync and out-of-sync
+  followers alike; only the out-of-sync ones are held back when the quota is exceeded
+  (``ReplicaManager`` / ``KafkaApis`` in apache/kafka: the response size of all throttled
+  partitions is recorded, the ISR check only decides who waits). The throttled-replica lists
+  of a run are set for all of its moving partitions at once, so every in-sync follower of a
+  moving partition eats ``P`` bytes/s of its leader's quota for the whole run.
+* A broker's *follower* quota (``follower.replication.throttled.rate``) records the fetches
+  of its throttled replicas, again in sync or not: a new replica that caught up keeps
+  costing ``P`` on its broker.
+* So a partition written at ``P`` with ``k`` in-sync followers, moving alone through a
+  leader with throttle ``R``, catches up at ``R - (k+1)P``: it never finishes (stalls) once
+  ``R <= (k+1)P`` and otherwise takes about ``S / (R - (k+1)P)`` for ``S`` bytes.
+* KIP-113 moves between log dirs use ``replica.alter.log.dirs.io.max.bytes.per.second``;
+  the future replica must beat the produce rate too: ``S / (R_dir - P)``.
+
+Per broker, moves through it share its quotas; the run takes as long as its busiest broker.
+The *throttle bound* is the busiest broker's bytes (in or out) divided by its throttle: no
+schedule can beat it, and the ratio ``estimate / bound`` says how much in-sync traffic and
+produce rates cost on top.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from kafka_reassign.cluster.state import ClusterState, TopicPartition
+
+#: Network capacity assumed per broker when the snapshot does not say (1 Gbit/s), as the simulator.
+DEFAULT_NETWORK_BYTES_PER_SEC = 125_000_000.0
+INF = math.inf
+
+SOURCE_FORMULA = "formula"
+SOURCE_REHEARSAL = "rehearsal"
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    """``3725`` -> ``1h 02m 05s``; ``inf`` -> ``never (stalls)``."""
+    if seconds is None:
+        return "unknown"
+    if math.isinf(seconds):
+        return "never (stalls)"
+    s = int(round(seconds))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    if h:
+        return f"{h}h {m:02d}m {sec:02d}s"
+    if m:
+        return f"{m}m {sec:02d}s"
+    return f"{seconds:.1f}s" if seconds < 10 else f"{sec}s"
+
+
+@dataclass(frozen=True)
+class StepLoad:
+    """What one KIP-435 step costs the brokers it crosses.
+
+    :param key: (topic, partition)
+    :param leader: the broker the new replicas fetch from (the current leader)
+    :param adding: brokers receiving a new replica
+    :param size_bytes: bytes each new replica copies (the partition's size)
+    :param produce: bytes/s written to the partition
+    :param in_sync_followers: followers in the ISR now, each fetching ``produce`` bytes/s
+    :param dir_brokers: brokers moving the replica between their own log dirs (KIP-113)
+    """
+
+    key: TopicPartition
+    leader: int
+    adding: tuple[int, ...]
+    size_bytes: int
+    produce: float
+    in_sync_followers: int
+    dir_brokers: tuple[int, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.key[0]}-{self.key[1]}"
+
+
+def step_loads(steps: Iterable[Any], state: ClusterState) -> list[StepLoad]:
+    """One :class:`StepLoad` per step (StepMove-like objects), in the given order.
+
+    :param steps: objects with topic, partition, current, target, size_bytes[, log_dirs]
+    :param state: the cluster as read before the run (leaders, ISR, produce rates)
+    """
+    out = []
+    for s in steps:
+        current, target = tuple(s.current), tuple(s.target)
+        p = state.partition(s.topic, s.partition)
+        leader = p.leader if p is not None and p.leader in current else (current[0] if current else -1)
+        isr = p.isr if p is not None else current
+        produce = p.bytes_in_per_sec if p is not None else 0.0
+        size = int(getattr(s, "size_bytes", 0) or (p.size_bytes if p is not None else 0))
+        adding = tuple(b for b in target if b not in current)
+        dirs: tuple[int, ...] = ()
+        log_dirs = getattr(s, "log_dirs", None)
+        if current == target and log_dirs:
+            dirs = tuple(b for b, d in zip(target, log_dirs) if d != "any")
+        out.append(StepLoad(key=(s.topic, s.partition), leader=leader, adding=adding, size_bytes=size,
+                            produce=produce, in_sync_followers=sum(1 for b in isr if b != leader and b in current),
+                            dir_brokers=dirs))
+    return out
+
+
+@dataclass(frozen=True)
+class QuotaLoad:
+    """In-sync replication traffic recorded in each broker's quotas while the run's throttle is set.
+
+    :param leader: broker -> bytes/s its in-sync followers fetch from it for throttled partitions
+    :param follower: broker -> bytes/s its new replicas fetch once in sync (all of them, end of run)
+    :param per_step: the throttled-replica lists name only the moves in flight (an executor that
+        updates them per step): a move then shares its quotas only with moves in flight beside
+        it, which the formula leaves to the rehearsal, and counts its own in-sync followers
+    """
+
+    leader: dict[int, float]
+    follower: dict[int, float]
+    per_step: bool = False
+
+    def leader_in_sync(self, ld: StepLoad) -> float:
+        """In-sync bytes/s recorded in the leader quota of ``ld``'s leader while it moves."""
+        return ld.in_sync_followers * ld.produce if self.per_step else self.leader.get(ld.leader, 0.0)
+
+
+def quota_load(loads: Iterable[StepLoad], per_step: bool = False) -> QuotaLoad:
+    """The in-sync load the throttled partitions of the run put on their brokers' quotas.
+
+    A partition counts once however many steps it has (its throttle is set once).
+
+    :param per_step: the throttle lists name only the moves in flight (see :class:`QuotaLoad`)
+    """
+    leader: dict[int, float] = {}
+    follower: dict[int, float] = {}
+    if per_step:
+        return QuotaLoad(leader=leader, follower=follower, per_step=True)
+    seen: set[TopicPartition] = set()
+    new_replicas: set[tuple[TopicPartition, int]] = set()
+    for ld in loads:
+        if not ld.adding:
+            continue
+        if ld.key not in seen:
+            seen.add(ld.key)
+            leader[ld.leader] = leader.get(ld.leader, 0.0) + ld.in_sync_followers * ld.produce
+        for b in ld.adding:
+            if (ld.key, b) not in new_replicas:
+                new_replicas.add((ld.key, b))
+                follower[b] = follower.get(b, 0.0) + ld.produce
+    return QuotaLoad(leader=leader, follower=follower)
+
+
+@dataclass
+class Estimate:
+    """A predicted moving time and where it comes from.
+
+    :param seconds: predicted moving time (``inf``: some move never finishes)
+    :param bound_seconds: busiest broker's bytes / its throttle (no schedule is faster)
+    :param source: ``formula`` (KIP-73 with in-sync traffic) or ``rehearsal`` (simulated run)
+    :param busiest_broker: the broker that sets the bound
+    :param bytes_total: bytes all new replicas copy
+    :param broker_seconds: broker -> predicted busy time
+    :param stalled: partitions that never finish at this throttle
+    :param detail: free-form extra figures (rehearsal: ratio, CPU, ...)
+    """
+
+    seconds: float
+    bound_seconds: float
+    source: str = SOURCE_FORMULA
+    busiest_broker: int | None = None
+    bytes_total: int = 0
+    broker_seconds: dict[int, float] = field(default_factory=dict)
+    stalled: list[str] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        """Estimate / throttle bound (1.0 = as fast as the throttle allows)."""
+        if not self.bound_seconds or math.isinf(self.seconds):
+            return None
+        return self.seconds / self.bound_seconds
+
+    def describe(self) -> str:
+        """One line for dry runs, plan summaries and logs; says where the figure comes from."""
+        how = ("rehearsal on a simulated copy of the cluster" if self.source == SOURCE_REHEARSAL
+               else "KIP-73 formula, in-sync replication counted in the throttle")
+        if math.isinf(self.seconds):
+            return (f"estimated moving time: never, {len(self.stalled)} move(s) stall "
+                    f"({', '.join(self.stalled[:5])}{'...' if len(self.stalled) > 5 else ''}) [{how}]")
+        extra = ""
+        if self.ratio is not None:
+            extra = f", {self.ratio:.2f}x the throttle bound {fmt_seconds(self.bound_seconds)}"
+            if self.busiest_broker is not None:
+                extra += f" (broker {self.busiest_broker})"
+        return f"estimated moving time: {fmt_seconds(self.seconds)}{extra} [{how}]"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seconds": None if math.isinf(self.seconds) else round(self.seconds, 3),
+                "bound_seconds": round(self.bound_seconds, 3), "source": self.source,
+                "ratio": None if self.ratio is None else round(self.ratio, 4),
+                "busiest_broker": self.busiest_broker, "bytes_total": self.bytes_total,
+                "broker_seconds": {str(b): (None if math.isinf(v) else round(v, 3))
+                                   for b, v in sorted(self.broker_seconds.items())},
+                "stalled": list(self.stalled), "detail": dict(self.detail), "text": self.describe()}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Estimate":
+        return cls(seconds=INF if d.get("seconds") is None else float(d["seconds"]),
+                   bound_seconds=float(d.get("bound_seconds") or 0.0), source=d.get("source", SOURCE_FORMULA),
+                   busiest_broker=d.get("busiest_broker"), bytes_total=int(d.get("bytes_total") or 0),
+                   broker_seconds={int(b): (INF if v is None else float(v))
+                                   for b, v in (d.get("broker_seconds") or {}).items()},
+                   stalled=list(d.get("stalled") or []), detail=dict(d.get("detail") or {}))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-broker rates the estimate runs against.
+
+    :param rate: replication throttle (None = not throttled)
+    :param log_dir_rate: KIP-113 throttle (None = ``rate``)
+    :param broker_rates: broker -> effective throttle where it differs from ``rate`` (a lower
+        rate someone else set and the run keeps)
+    :param network: broker -> network bytes/s (default 1 Gbit/s)
+    """
+
+    rate: float | None
+    log_dir_rate: float | None = None
+    broker_rates: Mapping[int, float] = field(default_factory=dict)
+    network: Mapping[int, float] = field(default_factory=dict)
+
+    def throttle(self, broker: int) -> float:
+        r = self.broker_rates.get(broker, self.rate)
+        return INF if r is None else float(r)
+
+    def dir_throttle(self, broker: int) -> float:
+        r = self.log_dir_rate if self.log_dir_rate is not None else self.throttle(broker)
+        return INF if r is None else float(r)
+
+    def capacity(self, broker: int) -> float:
+        return float(self.network.get(broker, DEFAULT_NETWORK_BYTES_PER_SEC))
+
+
+def _drain(seconds: float, size: float, budget: float, produce: float) -> float:
+    """Time to copy ``size`` bytes with ``budget`` bytes/s while the source grows at ``produce``."""
+    if size <= 0:
+        return seconds
+    net = budget - produce
+    return INF if net <= 0 else seconds + size / net
+
+
+def broker_times(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | None = None,
+                 follower_base: Mapping[int, float] | None = None) -> dict[int, float]:
+    """Seconds each broker spends on ``loads`` (moves through one broker share its quotas).
+
+    :param loads: the steps (of one batch, or of the whole run)
+    :param limits: throttles and network capacities
+    :param quota: in-sync load of the whole run (default: from ``loads``)
+    :param follower_base: broker -> follower-quota load already in sync before these steps
+    """
+    quota = quota or quota_load(loads)
+    done_in = dict(follower_base or {})
+    # Leader (outbound), follower (inbound) and log-dir quotas are separate: one clock each.
+    sides: dict[tuple[int, str], float] = {}
+    for ld in loads:
+        if ld.adding:
+            lb = ld.leader
+            budget = min(limits.throttle(lb), limits.capacity(lb)) - quota.leader_in_sync(ld)
+            sides[(lb, "out")] = _drain(sides.get((lb, "out"), 0.0), ld.size_bytes * len(ld.adding), budget,
+                                        ld.produce * len(ld.adding))
+            for b in ld.adding:
+                budget = min(limits.throttle(b), limits.capacity(b)) - done_in.get(b, 0.0)
+                sides[(b, "in")] = _drain(sides.get((b, "in"), 0.0), ld.size_bytes, budget, ld.produce)
+                if not quota.per_step:  # in sync and still listed: it keeps costing P
+                    done_in[b] = done_in.get(b, 0.0) + ld.produce
+        for b in ld.dir_brokers:
+            sides[(b, "dir")] = _drain(sides.get((b, "dir"), 0.0), ld.size_bytes, limits.dir_throttle(b), ld.produce)
+    times: dict[int, float] = {}
+    for (b, _side), secs in sides.items():
+        times[b] = max(times.get(b, 0.0), secs)
+    return times
+
+
+def throttle_bound(loads: Iterable[StepLoad], limits: Limits) -> tuple[float, int | None]:
+    """(busiest broker's bytes in or out / its throttle, that broker); 0 when nothing is copied."""
+    moved_in: dict[int, float] = {}
+    moved_out: dict[int, float] = {}
+    for ld in loads:
+        for b in ld.adding:
+            moved_in[b] = moved_in.get(b, 0.0) + ld.size_bytes
+            moved_out[ld.leader] = moved_out.get(ld.leader, 0.0) + ld.size_bytes
+        for b in ld.dir_brokers:
+            moved_in[b] = moved_in.get(b, 0.0) + ld.size_bytes
+    best, who = 0.0, None
+    for side in (moved_in, moved_out):
+        for b, n in side.items():
+            cap = min(limits.throttle(b), limits.capacity(b))
+            secs = n / cap if cap > 0 else INF
+            if secs > best:
+                best, who = secs, b
+    return best, who
+
+
+def estimate_batches(batches: Sequence[Sequence[Any]], state: ClusterState, limits: Limits,
+                     pipelined: bool = False, per_step: bool = False) -> tuple[Estimate, list[float]]:
+    """Estimate a run made of batches of steps.
+
+    :param batches: the steps of each batch, in execution order
+    :param state: leaders, ISR and produce rates before the run
+    :param limits: throttles and capacities
+    :param pipelined: moves start as soon as their broker has room (a sliding window): the run
+        takes as long as its busiest broker; otherwise each batch waits for the previous one
+        and the run is the sum of the batches' busiest brokers
+    :param per_step: the throttle lists name only the moves in flight (see :class:`QuotaLoad`)
+    :returns: (the estimate, seconds per batch)
+    """
+    per_batch = [step_loads(b, state) for b in batches]
+    everything = [ld for b in per_batch for ld in b]
+    quota = quota_load(everything, per_step)
+    follower_base: dict[int, float] = {}
+    batch_secs: list[float] = []
+    for loads in per_batch:
+        times = broker_times(loads, limits, quota, follower_base)
+        batch_secs.append(max(times.values(), default=0.0))
+        for ld in loads:
+            for b in ld.adding if not per_step else ():
+                follower_base[b] = follower_base.get(b, 0.0) + ld.produce
+    whole = broker_times(everything, limits, quota)
+    bound, busiest = throttle_bound(everything, limits)
+    seconds = max(whole.values(), default=0.0) if pipelined else sum(batch_secs)
+    stalled = stalled_moves(everything, limits, quota)
+    if stalled:
+        seconds = INF
+    return (Estimate(seconds=seconds, bound_seconds=bound, busiest_broker=busiest,
+                     bytes_total=sum(ld.size_bytes * (len(ld.adding) or len(ld.dir_brokers)) for ld in everything),
+                     broker_seconds=whole, stalled=stalled), batch_secs)
+
+
+def stalled_moves(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | None = None) -> list[str]:
+    """Partitions whose new replica can never catch up (see :func:`stall_points`)."""
+    out = []
+    for point in stall_points(loads, limits, quota):
+        if point.stalls:
+            out.append(point.name)
+    return sorted(set(out))
+
+
+@dataclass(frozen=True)
+class StallPoint:
+    """Where a move stops making progress.
+
+    :param name: partition ``topic-p``
+    :param broker: the broker whose quota runs out
+    :param side: ``leader`` (its leader quota) or ``follower`` (the receiving broker's quota)
+        or ``log_dir`` (KIP-113 copy)
+    :param produce: the partition's produce rate (bytes/s)
+    :param in_sync: in-sync load already recorded in that quota (bytes/s), the move's own
+        in-sync followers included
+    :param needed: the throttle must be above this for the move to finish
+    :param throttle: the throttle the run would have on that broker
+    """
+
+    name: str
+    broker: int
+    side: str
+    produce: float
+    in_sync: float
+    needed: float
+    throttle: float
+
+    @property
+    def stalls(self) -> bool:
+        return self.throttle <= self.needed
+
+    @property
+    def catch_up(self) -> float:
+        """Bytes/s the new replica gains on the log end when it moves alone."""
+        return self.throttle - self.needed
+
+
+def stall_points(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | None = None) -> list[StallPoint]:
+    """For each copying step: the throttle it needs on its leader and on each receiving broker.
+
+    Leader side: ``R > (in-sync load of every throttled partition it leads) + P``; for a
+    partition alone (or with per-step throttle lists) that is ``(k+1)P``. Follower side, for
+    the last move into a broker: ``R >`` the produce rates of all new replicas it receives (the
+    others are in sync by then), or ``P`` with per-step lists.
+    """
+    quota = quota or quota_load(loads)
+    out: list[StallPoint] = []
+    for ld in loads:
+        if ld.produce <= 0:
+            continue
+        if ld.adding:
+            used = quota.leader_in_sync(ld)
+            out.append(StallPoint(ld.name, ld.leader, "leader", ld.produce, used,
+                                  used + ld.produce * len(ld.adding), limits.throttle(ld.leader)))
+            for b in ld.adding:
+                total = ld.produce if quota.per_step else quota.follower.get(b, 0.0)
+                out.append(StallPoint(ld.name, b, "follower", ld.produce, total - ld.produce, total,
+                                      limits.throttle(b)))
+        for b in ld.dir_brokers:
+            out.append(StallPoint(ld.name, b, "log_dir", ld.produce, 0.0, ld.produce, limits.dir_throttle(b)))
+    return out

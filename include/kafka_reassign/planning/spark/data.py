@@ -1,0 +1,284 @@
+"""Where the per-replica data lives: Spark (any master) or, for small clusters, local pandas.
+
+Both engines read the snapshot-lines file themselves and expose the same four steps, each
+returning small pandas frames (brokers-, groups- or moves-sized) to the driver:
+
+* :meth:`loads` - bytes, replicas, leaders and produce rate per (broker, log dir), totals, and
+  the partition rows the plan cannot use (unknown brokers, missing sizes...);
+* :meth:`search` - the move search, one task per broker group (:func:`search.search_group`);
+* :meth:`changes` - moves applied and leaders chosen, one task per partition group
+  (:func:`leaders.choose_leaders`), returning only partitions whose replica list changes.
+
+The same pandas functions run in the Spark tasks and in the local engine, so the two agree.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kafka_reassign.errors import Problem
+from kafka_reassign.planning.spark.leaders import CHANGE_COLUMNS, CHANGE_SCHEMA, LeaderInputs, choose_leaders
+from kafka_reassign.planning.spark.search import MOVE_SCHEMA, SearchInputs, search_group
+from kafka_reassign.planning.spark.spark_session import _quiet
+
+PARTITION_SCHEMA = ("topic string, partition int, replicas array<int>, log_dirs array<string>, "
+                    "size_bytes double, bytes_in_per_sec double, leader int")
+MAX_EXAMPLES = 10
+
+
+def _task(fn: Any, inputs: Any) -> Any:
+    """``fn(pdf, inputs)`` as the one-argument function ``applyInPandas`` wants (a closure, so
+    Spark does not try to read type hints off a ``functools.partial``)."""
+    def run(pdf):  # noqa: ANN001, ANN202 - no hints: Spark infers the UDF kind from them
+        return fn(pdf, inputs)
+    return run
+
+
+def _crc(topic: str, partition: int) -> int:
+    import zlib
+
+    return zlib.crc32(f"{topic}-{partition}".encode("utf-8"))
+
+
+def _problem_text(kind: str, topic: Any, partition: Any, detail: Any) -> Problem:
+    where = f"{topic}-{partition}"
+    reasons = {"no_partition": "has no partition id", "no_replicas": "has no replicas",
+               "missing_size": "has no size_bytes (the snapshot must carry partition sizes)",
+               "negative_size": f"size_bytes is negative ({detail})",
+               "unknown_broker": f"replicas {detail} name brokers that are not in the header's brokers",
+               "duplicate_replica": f"a broker appears twice in replicas {detail}",
+               "unknown_topic": "its topic is not in the header's topics",
+               "log_dirs_length": f"log_dirs {detail} do not match the replicas",
+               "duplicate_partition": f"appears {detail} times"}
+    return Problem(f"partition {where}", reasons.get(kind, kind), kind)
+
+
+class SparkData:
+    """The snapshot-lines file as Spark DataFrames.
+
+    :param spark: a SparkSession (its master decides where the work runs)
+    :param path: the snapshot-lines file (any URI Spark reads)
+    :param header: its header (brokers, topics)
+    """
+
+    def __init__(self, spark: Any, path: str, header: dict[str, Any]) -> None:
+        from pyspark.sql import functions as F
+
+        self.spark = spark
+        self.brokers = [int(b["id"]) for b in header["brokers"]]
+        self.topics = [str(t["name"]) for t in header["topics"]]
+        raw = spark.read.schema(PARTITION_SCHEMA).json(str(path))
+        self.parts = (raw.where(F.col("topic").isNotNull() | F.col("replicas").isNotNull())
+                      .withColumn("crc", F.crc32(F.concat_ws("-", "topic", F.col("partition").cast("string"))))
+                      .persist())
+
+    def _kind(self) -> tuple[Any, Any]:
+        """Per partition row: the first problem's kind (null when usable) and its detail.
+        Duplicate (topic, partition) rows are caught by the leader stage, which groups by them."""
+        from pyspark.sql import functions as F
+
+        # isin over many literals becomes a hash-set lookup (Spark's InSet), not a scan per row
+        known = self.brokers
+        reps = F.col("replicas")
+        checks = [
+            ("no_partition", F.col("partition").isNull(), F.lit(None)),
+            ("no_replicas", reps.isNull() | (F.size(reps) <= 0), F.lit(None)),
+            ("missing_size", F.col("size_bytes").isNull(), F.lit(None)),
+            ("negative_size", F.col("size_bytes") < 0, F.col("size_bytes").cast("string")),
+            ("unknown_broker", F.exists(reps, lambda x: ~x.isin(known)), F.to_json(reps)),
+            ("duplicate_replica", F.size(F.array_distinct(reps)) != F.size(reps), F.to_json(reps)),
+            ("unknown_topic", ~F.col("topic").isin(self.topics), F.lit(None)),
+            ("log_dirs_length", F.col("log_dirs").isNotNull() & (F.size("log_dirs") != F.size(reps)),
+             F.to_json("log_dirs")),
+        ]
+        kind = F.coalesce(*[F.when(c, F.lit(k)) for k, c, _ in checks])
+        detail = F.coalesce(*[F.when(c, d.cast("string")) for _, c, d in checks])
+        return kind, detail
+
+    @_quiet
+    def loads(self) -> tuple[Any, dict[str, float], list[Problem]]:
+        """(per (broker, log_dir) loads, totals, problems) from one scan of the file (which also
+        caches the parsed partitions for the next stages); examples of unusable rows are
+        fetched by a second job only when there are some."""
+        from pyspark.sql import functions as F
+
+        kind, detail = self._kind()
+        r = (self.parts.withColumn("kind", kind)
+             .select("size_bytes", "bytes_in_per_sec", "kind", "log_dirs",
+                     F.posexplode_outer("replicas").alias("pos", "broker"))
+             .withColumn("log_dir", F.coalesce(F.col("log_dirs")[F.col("pos")], F.lit("any"))))
+        lead = F.col("pos") == 0
+        per = (r.groupBy("kind", "broker", "log_dir")
+               .agg(F.sum("size_bytes").alias("bytes"), F.count("*").alias("replicas"),
+                    F.sum(lead.cast("int")).alias("leaders"),
+                    F.sum(F.when(lead, F.col("bytes_in_per_sec")).otherwise(0.0)).alias("bytes_in"),
+                    F.sum(F.when(lead, F.col("size_bytes")).otherwise(0.0)).alias("partition_bytes"),
+                    F.max("pos").alias("max_pos"))
+               .toPandas())
+        if per["kind"].notna().any():
+            bad = (self.parts.select("topic", "partition", kind.alias("kind"), detail.alias("detail"))
+                   .where(F.col("kind").isNotNull()).limit(MAX_EXAMPLES * 4).collect())
+            return per, {}, [_problem_text(x["kind"], x["topic"], x["partition"], x["detail"]) for x in bad]
+        per = per.drop(columns=["kind"])
+        return per, _totals(per), []
+
+    def _candidates(self, limits: dict[int, tuple[str, float]], exclude_topics: set[str]) -> Any:
+        from pyspark.sql import functions as F
+
+        lim = self.spark.createDataFrame([(b, g, float(x)) for b, (g, x) in limits.items()],
+                                         "broker int, grp string, max_size double")
+        r = (self.parts.select("topic", "partition", "size_bytes", "crc", "replicas",
+                               F.posexplode("replicas").alias("pos", "broker"))
+             .join(F.broadcast(lim), "broker"))
+        if exclude_topics:
+            r = r.where(~F.col("topic").isin(sorted(exclude_topics)))
+        return (r.where(F.col("size_bytes") <= F.col("max_size"))
+                .select("grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas", "crc"))
+
+    @_quiet
+    def search(self, limits: dict[int, tuple[str, float]], exclude_topics: set[str],
+               inputs: SearchInputs) -> Any:
+        """The moves, one Spark task per broker group."""
+        cand = self._candidates(limits, exclude_topics)
+        return cand.groupBy("grp").applyInPandas(_task(search_group, inputs), MOVE_SCHEMA).toPandas()
+
+    @_quiet
+    def changes(self, moves: Any, exclude_topics: set[str], inputs: LeaderInputs) -> Any:
+        """Partitions whose replica list changes (moves applied, leaders chosen)."""
+        from pyspark.sql import functions as F
+
+        parts = self.parts
+        if exclude_topics:
+            parts = parts.where(~F.col("topic").isin(sorted(exclude_topics)))
+        parts = parts.withColumn("lgrp", F.col("crc") % inputs.groups)
+        if len(moves):
+            m = self.spark.createDataFrame(moves[["topic", "partition", "pos", "dst"]],
+                                           "topic string, partition int, pos int, dst int")
+            m = m.groupBy("topic", "partition").agg(F.collect_list("pos").alias("mpos"),
+                                                    F.collect_list("dst").alias("mdst"))
+            parts = parts.join(m, ["topic", "partition"], "left")
+        else:
+            parts = (parts.withColumn("mpos", F.lit(None).cast("array<int>"))
+                     .withColumn("mdst", F.lit(None).cast("array<int>")))
+        cols = parts.select("lgrp", "topic", "partition", "replicas", "mpos", "mdst", "size_bytes")
+        out = cols.groupBy("lgrp").applyInPandas(_task(choose_leaders, inputs), CHANGE_SCHEMA)
+        return out.toPandas()
+
+    def close(self) -> None:
+        self.parts.unpersist()
+
+
+def _totals(per: Any) -> dict[str, float]:
+    """Partitions, bytes of all partitions (each once) and the largest replication factor."""
+    return {"partitions": float(per["leaders"].sum()), "partition_bytes": float(per["partition_bytes"].sum()),
+            "max_rf": float(per["max_pos"].max() + 1) if len(per) else 0.0}
+
+
+class LocalData:
+    """The same steps in pandas on the driver, for small clusters and tests without a JVM.
+
+    :param path: the snapshot-lines file
+    :param header: its header
+    """
+
+    def __init__(self, path: str, header: dict[str, Any]) -> None:
+        import pandas as pd
+
+        self.brokers = {int(b["id"]) for b in header["brokers"]}
+        self.topics = {str(t["name"]) for t in header["topics"]}
+        rows = []
+        with open(path, encoding="utf-8") as f:
+            next(f)
+            for line in f:
+                if line.strip():
+                    d = json.loads(line)
+                    rows.append({k: d.get(k) for k in ("topic", "partition", "replicas", "log_dirs",
+                                                       "size_bytes", "bytes_in_per_sec", "leader")})
+        cols = ["topic", "partition", "replicas", "log_dirs", "size_bytes", "bytes_in_per_sec", "leader"]
+        self.parts = pd.DataFrame(rows, columns=cols)
+        self.parts["crc"] = [_crc(t, p) for t, p in zip(self.parts["topic"], self.parts["partition"])]
+
+    def problems(self) -> list[Problem]:
+        out: list[Problem] = []
+        seen: dict[tuple[Any, Any], int] = {}
+        for t, p, reps, dirs, size in zip(self.parts["topic"], self.parts["partition"],
+                                          self.parts["replicas"], self.parts["log_dirs"],
+                                          self.parts["size_bytes"]):
+            seen[(t, p)] = seen.get((t, p), 0) + 1
+            kind, detail = None, None
+            if p is None or p != p:  # None, or NaN in a column pandas made float
+                kind = "no_partition"
+            elif not isinstance(reps, list) or not reps:
+                kind = "no_replicas"
+            elif size is None or size != size:
+                kind = "missing_size"
+            elif size < 0:
+                kind, detail = "negative_size", size
+            elif set(reps) - self.brokers:
+                kind, detail = "unknown_broker", json.dumps(reps)
+            elif len(set(reps)) != len(reps):
+                kind, detail = "duplicate_replica", json.dumps(reps)
+            elif t not in self.topics:
+                kind = "unknown_topic"
+            elif dirs is not None and len(dirs) != len(reps):
+                kind, detail = "log_dirs_length", json.dumps(dirs)
+            if kind and len(out) < MAX_EXAMPLES * 4:
+                out.append(_problem_text(kind, t, p, detail))
+        dups = [(k, n) for k, n in seen.items() if n > 1][:MAX_EXAMPLES]
+        return out + [_problem_text("duplicate_partition", t, p, n) for (t, p), n in dups]
+
+    def _replicas(self) -> Any:
+        r = self.parts.assign(pos=[list(range(len(x))) for x in self.parts["replicas"]],
+                              broker=self.parts["replicas"]).explode(["pos", "broker"])
+        r["pos"] = r["pos"].astype(int)
+        r["broker"] = r["broker"].astype(int)
+        r["log_dir"] = [d[p] if isinstance(d, list) and d[p] else "any"
+                        for d, p in zip(r["log_dirs"], r["pos"])]
+        return r
+
+    def loads(self) -> tuple[Any, dict[str, float], list[Problem]]:
+        problems = self.problems()
+        if problems:
+            return None, {}, problems
+        r = self._replicas()
+        r["leaders"] = (r["pos"] == 0).astype(int)
+        r["bytes_in"] = r["bytes_in_per_sec"].fillna(0.0) * r["leaders"]
+        r["partition_bytes"] = r["size_bytes"] * r["leaders"]
+        per = (r.groupby(["broker", "log_dir"], as_index=False)
+               .agg(bytes=("size_bytes", "sum"), replicas=("pos", "size"), leaders=("leaders", "sum"),
+                    bytes_in=("bytes_in", "sum"), partition_bytes=("partition_bytes", "sum"),
+                    max_pos=("pos", "max")))
+        return per, _totals(per), []
+
+    def _candidates(self, limits: dict[int, tuple[str, float]], exclude_topics: set[str]) -> Any:
+        r = self._replicas()
+        r = r[r["broker"].isin(list(limits)) & ~r["topic"].isin(exclude_topics)].copy()
+        r["grp"] = [limits[b][0] for b in r["broker"]]
+        r = r[r["size_bytes"] <= [limits[b][1] for b in r["broker"]]]
+        return r[["grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas", "crc"]]
+
+    def search(self, limits: dict[int, tuple[str, float]], exclude_topics: set[str],
+               inputs: SearchInputs) -> Any:
+        import pandas as pd
+
+        cand = self._candidates(limits, exclude_topics)
+        parts = [search_group(g, inputs) for _, g in cand.groupby("grp", sort=True)]
+        return pd.concat(parts, ignore_index=True) if parts else search_group(cand, inputs)
+
+    def changes(self, moves: Any, exclude_topics: set[str], inputs: LeaderInputs) -> Any:
+        import pandas as pd
+
+        parts = self.parts[~self.parts["topic"].isin(exclude_topics)].copy()
+        by_key: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+        for t, p, pos, dst in zip(moves["topic"], moves["partition"], moves["pos"], moves["dst"]):
+            e = by_key.setdefault((t, int(p)), ([], []))
+            e[0].append(int(pos))
+            e[1].append(int(dst))
+        parts["mpos"] = [by_key.get((t, int(p)), (None, None))[0] for t, p in zip(parts["topic"], parts["partition"])]
+        parts["mdst"] = [by_key.get((t, int(p)), (None, None))[1] for t, p in zip(parts["topic"], parts["partition"])]
+        parts["lgrp"] = parts["crc"] % inputs.groups
+        out = [choose_leaders(g, inputs) for _, g in parts.groupby("lgrp", sort=True)]
+        return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=list(CHANGE_COLUMNS))
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,237 @@
+"""The driver flow of the balancing goals (rebalance, add-brokers, remove-brokers), top to bottom.
+
+1. read the header of the snapshot-lines file (brokers, topics) and check the goal against it;
+2. the engine (Spark, or pandas for small clusters) reads the partition lines itself and reports
+   unusable rows (unknown brokers, missing sizes...);
+3. loads per broker (a Spark aggregate) -> targets, lower bounds and each rack's quotas (driver,
+   brokers-sized); infeasible goals and capacities stop here;
+4. the move search runs as one Spark task per rack (:mod:`.search`), refused up front if a task
+   would not fit;
+5. moves applied and leaders chosen as Spark tasks over partition groups (:mod:`.leaders`);
+   only changed partitions come back;
+6. reconcile on the driver (:mod:`.reconcile`): every rule checked, log dirs, executor order;
+7. the summary (:mod:`.report`).
+
+Steps 2-5 run under a deadline (``timeout_seconds``). Driver memory grows with brokers + moves.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_reassign.errors import Problem, SnapshotError
+from kafka_reassign.planning.spark.assignor import PlanOptions
+from kafka_reassign.errors import ConstraintError, GoalError
+from kafka_reassign.planning.spark.guard import check_task_sizes, deadline
+from kafka_reassign.planning.spark.leaders import LeaderInputs, duplicates_in, leader_groups
+from kafka_reassign.planning.spark.loads import Loads, broker_infos, loads_after, loads_from_frame
+from kafka_reassign.planning.spark.finish import ordered_plan, rule_problems
+from kafka_reassign.planning.spark.report import build_summary
+from kafka_reassign.planning.spark.search import SearchInputs
+from kafka_reassign.planning.spark.snapshot_file import read_header
+from kafka_reassign.planning.spark.targets import (SLACK, BrokerInfo, Targets, compute_targets, fill_only,
+                                            group_quotas)
+
+
+def check_goal_header(opts: PlanOptions, brokers: dict[int, BrokerInfo], topics: set[str]) -> None:
+    """Goal options against the header: unknown brokers or topics, missing or conflicting options.
+
+    :raises GoalError: listing every problem
+    """
+    problems: list[Problem] = []
+    for name in ("brokers", "exclude_brokers"):
+        unknown = [b for b in getattr(opts, name) if b not in brokers]
+        if unknown:
+            problems.append(Problem(name, f"unknown broker ids {unknown} (the snapshot has "
+                                          f"{sorted(brokers)})", "unknown_broker"))
+    unknown_t = [t for t in opts.exclude_topics if t not in topics]
+    if unknown_t:
+        problems.append(Problem("exclude_topics", f"unknown topics {unknown_t}", "unknown_topic"))
+    both = set(opts.brokers) & set(opts.exclude_brokers)
+    if both:
+        problems.append(Problem("brokers", f"brokers {sorted(both)} are both targeted and excluded",
+                                "conflict"))
+    if opts.goal in ("add-brokers", "remove-brokers") and not opts.brokers:
+        problems.append(Problem("brokers", f"{opts.goal} needs --brokers", "missing_option"))
+    if problems:
+        raise GoalError(problems)
+
+
+def check_feasible(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Any, max_rf: int) -> None:
+    """Capacity and broker count: a goal no placement can meet is refused before any search.
+
+    :raises GoalError: naming the problem and the option involved
+    """
+    problems: list[Problem] = []
+    if len(t.placeable) < max_rf:
+        problems.append(Problem("brokers", f"only {len(t.placeable)} brokers can hold replicas "
+                                           f"(after drains, exclusions and dead brokers) for "
+                                           f"replication factor {max_rf}", "not_enough_brokers"))
+    if t.mean_util > opts.capacity_ceiling:
+        problems.append(Problem("capacity_ceiling", f"the data needs {t.mean_util:.1%} of the "
+                                                    f"placeable brokers' capacity, above "
+                                                    f"capacity_ceiling={opts.capacity_ceiling:.0%}: "
+                                                    "add brokers or disk", "capacity"))
+    full = [b for b in t.placeable if t.target[b] > brokers[b].capacity * opts.capacity_ceiling + 1]
+    if full and not problems:
+        problems.append(Problem("capacity_ceiling", f"brokers {full[:10]} would need more than "
+                                                    f"capacity_ceiling={opts.capacity_ceiling:.0%} of "
+                                                    "their capacity (racks constrain placement)",
+                                "capacity"))
+    if problems:
+        raise GoalError(problems)
+
+
+def task_sizes(quotas: dict[str, Any], counts: dict[int, int]) -> dict[str, int]:
+    """Most replicas each search task can receive: all replicas of its group's sources."""
+    return {g: sum(counts.get(b, 0) for b in q.sources) for g, q in quotas.items()}
+
+
+def _size_of(path: str) -> int | None:
+    try:
+        return os.path.getsize(path)
+    except OSError:  # a URI only Spark can read
+        return None
+
+
+def open_engine(opts: PlanOptions, spark: Any, path: str, header: dict[str, Any]) -> tuple[Any, Any]:
+    """(engine, spark session or None) for ``opts.engine``."""
+    from kafka_reassign.planning.spark.data import LocalData, SparkData
+
+    if opts.engine == "local":
+        return LocalData(path, header), None
+    from kafka_reassign.planning.spark.spark_session import get_spark, ship_package
+
+    if spark is None:
+        spark = get_spark(opts.spark_master, input_bytes=_size_of(path))
+    ship_package(spark)
+    return SparkData(spark, path, header), spark
+
+
+@dataclass
+class Run:
+    """What every stage of one plan needs: options, the header's brokers, stage timings."""
+
+    opts: PlanOptions
+    header: dict[str, Any]
+    brokers: dict[int, BrokerInfo]
+    dirs: dict[int, list[tuple[str, float]]]
+    drain: set[int]
+    exclude: set[int]
+    exclude_topics: set[str]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def timed(self, name: str, fn: Any, *args: Any) -> Any:
+        t = time.monotonic()
+        out = fn(*args)
+        self.timings[name] = round(time.monotonic() - t, 3)
+        return out
+
+
+def start(path: str, opts: PlanOptions) -> Run:
+    """Stage 1: the header (brokers, topics) and the goal checked against it."""
+    header = read_header(path)
+    brokers, dirs = broker_infos(header)
+    check_goal_header(opts, brokers, {str(t["name"]) for t in header["topics"]})
+    return Run(opts, header, brokers, dirs, set(opts.brokers) if opts.goal == "remove-brokers" else set(),
+               set(opts.exclude_brokers), set(opts.exclude_topics))
+
+
+def read_loads(engine: Any, run: Run) -> tuple[Loads, dict[str, float]]:
+    """Stage 2: the engine reads the file: per-broker loads, totals, unusable rows."""
+    per, totals, problems = engine.loads()
+    if problems:
+        raise SnapshotError(problems)
+    return loads_from_frame(per, run.dirs), totals
+
+
+def plan_targets(run: Run, before: Loads, totals: dict[str, float]) -> tuple[Targets, dict, dict]:
+    """Stage 3 (driver, brokers-sized): targets, bounds, feasibility, each rack's quotas."""
+    opts, max_rf = run.opts, int(totals["max_rf"])
+    targets = compute_targets(run.brokers, before.bytes, run.drain, run.exclude, totals["partition_bytes"], max_rf)
+    if opts.goal == "add-brokers":
+        targets = fill_only(targets, run.brokers, before.bytes, set(opts.brokers))
+    check_feasible(opts, run.brokers, targets, max_rf)
+    quotas, flows = group_quotas(targets, before.bytes, before.count, hard_caps(run), opts.balance_tolerance)
+    check_task_sizes(task_sizes(quotas, before.count), opts.max_task_replicas)
+    return targets, quotas, flows
+
+
+def hard_caps(run: Run) -> dict[int, float]:
+    return {b: x.capacity * run.opts.capacity_ceiling for b, x in run.brokers.items()}
+
+
+def search_moves(engine: Any, run: Run, targets: Targets, quotas: dict, flows: dict) -> Any:
+    """Stage 4: the move search, one Spark task per rack."""
+    limits = {b: (targets.group[b], float("inf") if b in run.drain else q.sources[b] + q.slack.get(b, 0.0))
+              for q in quotas.values() for b in q.sources}
+    racks = {b: x.rack for b, x in run.brokers.items()}
+    return engine.search(limits, run.exclude_topics, SearchInputs(quotas, racks, targets.group, flows))
+
+
+def apply_and_lead(engine: Any, run: Run, moves: Any, targets: Targets, totals: dict[str, float]) -> Any:
+    """Stage 5: moves applied and leaders chosen, one Spark task per partition group."""
+    opts = run.opts
+    inputs = LeaderInputs(eligible=set(targets.placeable) if opts.balance_leaders else set(),
+                          fixed=run.exclude, slack=SLACK * 4, balance=opts.balance_leaders,
+                          groups=leader_groups(int(totals["partitions"]), len(targets.placeable)),
+                          gainers=set(opts.brokers) if opts.goal == "add-brokers" else None,
+                          rack={b: x.rack for b, x in run.brokers.items()}, placeable=set(targets.placeable))
+    try:
+        return engine.changes(moves, run.exclude_topics, inputs)
+    except Exception as exc:
+        dups = duplicates_in(exc)
+        if not dups:
+            raise
+        raise SnapshotError([Problem(f"partition {d}", "appears more than once in the snapshot",
+                                     "duplicate_partition") for d in dups]) from None
+
+
+def reconcile(run: Run, before: Loads, targets: Targets, changes: Any) -> tuple[Any, Loads]:
+    """Stage 6 (driver, moves-sized): loads after, every rule, the plan in executor order."""
+    after = loads_after(before, changes)
+    stuck = {b: after.count[b] for b in run.drain if after.count[b] > 0}
+    if stuck and run.exclude_topics:
+        raise GoalError([Problem("exclude_topics", f"excluded topics {sorted(run.exclude_topics)} keep "
+                                                   f"{sum(stuck.values())} replicas on brokers to drain "
+                                                   f"{sorted(stuck)}", "conflict")])
+    broken = rule_problems(changes, targets, after, hard_caps(run))
+    if broken:
+        raise ConstraintError(broken)
+    return ordered_plan(changes, run.dirs, before), after
+
+
+def summarise(run: Run, targets: Targets, before: Loads, after: Loads, changes: Any) -> dict[str, Any]:
+    """Stage 7: the summary, with a warning when balance stays above the tolerance."""
+    opts = run.opts
+    nic = {int(b["id"]): float(b.get("network_bytes_per_sec") or 125_000_000) for b in run.header["brokers"]}
+    summary = build_summary(opts, run.brokers, targets, before, after, changes, nic, [])
+    if summary["balance_after"] > 1 + opts.balance_tolerance:
+        summary["warnings"].append(
+            f"the fullest broker stays {summary['balance_after'] - 1:.1%} above the mean utilisation "
+            f"(more than balance_tolerance={opts.balance_tolerance:g}): excluded brokers, racks "
+            f"{targets.rack_capped or ''} or replica sizes leave no better placement")
+    summary["engine"] = opts.engine
+    summary["timings"] = run.timings
+    return summary
+
+
+def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Plan a balancing goal on a snapshot-lines file: (ReassignmentPlan, summary)."""
+    t0 = time.monotonic()
+    run = start(path, opts)
+    engine, spark = run.timed("spark_start_s", open_engine, opts, spark, path, run.header)
+    try:
+        with deadline(spark, opts.timeout_seconds):
+            before, totals = run.timed("read_and_aggregate_s", read_loads, engine, run)
+            targets, quotas, flows = plan_targets(run, before, totals)
+            moves = run.timed("search_s", search_moves, engine, run, targets, quotas, flows)
+            changes = run.timed("leaders_s", apply_and_lead, engine, run, moves, targets, totals)
+    finally:
+        engine.close()
+    plan, after = run.timed("reconcile_s", reconcile, run, before, targets, changes)
+    summary = summarise(run, targets, before, after, changes)
+    summary["plan_seconds"] = round(time.monotonic() - t0, 3)
+    return plan, summary

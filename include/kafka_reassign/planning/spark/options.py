@@ -1,0 +1,75 @@
+"""Planner options: :func:`make_options` builds and type-checks :class:`PlanOptions`."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from kafka_reassign.planning.spark.assignor import PlanOptions
+from kafka_reassign.errors import GoalError, Problem
+from kafka_reassign.planning.spark.goals import GOALS
+
+#: the goals that run on Spark (kafka_reassign.planning.spark.flow); the others run on the driver
+BALANCING_GOALS: tuple[str, ...] = ("rebalance", "add-brokers", "remove-brokers")
+GOAL_NAMES: tuple[str, ...] = BALANCING_GOALS + tuple(GOALS)
+CUSTOM_GOAL = "custom"
+
+_TUPLE_INT = {"brokers", "exclude_brokers"}
+_TUPLE_STR = {"topics", "exclude_topics"}
+
+
+def make_options(goal: str, **options: Any) -> PlanOptions:
+    """Build and type-check :class:`PlanOptions` (unknown names and bad values are errors).
+
+    :param goal: one of GOAL_NAMES, or "custom" with ``assignor``
+    """
+    known = {f.name for f in dataclasses.fields(PlanOptions)}
+    problems: list[Problem] = []
+    kwargs: dict[str, Any] = {"goal": goal}
+    for k, v in options.items():
+        k = k.replace("-", "_")
+        if k not in known or k == "goal":
+            problems.append(Problem(k, f"unknown planner option (known: {', '.join(sorted(known - {'goal'}))})",
+                                    "unknown_option"))
+            continue
+        if v is None:
+            continue
+        if k in _TUPLE_INT:
+            if isinstance(v, (int, str)) and not isinstance(v, bool):
+                v = [v]
+            try:
+                v = tuple(int(x) for x in (str(v).split(",") if isinstance(v, str) else v)
+                          if str(x).strip() != "")
+            except (TypeError, ValueError):
+                problems.append(Problem(k, f"must be broker ids, got {v!r}", "bad_option"))
+                continue
+        elif k in _TUPLE_STR:
+            if isinstance(v, str):
+                v = [x for x in v.split(",") if x.strip()]
+            v = tuple(str(x).strip() for x in v)
+        kwargs[k] = v
+    opts = PlanOptions(**{k: v for k, v in kwargs.items() if k in known})
+    for name in ("capacity_ceiling",):
+        v = getattr(opts, name)
+        if not isinstance(v, (int, float)) or not 0 < v <= 1:
+            problems.append(Problem(name, f"must be in (0, 1], got {v!r}", "bad_option"))
+    for name in ("balance_tolerance", "count_tolerance", "leader_tolerance"):
+        v = getattr(opts, name)
+        if not isinstance(v, (int, float)) or v < 0:
+            problems.append(Problem(name, f"must be a number >= 0, got {v!r}", "bad_option"))
+    for name in ("max_partition_movements", "max_movements_per_broker", "max_leader_movements",
+                 "max_task_replicas"):
+        v = getattr(opts, name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            problems.append(Problem(name, f"must be an integer >= 1, got {v!r}", "bad_option"))
+    for name in ("throttle_bytes_per_sec", "log_dir_throttle_bytes_per_sec", "timeout_seconds"):
+        v = getattr(opts, name)
+        if v is not None and (not isinstance(v, (int, float)) or v <= 0):
+            problems.append(Problem(name, f"must be a positive number of bytes/s, got {v!r}", "bad_option"))
+    if opts.engine not in ("spark", "local"):
+        problems.append(Problem("engine", f"must be 'spark' or 'local', got {opts.engine!r}", "bad_option"))
+    if goal not in GOAL_NAMES and not (goal == CUSTOM_GOAL and opts.assignor):
+        problems.append(Problem("goal", f"unknown goal {goal!r}: use one of {', '.join(GOAL_NAMES)}"
+                                        " (or 'custom' with an assignor)", "unknown_goal"))
+    if problems:
+        raise GoalError(problems, headline="invalid planner options")
+    return opts

@@ -1,0 +1,118 @@
+"""The plan summary (one JSON line in the CLI) from brokers-sized loads and the changed partitions.
+
+Definitions (also in the README):
+
+* ``replica_movements``: replicas created on a broker that did not hold them;
+  ``data_to_move_bytes``: the bytes those copies read.
+* ``lower_bound_bytes``: sum over brokers of the bytes above the cluster mean (mean utilisation
+  x capacity when capacities differ; drained brokers: all they hold); every plan that balances
+  must move at least that. ``rack_aware_lower_bound_bytes``: the same against targets that
+  racks allow (a rack holds at most one replica of each partition when racks >= RF); it equals
+  the plain bound unless racks constrain it. ``moved_over_lower_bound`` = data moved / the
+  rack-aware bound.
+* ``balance`` per resource = the largest broker / the mean over the brokers that hold data
+  after the plan: ``disk`` by utilisation (bytes / capacity), ``replicas`` and ``leaders`` by count.
+  ``balance_before`` / ``balance_after`` are the disk figures.
+* ``batches``: null - the planner no longer cuts batches; the executor's sliding window of
+  KIP-435 steps decides at run time what runs together. The plan file is ordered for it.
+* ``estimated_seconds``: the busiest broker's copy time, max(bytes in, bytes out) at
+  min(throttle, NIC), assuming the window keeps every broker busy (KIP-73 throttles each broker).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_reassign.planning.spark.assignor import PlanOptions
+from kafka_reassign.planning.spark.loads import Loads
+from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
+
+DEFAULT_NIC = 125_000_000.0
+
+
+def disk_balance(bytes_: dict[int, float], brokers: dict[int, BrokerInfo], ids: list[int]) -> float:
+    """max utilisation / mean utilisation over ``ids`` (1.0 = perfect)."""
+    cap = sum(brokers[b].capacity for b in ids)
+    mean = sum(bytes_[b] for b in ids) / cap if cap else 0.0
+    return max((bytes_[b] / brokers[b].capacity for b in ids), default=0.0) / mean if mean else 1.0
+
+
+def count_balance(values: dict[int, int], ids: list[int]) -> float:
+    """max / mean over ``ids``."""
+    mean = sum(values[b] for b in ids) / len(ids) if ids else 0.0
+    return max(values[b] for b in ids) / mean if mean else 1.0
+
+
+def _movement(changes: Any) -> tuple[int, float, int, dict[int, float], dict[int, float]]:
+    """Replica movements, bytes copied, leader changes, bytes into and out of each broker."""
+    n_added = changes["added"].str.len().fillna(0)
+    copied = changes["size_bytes"] * n_added
+    leaders = int((changes["orig"].str[0] != changes["final"].str[0]).sum())
+    x = changes[["added", "size_bytes"]].explode("added").dropna(subset=["added"])
+    into = {int(b): float(v) for b, v in x.groupby(x["added"].astype(int))["size_bytes"].sum().items()}
+    src = changes["orig"].str[0][n_added > 0]
+    out_of = {int(b): float(v) for b, v in copied[n_added > 0].groupby(src.astype(int)).sum().items()}
+    return int(n_added.sum()), float(copied.sum()), leaders, into, out_of
+
+
+def estimate_seconds(into: dict[int, float], out_of: dict[int, float], nic: dict[int, float],
+                     throttle: float | None) -> float | None:
+    busiest = 0.0
+    for b in set(into) | set(out_of):
+        rate = min(throttle, nic.get(b, DEFAULT_NIC)) if throttle else nic.get(b, DEFAULT_NIC)
+        busiest = max(busiest, max(into.get(b, 0.0), out_of.get(b, 0.0)) / rate)
+    return round(busiest, 1)
+
+
+def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets, before: Loads,
+                  after: Loads, changes: Any, nic: dict[int, float], warnings: list[str]) -> dict[str, Any]:
+    """The summary dict (keys documented in the module docstring)."""
+    replicas, data, leaders, into, out_of = _movement(changes)
+    live = [b for b in brokers if b not in t.drained and brokers[b].alive]
+    everyone = sorted(brokers)
+    bound = t.rack_aware_lower_bound
+    balance = {
+        "disk": {"before": disk_balance(before.bytes, brokers, everyone),
+                 "after": disk_balance(after.bytes, brokers, live)},
+        "replicas": {"before": count_balance(before.count, everyone),
+                     "after": count_balance(after.count, live)},
+        "leaders": {"before": count_balance(before.leaders, everyone),
+                    "after": count_balance(after.leaders, live)},
+    }
+    balance = {k: {x: round(y, 4) for x, y in v.items()} for k, v in balance.items()}
+    return {
+        "goal": opts.goal, "assignor": f"builtin:{opts.goal}",
+        "partitions_moved": int(len(changes)), "replica_movements": replicas, "log_dir_movements": 0,
+        "data_to_move_bytes": round(data), "lower_bound_bytes": round(t.lower_bound),
+        "rack_aware_lower_bound_bytes": round(bound),
+        "moved_over_lower_bound": round(data / bound, 4) if bound else (1.0 if data == 0 else None),
+        "leader_movements": leaders, "batches": None,
+        "batching": "none: the executor's sliding window of KIP-435 steps (plan in executor order)",
+        "balance_metric": "max / mean per broker (disk: utilisation = bytes / capacity; 1.0 = perfect)",
+        "balance": balance,
+        "balance_before": balance["disk"]["before"], "balance_after": balance["disk"]["after"],
+        "replica_count_balance_before": balance["replicas"]["before"],
+        "replica_count_balance_after": balance["replicas"]["after"],
+        "leader_balance_before": balance["leaders"]["before"],
+        "leader_balance_after": balance["leaders"]["after"],
+        "racks_capped": t.rack_capped,
+        "throttle_bytes_per_sec": opts.throttle_bytes_per_sec,
+        "estimated_seconds": estimate_seconds(into, out_of, nic, opts.throttle_bytes_per_sec),
+        "warnings": warnings,
+        "brokers": broker_rows(brokers, before, after),
+    }
+
+
+def broker_rows(brokers: dict[int, BrokerInfo], before: Loads, after: Loads) -> list[dict[str, Any]]:
+    """One row per broker for the chart and the UI."""
+    rows = []
+    for b in sorted(brokers):
+        cap = brokers[b].capacity
+        rack = brokers[b].rack
+        rows.append({
+            "broker": b, "rack": None if rack.startswith("__no_rack_") else rack, "capacity_bytes": cap,
+            "bytes_before": before.bytes[b], "bytes_after": after.bytes[b],
+            "util_before": round(before.bytes[b] / cap, 6), "util_after": round(after.bytes[b] / cap, 6),
+            "replicas_before": before.count[b], "replicas_after": after.count[b],
+            "leaders_before": before.leaders[b], "leaders_after": after.leaders[b],
+        })
+    return rows

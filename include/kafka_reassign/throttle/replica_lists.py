@@ -1,0 +1,140 @@
+"""Throttled-replica lists that name only the moves in flight.
+
+KIP-73's leader quota counts the bytes the leader sends to every *listed* replica that is
+not in sync, so listing every partition of a plan from the start would make the first moves
+share the quota with partitions that are not moving yet, and the topic configs would grow
+with the plan. The executor instead calls :meth:`ReplicaThrottle.update` once per refill:
+the entries of the steps submitted are added, those of the steps that completed are dropped,
+in one IncrementalAlterConfigs for every topic touched.
+
+Safety: the run's throttle record holds, per (topic, key), the value before the run first
+touched it (``prior``) and that value plus this run's entries now (``value``); it is saved
+*before* each write, so a restore after a crash at any point knows exactly what to undo. Each update is
+relative to the value read now: entries someone else added during the run are kept, and
+only entries this run added (in ``value``, not in ``prior``) are ever dropped. A list set to
+``*`` (everything throttled) is left alone.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable
+
+from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
+from kafka_reassign.execution.steps import StepMove
+from kafka_reassign.throttle.specs import (FOLLOWER_REPLICAS, LEADER_REPLICAS, WILDCARD, ConfigChange,
+                                     format_replica_list, parse_replica_list)
+
+log = logging.getLogger(__name__)
+
+Entries = set[tuple[int, int]]
+
+
+def step_entries(step: StepMove) -> tuple[Entries, Entries]:
+    """(leader entries, follower entries) a step needs: every replica it copies from, every new one."""
+    adding = step.adding
+    if not adding:
+        return set(), set()
+    return {(step.partition, b) for b in step.current}, {(step.partition, b) for b in adding}
+
+
+def wanted_entries(steps: Iterable[StepMove], topics: set[str]) -> dict[tuple[str, str], Entries]:
+    """(topic, key) -> entries the given in-flight steps need, for ``topics``."""
+    out: dict[tuple[str, str], Entries] = {(t, k): set() for t in topics for k in (LEADER_REPLICAS, FOLLOWER_REPLICAS)}
+    for s in steps:
+        if s.topic in topics:
+            lead, follow = step_entries(s)
+            out[(s.topic, LEADER_REPLICAS)] |= lead
+            out[(s.topic, FOLLOWER_REPLICAS)] |= follow
+    return out
+
+
+class ReplicaThrottle:
+    """Keeps the topics' throttled-replica lists equal to what the steps in flight need.
+
+    :param store: where the run's throttle record lives
+    :param run_id: the run
+    :param cluster_id: recorded with a new record
+    """
+
+    def __init__(self, store: RecordStore, run_id: str, cluster_id: str | None = None) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.cluster_id = cluster_id
+        self.writes = 0
+
+    def update(self, admin: Any, in_flight: Iterable[StepMove], topics: set[str],
+               submitting: dict | None = None) -> list[ConfigChange]:
+        """Bring the lists of ``topics`` to what ``in_flight`` needs; return the writes made.
+
+        :param admin: KafkaAdmin (one DescribeConfigs, at most one IncrementalAlterConfigs)
+        :param in_flight: every step in flight after this refill (only ``topics`` are looked at)
+        :param topics: topics whose steps were submitted or completed since the last update
+        :param submitting: partition -> target about to be submitted: noted in the same record
+            write (``record.submitted``), before the submission
+        """
+        if not topics and not submitting:
+            return []
+        in_flight = list(in_flight)
+        want = wanted_entries(in_flight, topics)
+        current = admin.describe_configs(broker_ids=(), topics=sorted(topics),
+                                         keys=(LEADER_REPLICAS, FOLLOWER_REPLICAS)) if topics else {}
+        record = self.store.get(self.run_id)
+        if record is None or record.restored:
+            fresh = ThrottleRecord.new(self.run_id, self.cluster_id, [])
+            fresh.submitted = record.submitted if record is not None else {}
+            record = fresh
+        noted = record.add_submitted(submitting, {s.key for s in in_flight}) if submitting else False
+        # The first change of a key holds its value before the run; the last one what we wrote
+        # last (a throttle guard may have appended a re-application in between).
+        first: dict[tuple[str, str], int] = {}
+        last: dict[tuple[str, str], int] = {}
+        for i, c in enumerate(record.changes):
+            if c.resource_type == "topic":
+                first.setdefault((c.name, c.key), i)
+                last[(c.name, c.key)] = i
+        writes: list[ConfigChange] = []
+        for (topic, key), needed in sorted(want.items()):
+            now = (current.get(("topic", topic)) or {}).get(key)
+            at = last.get((topic, key))
+            prior = record.changes[first[(topic, key)]].prior if at is not None else now
+            new = self._merged(now, prior, record.changes[at].value if at is not None else None, needed)
+            if new == now:
+                continue
+            # Recorded: the prior value plus our entries only, so that a restore takes out ours and
+            # leaves whatever others added meanwhile (what was written may hold theirs too).
+            ours = self._ours(prior, needed)
+            if at is None:
+                record.changes.append(ConfigChange("topic", topic, key, prior, ours))
+            else:
+                record.changes[at] = ConfigChange("topic", topic, key, record.changes[at].prior, ours)
+            writes.append(ConfigChange("topic", topic, key, now, new))
+        if not writes:
+            if noted:
+                self.store.put(record)
+            return []
+        self.store.put(record)  # durable BEFORE the write: a crash after it still restores
+        admin.alter_configs(writes)
+        self.writes += 1
+        return writes
+
+    @staticmethod
+    def _ours(prior: str | None, needed: Entries) -> str | None:
+        parsed = parse_replica_list(prior)
+        if parsed == WILDCARD or needed <= set(parsed):  # type: ignore[operator,arg-type]
+            return prior
+        return format_replica_list(set(parsed) | needed)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _merged(now: str | None, prior: str | None, last: str | None, needed: Entries) -> str | None:
+        """The list value to write: others' entries kept, ours = ``needed`` (None = delete)."""
+        parsed_now, parsed_prior = parse_replica_list(now), parse_replica_list(prior)
+        if parsed_now == WILDCARD:
+            return now  # everything is throttled already; not ours to narrow
+        prior_set: Entries = set() if parsed_prior == WILDCARD else set(parsed_prior)  # type: ignore[arg-type]
+        parsed_last = parse_replica_list(last)
+        ours_before: Entries = set() if parsed_last == WILDCARD else set(parsed_last) - prior_set  # type: ignore[arg-type]
+        keep = set(parsed_now) - (ours_before - needed)  # type: ignore[arg-type]
+        merged = keep | needed
+        if merged == prior_set:
+            return prior  # back to exactly what it was (including None = not set)
+        return format_replica_list(merged) if merged else None
