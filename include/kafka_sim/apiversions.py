@@ -18,14 +18,19 @@ from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, 
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from kafka_sim.auth import SASL_API_RANGES
+#: SASL versions advertised in ApiVersions and answered by :mod:`kafka_sim.auth` (Kafka 4.1
+#: ranges; SaslHandshake v0, raw pre-1.0 tokens, is gone since KIP-896). Kept here, below
+#: auth, so that advertising versions never imports the listener security.
+SASL_API_RANGES: dict[int, tuple[int, int]] = {
+    SaslHandshakeRequest.API_KEY: (1, 1), SaslAuthenticateRequest.API_KEY: (0, 2),
+}
 
 # (min, max) per API key as advertised by Apache Kafka 4.1 brokers.
 KAFKA_41_RANGES: dict[int, tuple[int, int]] = {
     0: (0, 13), 1: (4, 18), 2: (1, 10), 3: (0, 13), 10: (0, 6), 18: (0, 4), 19: (2, 7),
     20: (1, 6), 22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 4),
     37: (0, 3), 43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0), 60: (0, 2),
-    **SASL_API_RANGES,  # answered by kafka_sim.auth (SaslHandshake v0 is gone since KIP-896)
+    **SASL_API_RANGES,
 }
 
 REQUEST_CLASSES = {

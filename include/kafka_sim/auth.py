@@ -31,9 +31,10 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from kafka_sim.apiversions import SASL_API_RANGES
+from kafka_sim.connection import CLOSE
+
 SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS = 17, 36, 18
-#: Versions advertised in ApiVersions (Kafka 4.1 ranges, handshake v0 not offered).
-SASL_API_RANGES = {SASL_HANDSHAKE: (1, 1), SASL_AUTHENTICATE: (0, 2)}
 ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED = 34, 33, 58
 SCRAM_HASHES = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -120,8 +121,6 @@ class ListenerSecurity:
 
         :param runtime: the :class:`kafka_sim.server.ClusterRuntime`
         """
-        from kafka_sim.server import CLOSE
-
         runtime.ssl_context = self.ssl_context
 
         async def hook(conn: Any, api_key: int, version: int, correlation_id: int, frame: bytes) -> Any:

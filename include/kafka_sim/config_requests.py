@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from kafka_sim import errors as E
-from kafka_sim.state import _locked
 from kafka_sim.configs import (
     BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfigState, ConfigEntry, ConfigValueError, NotDynamic,
     apply_incremental, validate_broker_update, validate_topic_configs,
 )
+from kafka_sim.model_base import locked
 from kafka_sim.state import Topic
 
 RESOURCE_TOPIC = 2
@@ -40,7 +40,7 @@ class ConfigRequests:
             raw = self.configs.topic_fallback(None, TOPIC_CONFIGS["unclean.leader.election.enable"])
         return str(raw).lower() == "true"
 
-    @_locked
+    @locked
     def min_insync_replicas(self, topic: str) -> int:
         """Effective min.insync.replicas of a topic (topic config, else broker default).
 
@@ -50,7 +50,7 @@ class ConfigRequests:
         return 1 if t is None else self._min_isr(t)
 
 
-    @_locked
+    @locked
     def broker_configs(self, broker_id: int | str) -> dict[str, str]:
         """Dynamic configs set on a broker ("" = cluster default).
 
@@ -58,7 +58,7 @@ class ConfigRequests:
         """
         return dict(self.configs.dynamic.get(str(broker_id), {}))
 
-    @_locked
+    @locked
     def topic_configs(self, topic: str) -> dict[str, str]:
         """Dynamic configs set on a topic.
 
@@ -66,7 +66,7 @@ class ConfigRequests:
         """
         return dict(self.topics[topic].configs)
 
-    @_locked
+    @locked
     def describe_configs(self, resource_type: int, name: str, keys: list[str] | None,
                          include_synonyms: bool = True) -> tuple[int, str | None, list[ConfigEntry]]:
         """DescribeConfigs for one resource.
@@ -131,7 +131,7 @@ class ConfigRequests:
         history.append((self.now(), kind, name, dict(before)))
 
     # ------------------------------------------------------------ configs (write)
-    @_locked
+    @locked
     def incremental_alter_configs(self, resource_type: int, name: str, ops: list[tuple[str, int, str | None]],
                                   validate_only: bool = False) -> tuple[int, str | None]:
         """IncrementalAlterConfigs on one resource (op 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT).
@@ -148,7 +148,7 @@ class ConfigRequests:
         return self._alter_configs(resource_type, name, validate_only, "IncrementalAlterConfigs",
                                    lambda current, defs, default_of: apply_incremental(current, ops, defs, default_of))
 
-    @_locked
+    @locked
     def alter_configs(self, resource_type: int, name: str, configs: dict[str, str | None],
                       validate_only: bool = False) -> tuple[int, str | None]:
         """Legacy AlterConfigs: replace every dynamic config of the resource.

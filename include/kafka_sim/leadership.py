@@ -6,7 +6,8 @@ import bisect
 from typing import Iterable
 
 from kafka_sim import errors as E
-from kafka_sim.state import _CATCH_UP_EPS, Partition, Replica, _locked
+from kafka_sim.model_base import CATCH_UP_EPS, locked
+from kafka_sim.state import Partition, Replica
 
 
 #: ReplicationControlManager's maxElectionsPerImbalance: elections per balancing run.
@@ -90,7 +91,7 @@ class Leadership:
             p._base_bytes = nbytes
             self._usage_changed(p)
             if p._rec_pos:
-                cut = bisect.bisect_right(p._rec_pos, nbytes + _CATCH_UP_EPS)
+                cut = bisect.bisect_right(p._rec_pos, nbytes + CATCH_UP_EPS)
                 del p._rec_base[cut:], p._rec_end[cut:], p._rec_pos[cut:], p._rec_data[cut:], p._rec_maxts[cut:]
             p.leo = p._rec_end[-1] if p._rec_end else 0
             for r in p._reps.values():
@@ -108,7 +109,7 @@ class Leadership:
             r.caught_up_at = self._t
 
     # ------------------------------------------------------------ elections
-    @_locked
+    @locked
     def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None
                       ) -> list[tuple[str, int, int, str | None]]:
         """ElectLeaders: 0 preferred, 1 unclean.

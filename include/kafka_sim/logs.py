@@ -8,7 +8,8 @@ from typing import Iterable
 
 from kafka_sim import errors as E
 from kafka_sim.configs import TOPIC_CONFIGS
-from kafka_sim.state import _NO_RECORDS, Partition, Replica, _locked
+from kafka_sim.model_base import locked
+from kafka_sim.state import NO_RECORDS, Partition, Replica
 
 _BATCH_HEADER = 61
 
@@ -121,7 +122,7 @@ class Logs:
         if broker in p.isr:
             p.isr.remove(broker)
 
-    @_locked
+    @locked
     def high_watermark(self, topic: str, partition: int) -> int:
         """High watermark of a partition (-1 if unknown).
 
@@ -132,7 +133,7 @@ class Logs:
         return -1 if p is None else p.high_watermark()
 
 
-    @_locked
+    @locked
     def describe_log_dirs(self, broker_id: int, topics: list[tuple[str, list[int]]] | None = None
                           ) -> list[tuple[str, int, int, int, list[tuple[str, list[tuple[int, int, int, bool]]]]]]:
         """DescribeLogDirs of one broker.
@@ -185,7 +186,7 @@ class Logs:
         return usage.at(self._t)
 
 
-    @_locked
+    @locked
     def list_offsets(self, broker_id: int, topic: str, partition: int, timestamp: int
                      ) -> tuple[int, int, int, int]:
         """ListOffsets on the leader: -1 latest (HW), -2 earliest, -3 max timestamp, else by time.
@@ -233,7 +234,7 @@ class Logs:
             pos = end
         return out
 
-    @_locked
+    @locked
     def append(self, broker_id: int, topic: str, partition: int, batch: bytes, record_count: int,
                acks: int) -> tuple[int, int, int]:
         """Produce record batches to the leader's log.
@@ -268,7 +269,7 @@ class Logs:
         self._rebase(p)
         base = p.leo
         before = p._base_bytes
-        if p._rec_base is _NO_RECORDS:
+        if p._rec_base is NO_RECORDS:
             p._rec_base, p._rec_end, p._rec_pos, p._rec_data, p._rec_maxts = [], [], [], [], []
         for start, end, count in spans:
             raw = bytearray(batch[start:end])
@@ -286,7 +287,7 @@ class Logs:
         self._record_produced(p, p._base_bytes - before)
         return E.NONE, base, p.leo
 
-    @_locked
+    @locked
     def read(self, broker_id: int, topic: str, partition: int, offset: int, max_bytes: int
              ) -> tuple[int, int, int, bytes]:
         """Fetch committed record batches from the leader.
@@ -320,7 +321,7 @@ class Logs:
 
 
     # ------------------------------------------------------------ log dirs (KIP-113)
-    @_locked
+    @locked
     def alter_replica_log_dirs(self, broker_id: int, items: list[tuple[str, str, int]]
                                ) -> list[tuple[str, int, int]]:
         """AlterReplicaLogDirs on one broker: move replicas between its log dirs.

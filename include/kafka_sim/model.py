@@ -38,6 +38,7 @@ from kafka_sim.configs import (
     validate_topic_configs,
 )
 from kafka_sim.leadership import Leadership
+from kafka_sim.model_base import locked
 from kafka_sim.logs import Logs
 from kafka_sim.reassignment import Reassignment
 from kafka_sim.replication import Replication
@@ -51,7 +52,6 @@ from kafka_sim.state import (
     Partition,
     Replica,
     Topic,
-    _locked,
 )
 from kafka_sim.topics import Topics
 
@@ -190,12 +190,12 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
             return (self._clock() - self._start) * self.time_scale + self._offset
         return self._offset
 
-    @_locked
+    @locked
     def advance(self) -> None:
         """Run the physics up to ``now()`` (the server calls this every ~10 ms)."""
         self._run(self.now())
 
-    @_locked
+    @locked
     def advance_by(self, sim_seconds: float) -> None:
         """Move simulated time forward by ``sim_seconds`` and run the physics.
 
@@ -218,7 +218,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
             return None
         return t.partitions[partition]
 
-    @_locked
+    @locked
     def partition(self, topic: str, partition: int) -> Partition | None:
         """The partition object, or None.
 
@@ -246,7 +246,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         return sum(self.writes.values())
 
     # ------------------------------------------------------------ faults
-    @_locked
+    @locked
     def stop_broker(self, broker_id: int) -> None:
         """Stop a broker: its replicas go offline, it leaves every ISR (unless last), leaders fail over.
 
@@ -272,7 +272,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self.state_version += 1
         self._flush_dirty()
 
-    @_locked
+    @locked
     def start_broker(self, broker_id: int) -> None:
         """Restart a broker: its replicas catch up and rejoin the ISR; leaderless partitions recover.
 
@@ -291,7 +291,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self.state_version += 1
         self._flush_dirty()
 
-    @_locked
+    @locked
     def set_write_rate(self, topic: str, partition: int, bytes_per_sec: float) -> None:
         """Change how fast producers write to a partition (a traffic spike or lull).
 
@@ -310,7 +310,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._dirty.add(p)
         self._flush_dirty()
 
-    @_locked
+    @locked
     def set_network(self, broker_id: int, bytes_per_sec: float) -> None:
         """Change a broker's network capacity (each direction), e.g. a degraded link.
 
@@ -326,7 +326,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._flush_dirty()
 
     # ------------------------------------------------------------ read side
-    @_locked
+    @locked
     def partition_state(self, topic: str, partition: int) -> dict:
         """Plain-dict view of one partition (tests, SimulatedCluster.partition_state).
 
@@ -349,7 +349,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
 
 
     # ------------------------------------------------------------ snapshot
-    @_locked
+    @locked
     def snapshot(self) -> dict:
         """The current state in the snapshot format (docs/FORMATS.md), plus isr per partition."""
         self._run(self.now())

@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kafka_sim import errors as E
-from kafka_sim.state import Partition, _locked
+from kafka_sim.model_base import locked
+from kafka_sim.state import Partition
 
 
 class ReassignmentReplicas(NamedTuple):
@@ -91,7 +92,7 @@ def completed(replicas: list[int], removing: list[int], isr: list[int]) -> tuple
 class Reassignment:
     """Mixin of ClusterModel: AlterPartitionReassignments and ListPartitionReassignments."""
 
-    @_locked
+    @locked
     def list_reassignments(self, topics: list[tuple[str, list[int]]] | None = None
                            ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
         """In-flight reassignments (ListPartitionReassignments).
@@ -117,7 +118,7 @@ class Reassignment:
                 return f"The manual partition assignment includes broker {b}, but no such broker is registered."
         return None
 
-    @_locked
+    @locked
     def alter_reassignments(self, items: list[tuple[str, int, list[int] | None]]
                             ) -> list[tuple[str, int, int, str | None]]:
         """AlterPartitionReassignments: start, change or cancel (None) reassignments.

@@ -25,7 +25,8 @@ import math
 
 from kafka_sim.fairshare import allocate
 from kafka_sim.quotas import DEFAULT_SAMPLE_SECONDS, DEFAULT_SAMPLES, QuotaMeter
-from kafka_sim.state import _CATCH_UP_EPS, _MAX_SUBSTEPS, Partition, Replica, _throttled
+from kafka_sim.model_base import CATCH_UP_EPS, MAX_SUBSTEPS
+from kafka_sim.state import Partition, Replica, is_throttled
 
 _LEADER_QUOTA = "lt"
 _FOLLOWER_QUOTA = "ft"
@@ -120,10 +121,10 @@ class Replication:
         topic = self.topics[p.topic]
         fetched = [b for b, r in p._reps.items() if b != leader and r.tracking and brokers[b].alive]
         keys: list[tuple[tuple[str, int], float]] = []
-        if fetched and _throttled(topic.leader_throttled, p.index, leader):
+        if fetched and is_throttled(topic.leader_throttled, p.index, leader):
             keys.append(((_LEADER_QUOTA, leader), nbytes * len(fetched)))
         keys.extend(((_FOLLOWER_QUOTA, b), nbytes) for b in fetched
-                    if _throttled(topic.follower_throttled, p.index, b))
+                    if is_throttled(topic.follower_throttled, p.index, b))
         for key, amount in keys:
             self._meter(key).record(self._t, amount)
             if not math.isinf(self._bound(key)):
@@ -242,13 +243,13 @@ class Replication:
                 continue
             if r.tracking and alive and leader_up:
                 if rate > 0:
-                    frec = rate if _throttled(topic.follower_throttled, p.index, b) else 0.0
+                    frec = rate if is_throttled(topic.follower_throttled, p.index, b) else 0.0
                     contrib.append((b, 0.0, rate, 0.0, frec))
                     followers += 1
             elif alive and leader_up:
                 active = True
         if leader_up and rate > 0:
-            lrec = rate * followers if _throttled(topic.leader_throttled, p.index, p.leader) else 0.0
+            lrec = rate * followers if is_throttled(topic.leader_throttled, p.index, p.leader) else 0.0
             contrib.append((p.leader, rate * followers, rate, lrec, 0.0))
         for b, out, inn, lrec, frec in contrib:
             if b not in before:
@@ -307,7 +308,7 @@ class Replication:
         topic = self.topics[p.topic]
         leader = p.leader
         leader_up = leader >= 0 and brokers[leader].alive
-        lead_thr = leader_up and _throttled(topic.leader_throttled, p.index, leader)
+        lead_thr = leader_up and is_throttled(topic.leader_throttled, p.index, leader)
         out: list[_Flow] = []
         fetching: set[int] = set()
         for b in p.replicas:
@@ -315,7 +316,7 @@ class Replication:
             if not brokers[b].alive:
                 continue
             if b != leader and not r.tracking and leader_up:
-                follow_thr = _throttled(topic.follower_throttled, p.index, b)
+                follow_thr = is_throttled(topic.follower_throttled, p.index, b)
                 res: list = [("o", leader), ("i", b)]
                 # ReplicaManager.shouldLeaderThrottle: the leader never holds back an ISR member.
                 if lead_thr and b not in p.isr:
@@ -462,7 +463,7 @@ class Replication:
             for key in f.recorded:
                 flow_rec[key] = flow_rec.get(key, 0.0) + rate * f.fetched
             net = rate - f.grow
-            if f.gap <= _CATCH_UP_EPS:
+            if f.gap <= CATCH_UP_EPS:
                 if f.kind == 1 or f.keeps_up():
                     event = now
             elif net > 0:
@@ -518,7 +519,7 @@ class Replication:
             p, r = f.partition, f.replica
             if f.kind != 0 or p.leader < 0 or len(p.isr) < 2 or r.broker not in p.isr:
                 continue
-            if f.gap <= _CATCH_UP_EPS and f.keeps_up():
+            if f.gap <= CATCH_UP_EPS and f.keeps_up():
                 continue
             lag = self._lag_max(p.leader)
             deadline = r.caught_up_at + lag
@@ -555,7 +556,7 @@ class Replication:
                 self._plan = self._make_plan()
             flows, event_at, lagging = self._plan
             steps += 1
-            forced = steps > _MAX_SUBSTEPS  # too many events in one call: finish in one step
+            forced = steps > MAX_SUBSTEPS  # too many events in one call: finish in one step
             stop_at = until if forced else min(until, event_at)
             dt = max(0.0, stop_at - self._t)
             if dt > 0:
@@ -585,11 +586,11 @@ class Replication:
                 log = p.log_bytes()
                 for f in fl:
                     r = f.replica
-                    if f.kind == 0 and p._rate == 0 and log - r._bytes <= _CATCH_UP_EPS:
+                    if f.kind == 0 and p._rate == 0 and log - r._bytes <= CATCH_UP_EPS:
                         f.grow = f.rate = 0.0
                         done.append(f)
                     elif (f.kind == 1 and not f.follows and p._rate == 0
-                          and r.exact_bytes() - r.future_bytes <= _CATCH_UP_EPS):
+                          and r.exact_bytes() - r.future_bytes <= CATCH_UP_EPS):
                         f.grow = f.rate = 0.0
                         done.append(f)
             if not done:
@@ -616,18 +617,18 @@ class Replication:
             r = f.replica
             if f.kind == 0:
                 target = f.partition.log_bytes()
-                if target - r._bytes <= _CATCH_UP_EPS:
+                if target - r._bytes <= CATCH_UP_EPS:
                     r._bytes = min(r._bytes, target)
                     if f.keeps_up():
                         r._bytes = target
                         finished.append(f)
                     elif r.broker not in f.partition.isr:
                         self._join_isr(f.partition, r)  # reached the log end, even if it slips again
-                elif r.broker not in f.partition.isr and r._bytes >= self._hw_bytes(f.partition) - _CATCH_UP_EPS:
+                elif r.broker not in f.partition.isr and r._bytes >= self._hw_bytes(f.partition) - CATCH_UP_EPS:
                     self._join_isr(f.partition, r)  # reached the HW held back by a lagging ISR member
             else:
                 src = r.exact_bytes()
-                if src - r.future_bytes <= _CATCH_UP_EPS:
+                if src - r.future_bytes <= CATCH_UP_EPS:
                     r.future_bytes = src
                     finished.append(f)
         for f in finished:
@@ -636,7 +637,7 @@ class Replication:
         for f in finished:
             r = f.replica
             if f.kind == 1 and r.future_log_dir is not None and f.partition._reps.get(r.broker) is r:
-                if r.exact_bytes() - r.future_bytes <= _CATCH_UP_EPS:
+                if r.exact_bytes() - r.future_bytes <= CATCH_UP_EPS:
                     self._swap_future(f.partition, r)
         for p, r, deadline in lagging:
             if self._t >= deadline and not r.tracking and r.broker in p.isr and len(p.isr) > 1:

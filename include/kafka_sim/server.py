@@ -16,12 +16,12 @@ import struct
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Iterable
 
 from kafka.protocol.api_header import RequestHeader
 
 from kafka_sim.apiversions import REQUEST_CLASSES, SUPPORTED
+from kafka_sim.connection import CLOSE, Connection, ConnectionHook
 from kafka_sim.handlers import Handlers, RawBody, RequestContext
 from kafka_sim.model import ClusterModel
 
@@ -31,21 +31,6 @@ MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 TICK_SECONDS = 0.01
 _INT32 = struct.Struct(">i")
 _REQ_PREFIX = struct.Struct(">hhi")
-
-
-@dataclass
-class Connection:
-    """One client connection of one broker; hooks may keep per-connection state in ``attrs``."""
-
-    broker_id: int
-    peer: Any
-    attrs: dict[str, Any] = field(default_factory=dict)
-
-
-#: A connection hook sees every decoded request prefix before the handlers do:
-#: ``hook(conn, api_key, api_version, correlation_id, frame)`` returns None to let the
-#: request through, framed response bytes to answer it itself, or CLOSE to drop the connection.
-ConnectionHook = Callable[[Connection, int, int, int, bytes], Awaitable[Any]]
 
 
 class ClusterRuntime:
@@ -192,7 +177,7 @@ class ClusterRuntime:
                     out = await self._process(broker_id, frame)
                 if out is None:
                     continue
-                if out is _CLOSE:
+                if out is CLOSE:
                     return
                 if isinstance(out, list):
                     writer.writelines(out)
@@ -219,14 +204,14 @@ class ClusterRuntime:
             # Kafka closes the connection on an API or version it does not support.
             log.warning("broker %d: unsupported api %d v%d, closing connection",
                         broker_id, api_key, api_version)
-            return _CLOSE
+            return CLOSE
         cls = REQUEST_CLASSES[api_key]
         try:
             request = cls.decode(frame, version=api_version, header=True)
         except Exception:
             log.warning("broker %d: cannot decode api %d v%d, closing connection",
                         broker_id, api_key, api_version, exc_info=True)
-            return _CLOSE
+            return CLOSE
         header: RequestHeader = request.header
         ctx = RequestContext(broker_id, api_key, api_version, correlation_id,
                              getattr(header, "client_id", None))
@@ -237,7 +222,7 @@ class ClusterRuntime:
             # Kafka would answer UNKNOWN_SERVER_ERROR; dropping the connection is what
             # clients also handle (they retry), and the traceback lands in our log.
             log.exception("broker %d: handler for api %d v%d failed", broker_id, api_key, api_version)
-            return _CLOSE
+            return CLOSE
         if response is None:
             return None
         if isinstance(response, RawBody):
@@ -245,11 +230,6 @@ class ClusterRuntime:
         body = response.encode(version=api_version)
         flexible = response.flexible_version_q(api_version) and api_key != 18
         return frame_response(correlation_id, body, flexible)
-
-
-_CLOSE = object()
-#: What a connection hook returns to drop the connection.
-CLOSE = _CLOSE
 
 
 def frame_response(correlation_id: int, body: bytes | list[bytes], flexible_header: bool) -> bytes | list[bytes]:

@@ -7,39 +7,20 @@ cluster of 100k partitions costs nothing per tick for partitions nobody touches.
 from __future__ import annotations
 
 import bisect
-import functools
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import Protocol
 
 from kafka_sim.configs import parse_throttled_replicas
-
-if TYPE_CHECKING:
-    from kafka_sim.model import ClusterModel
+from kafka_sim.model_base import CATCH_UP_EPS
 
 DEFAULT_NETWORK_BYTES_PER_SEC = 125_000_000.0
 DEFAULT_DISK_BYTES_PER_SEC = 500_000_000.0
 DEFAULT_LOG_DIR = "/var/lib/kafka/data"
 DEFAULT_LOG_DIR_CAPACITY = 1e12
 
-#: A follower within this many bytes of the leader counts as caught up (float rounding).
-_CATCH_UP_EPS = 0.5
-#: Bound on physics sub-steps per advance; beyond it the remaining time is one step.
-_MAX_SUBSTEPS = 256
-
-F = TypeVar("F", bound=Callable[..., Any])
-_NO_RECORDS: tuple = ()
-
-
-def _locked(fn: F) -> F:
-    """Run the method under the model's lock."""
-
-    @functools.wraps(fn)
-    def wrapper(self: "ClusterModel", *args: Any, **kwargs: Any) -> Any:
-        with self.lock:
-            return fn(self, *args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
+#: Shared empty record list of a partition nobody produced to (replaced on the first produce).
+NO_RECORDS: tuple = ()
 
 
 # ---------------------------------------------------------------- state objects
@@ -66,6 +47,14 @@ class Broker:
     def dir_paths(self) -> list[str]:
         """Paths of this broker's log dirs, in configured order."""
         return [d.path for d in self.log_dirs]
+
+
+class ModelCore(Protocol):
+    """What a partition reads from its model: physics time and brokers (the model imports
+    this module, so this module names the model only by this protocol)."""
+
+    _t: float
+    brokers: dict[int, Broker]
 
 
 class Replica:
@@ -137,7 +126,7 @@ class Partition:
                  "removing", "bytes_in_per_sec", "_reps", "_base_bytes", "_base_t", "_rate", "_model", "leo",
                  "_rec_base", "_rec_end", "_rec_pos", "_rec_data", "_rec_maxts", "batch_bytes")
 
-    def __init__(self, model: "ClusterModel", topic: str, index: int, replicas: list[int], leader: int,
+    def __init__(self, model: ModelCore, topic: str, index: int, replicas: list[int], leader: int,
                  size: float, bytes_in: float) -> None:
         self._model = model
         self.topic = topic
@@ -159,11 +148,11 @@ class Partition:
         #: follower's fetch of replica.fetch.max.bytes wastes on a trailing partial batch
         self.batch_bytes = DEFAULT_BATCH_BYTES
         # record batches, created on the first produce (most partitions never get any)
-        self._rec_base: list[int] = _NO_RECORDS  # type: ignore[assignment]
-        self._rec_end: list[int] = _NO_RECORDS  # type: ignore[assignment]
-        self._rec_pos: list[float] = _NO_RECORDS  # type: ignore[assignment]
-        self._rec_data: list[bytes] = _NO_RECORDS  # type: ignore[assignment]
-        self._rec_maxts: list[int] = _NO_RECORDS  # type: ignore[assignment]
+        self._rec_base: list[int] = NO_RECORDS  # type: ignore[assignment]
+        self._rec_end: list[int] = NO_RECORDS  # type: ignore[assignment]
+        self._rec_pos: list[float] = NO_RECORDS  # type: ignore[assignment]
+        self._rec_data: list[bytes] = NO_RECORDS  # type: ignore[assignment]
+        self._rec_maxts: list[int] = NO_RECORDS  # type: ignore[assignment]
 
     # -- read helpers
     def replica(self, broker: int) -> Replica | None:
@@ -183,7 +172,7 @@ class Partition:
         """Log end offset of a replica holding the first ``nbytes`` bytes of the log."""
         if not self._rec_pos:
             return 0
-        i = bisect.bisect_right(self._rec_pos, nbytes + _CATCH_UP_EPS)
+        i = bisect.bisect_right(self._rec_pos, nbytes + CATCH_UP_EPS)
         return self._rec_end[i - 1] if i else 0
 
     def high_watermark(self) -> int:
@@ -230,7 +219,8 @@ class Topic:
             self.configs.get("follower.replication.throttled.replicas"))
 
 
-def _throttled(spec: bool | frozenset[tuple[int, int]] | None, partition: int, broker: int) -> bool:
+def is_throttled(spec: bool | frozenset[tuple[int, int]] | None, partition: int, broker: int) -> bool:
+    """Whether a KIP-73 throttled-replica list covers ``broker``'s replica of ``partition``."""
     if spec is None:
         return False
     if spec is True:

@@ -6,8 +6,8 @@ import re
 import uuid
 
 from kafka_sim import errors as E
-from kafka_sim.state import _locked
 from kafka_sim.configs import ConfigValueError, validate_topic_configs
+from kafka_sim.model_base import locked
 from kafka_sim.placement import assign_replicas
 from kafka_sim.state import Partition, Topic
 
@@ -22,7 +22,7 @@ class Topics:
     def _live_brokers(self) -> list[tuple[int, str | None]]:
         return [(b.id, b.rack) for b in self.brokers.values() if b.alive]
 
-    @_locked
+    @locked
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      assignments: dict[int, list[int]] | None = None, configs: dict[str, str] | None = None,
                      validate_only: bool = False) -> tuple[int, str | None]:
@@ -105,7 +105,7 @@ class Topics:
             self._touch(part)
         self._flush_dirty()
 
-    @_locked
+    @locked
     def delete_topic(self, name: str) -> tuple[int, str | None]:
         """DeleteTopics for one topic.
 
@@ -127,7 +127,7 @@ class Topics:
         self.state_version += 1
         return E.NONE, None
 
-    @_locked
+    @locked
     def create_partitions(self, topic: str, count: int, assignments: list[list[int]] | None = None,
                           validate_only: bool = False) -> tuple[int, str | None]:
         """CreatePartitions: grow a topic to ``count`` partitions.
