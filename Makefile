@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 # Apache Kafka 4.3.1's jars from Maven Central (kafka/pom.xml), for the local real cluster.
 KAFKA_JARS := kafka/lib/.complete
 
-.PHONY: setup system-deps demo demo-kafka test test-fast test-kafka bench clean
+.PHONY: setup system-deps demo demo-kafka test test-fast test-kafka bench sizes clean
 
 setup: $(STAMP) system-deps $(KAFKA_JARS)
 
@@ -49,6 +49,10 @@ test-kafka: setup
 
 bench: setup
 	$(BIN)/python -m benchmarks.run
+
+# Functions over 60 lines and modules over 500 (issue 21's targets); fails when any is over.
+sizes:
+	$(PYTHON) scripts/code_sizes.py .
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info kafka/lib
