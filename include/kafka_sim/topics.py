@@ -14,6 +14,10 @@ from kafka_sim.state import Partition, Topic
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
+def valid_topic_name(name: str) -> bool:
+    """Kafka's topic name rule: 1-249 chars of [a-zA-Z0-9._-], not '.' or '..'."""
+    return 0 < len(name) <= 249 and name not in (".", "..") and _LEGAL_TOPIC.fullmatch(name) is not None
+
 
 class Topics:
     """Mixin of ClusterModel: CreateTopics, DeleteTopics, CreatePartitions."""
@@ -36,7 +40,7 @@ class Topics:
         :param validate_only: check only, create nothing
         """
         self._run(self.now())
-        if not name or len(name) > 249 or name in (".", "..") or not _LEGAL_TOPIC.fullmatch(name):
+        if not valid_topic_name(name):
             return E.INVALID_TOPIC_EXCEPTION, (f"Topic name \"{name}\" is illegal, it contains a character other "
                                                "than ASCII alphanumerics, '.', '_' and '-'" if name else
                                                "Topic name is illegal, it can't be empty")
@@ -50,34 +54,11 @@ class Topics:
             if num_partitions != -1 or replication_factor != -1:
                 return E.INVALID_REQUEST, ("Both numPartitions or replicationFactor and replicasAssignments "
                                            "were set. Both cannot be used at the same time.")
-            parts = sorted(assignments)
-            if parts != list(range(len(parts))):
-                return E.INVALID_REPLICA_ASSIGNMENT, ("Partitions should be a consecutive 0-based integer "
-                                                      "sequence")
-            sizes = {len(assignments[i]) for i in parts}
-            if len(sizes) != 1:
-                return E.INVALID_REPLICA_ASSIGNMENT, ("All partitions in the manual partition assignment must "
-                                                      "have the same number of replicas.")
-            for i in parts:
-                msg = self._validate_assignment([int(b) for b in assignments[i]])
-                if msg is not None:
-                    return E.INVALID_REPLICA_ASSIGNMENT, msg
-            placement = {i: [int(b) for b in assignments[i]] for i in parts}
+            placement, failure = self._explicit_placement(assignments)
         else:
-            n = num_partitions if num_partitions != -1 else int(self.configs.value(None, "num.partitions") or 1)
-            rf = replication_factor if replication_factor != -1 else int(
-                self.configs.value(None, "default.replication.factor") or 1)
-            if n <= 0:
-                return E.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
-            if rf <= 0:
-                return E.INVALID_REPLICATION_FACTOR, ("Replication factor must be larger than 0, or -1 to use the "
-                                                      "default value.")
-            live = self._live_brokers()
-            if rf > len(live):
-                return E.INVALID_REPLICATION_FACTOR, (
-                    f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
-                    f"cannot be reached because only {len(live)} broker(s) are registered.")
-            placement = assign_replicas(live, n, rf, 0, self._rng)
+            placement, failure = self._default_placement(num_partitions, replication_factor)
+        if failure is not None:
+            return failure
         if validate_only:
             return E.NONE, None
         topic = Topic(name, uuid.uuid4(), name.startswith("__"), [], cfg)
@@ -87,6 +68,39 @@ class Topics:
         self.writes["CreateTopics"] += 1
         self.state_version += 1
         return E.NONE, None
+
+    def _explicit_placement(self, assignments: dict[int, list[int]]
+                            ) -> tuple[dict[int, list[int]], tuple[int, str] | None]:
+        """A CreateTopics replica assignment checked like Kafka: (placement, error or None)."""
+        parts = sorted(assignments)
+        if parts != list(range(len(parts))):
+            return {}, (E.INVALID_REPLICA_ASSIGNMENT, "Partitions should be a consecutive 0-based integer sequence")
+        if len({len(assignments[i]) for i in parts}) != 1:
+            return {}, (E.INVALID_REPLICA_ASSIGNMENT, ("All partitions in the manual partition assignment must "
+                                                       "have the same number of replicas."))
+        for i in parts:
+            msg = self._validate_assignment([int(b) for b in assignments[i]])
+            if msg is not None:
+                return {}, (E.INVALID_REPLICA_ASSIGNMENT, msg)
+        return {i: [int(b) for b in assignments[i]] for i in parts}, None
+
+    def _default_placement(self, num_partitions: int, replication_factor: int
+                           ) -> tuple[dict[int, list[int]], tuple[int, str] | None]:
+        """Rack-aware placement for counts (-1 = broker default): (placement, error or None)."""
+        n = num_partitions if num_partitions != -1 else int(self.configs.value(None, "num.partitions") or 1)
+        rf = replication_factor if replication_factor != -1 else int(
+            self.configs.value(None, "default.replication.factor") or 1)
+        if n <= 0:
+            return {}, (E.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+        if rf <= 0:
+            return {}, (E.INVALID_REPLICATION_FACTOR, ("Replication factor must be larger than 0, or -1 to use "
+                                                       "the default value."))
+        live = self._live_brokers()
+        if rf > len(live):
+            return {}, (E.INVALID_REPLICATION_FACTOR, (
+                f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
+                f"cannot be reached because only {len(live)} broker(s) are registered."))
+        return assign_replicas(live, n, rf, 0, self._rng), None
 
     def _add_partitions(self, topic: Topic, placement: dict[int, list[int]]) -> None:
         for i in sorted(placement):
