@@ -25,9 +25,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_reassign.cluster.config_source import Inherited
 from kafka_reassign.errors import ReassignError
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
-from kafka_reassign.throttle.specs import (BROKER_KEYS, LIST_KEYS, TOPIC_KEYS, WILDCARD, ConfigChange, Inherited,
+from kafka_reassign.throttle.specs import (BROKER_KEYS, LIST_KEYS, TOPIC_KEYS, WILDCARD, ConfigChange,
                                      format_replica_list, parse_replica_list)
 
 log = logging.getLogger(__name__)

@@ -38,6 +38,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+# Where a broker value comes from is read in cluster/; re-exported for the throttle's callers.
+from kafka_reassign.cluster.config_source import CLUSTER_DEFAULT, INHERITED_SOURCES, STATIC_CONFIG, Inherited
+from kafka_reassign.units import fmt_bytes
 
 log = logging.getLogger(__name__)
 
@@ -54,48 +57,8 @@ WILDCARD = "*"
 
 ConfigKey = tuple[str, str]  # (resource_type "broker"|"topic", name)
 
-#: Kafka's config sources of a broker value in force without a per-broker override.
-CLUSTER_DEFAULT = "DYNAMIC_DEFAULT_BROKER_CONFIG"
-STATIC_CONFIG = "STATIC_BROKER_CONFIG"
-INHERITED_SOURCES = {CLUSTER_DEFAULT: "cluster default", STATIC_CONFIG: "static broker config"}
-
-
-@dataclass(frozen=True)
-class Inherited:
-    """A broker config value in force where the broker has no per-broker value of its own.
-
-    :param value: the value
-    :param source: Kafka's config source (:data:`CLUSTER_DEFAULT` or :data:`STATIC_CONFIG`)
-    """
-
-    value: str
-    source: str = CLUSTER_DEFAULT
-
-    @property
-    def label(self) -> str:
-        """How reports name it: "cluster default" or "static broker config"."""
-        return INHERITED_SOURCES.get(self.source, self.source)
-
-    def to_json(self) -> dict[str, str]:
-        return {"value": self.value, "source": self.source}
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any] | None) -> "Inherited | None":
-        return None if not d else cls(value=str(d["value"]), source=str(d.get("source", CLUSTER_DEFAULT)))
-
-
 #: (resource_type, name) -> {key: inherited value} (brokers only; keys without one are absent)
 InheritedConfigs = Mapping[ConfigKey, Mapping[str, Inherited]]
-
-
-def fmt_bytes(n: float) -> str:
-    """Decimal units, the way Kafka throttles are usually talked about (1 MB/s = 1e6 B/s)."""
-    n = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"  # pragma: no cover
 
 
 @dataclass(frozen=True)
