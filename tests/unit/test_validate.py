@@ -6,7 +6,8 @@ import pytest
 from kafka_reassign.errors import ParamError, PlanValidationError
 from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.cluster.state import ClusterState
-from kafka_reassign.planning.validate import ReassignParams, validate_params, validate_plan
+from kafka_reassign.planning.plan_checks import validate_plan
+from kafka_reassign.planning.validate import ReassignParams, validate_params
 
 
 def cluster(**over):
