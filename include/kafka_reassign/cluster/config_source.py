@@ -43,10 +43,17 @@ class Inherited:
 class ConfigChangeLike(Protocol):
     """What :meth:`~kafka_reassign.cluster.admin.KafkaAdmin.alter_configs` needs of a change (a throttle ConfigChange)."""
 
-    resource_type: str
-    name: str
-    key: str
-    value: str | None
+    @property
+    def resource_type(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def value(self) -> str | None: ...
 
 
 @dataclass

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
+from kafka_reassign.cluster.metadata import PartitionMetadata
+from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.errors import KafkaAdminError
 from kafka_reassign.execution.outcome import StepObservation
 from kafka_reassign.cluster.state import InFlight, TopicPartition
@@ -34,9 +36,9 @@ class ClusterView:
     futures: set[tuple[str, int, int]] = field(default_factory=set)
 
 
-def _metadata(admin: Any, topics: Sequence[str]) -> dict[TopicPartition, Any]:
-    """(topic, partition) -> :class:`~kafka_reassign.cluster.admin.PartitionMetadata` of ``topics``."""
-    out: dict[TopicPartition, Any] = {}
+def _metadata(admin: KafkaAdminPort, topics: Sequence[str]) -> dict[TopicPartition, PartitionMetadata]:
+    """(topic, partition) -> :class:`~kafka_reassign.cluster.metadata.PartitionMetadata` of ``topics``."""
+    out: dict[TopicPartition, PartitionMetadata] = {}
     if not topics:
         return out
     for t in admin.topic_metadata(sorted(set(topics))):
@@ -45,7 +47,7 @@ def _metadata(admin: Any, topics: Sequence[str]) -> dict[TopicPartition, Any]:
     return out
 
 
-def read_cluster(admin: Any, steps: Sequence[StepMove]) -> ClusterView:
+def read_cluster(admin: KafkaAdminPort, steps: Sequence[StepMove]) -> ClusterView:
     """Read what the steps in flight need: reassignments, live brokers, replica sizes and dirs."""
     listing = admin.list_partition_reassignments(None)
     alive = {b.id for b in admin.describe_cluster().brokers if not b.fenced}
@@ -123,7 +125,7 @@ class Admission:
     dir_moves: dict[int, dict[tuple[str, int, int], str]] = field(default_factory=dict)
 
 
-def _classify_dir_steps(admin: Any, steps: Mapping[int, StepMove], out: Admission) -> None:
+def _classify_dir_steps(admin: KafkaAdminPort, steps: Mapping[int, StepMove], out: Admission) -> None:
     """Log-dir steps: skip those already in their dirs, adopt those already moving there."""
     brokers = sorted({b for s in steps.values() for b in s.wanted_dirs()})
     rows = admin.describe_log_dirs(brokers, sorted({s.key for s in steps.values()})) if brokers else []
@@ -142,7 +144,7 @@ def _classify_dir_steps(admin: Any, steps: Mapping[int, StepMove], out: Admissio
 
 
 def classify(candidates: Mapping[int, StepMove], listing: Mapping[TopicPartition, InFlight],
-             admin: Any, verify: bool) -> Admission:
+             admin: KafkaAdminPort, verify: bool) -> Admission:
     """Sort candidates into submit / adopt (already moving there) / skip (already there) / refuse.
 
     With ``verify`` (the first refill of a run or of a resumed run) the candidates' replicas are
@@ -178,7 +180,7 @@ def classify(candidates: Mapping[int, StepMove], listing: Mapping[TopicPartition
     return out
 
 
-def submit(admin: Any, steps: Mapping[int, StepMove],
+def submit(admin: KafkaAdminPort, steps: Mapping[int, StepMove],
            dir_moves: Mapping[int, Mapping[tuple[str, int, int], str]]) -> dict[int, str]:
     """Submit steps: one AlterPartitionReassignments, one AlterReplicaLogDirs; errors by index.
 
@@ -200,7 +202,7 @@ def submit(admin: Any, steps: Mapping[int, StepMove],
     return errors
 
 
-def _preset_log_dirs(admin: Any, steps: Any) -> None:
+def _preset_log_dirs(admin: KafkaAdminPort, steps: Iterable[StepMove]) -> None:
     """Tell brokers the wanted dir of a new replica before it exists (as kafka-reassign-partitions does)."""
     preferred = {(s.topic, s.partition, b): d for s in steps if s.log_dirs
                  for b, d in s.wanted_dirs().items() if b in s.adding}
@@ -216,7 +218,7 @@ def _preset_log_dirs(admin: Any, steps: Any) -> None:
             log.warning("could not pre-set log dir %s for %s-%s on broker %s: %s", preferred[k], *k, err)
 
 
-def elect_leaders(admin: Any, partitions: Sequence[TopicPartition]) -> None:
+def elect_leaders(admin: KafkaAdminPort, partitions: Sequence[TopicPartition]) -> None:
     """Preferred leader election once a partition's last step is done (one request)."""
     if not partitions:
         return

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping
 
+from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.throttle.restore import restore_throttle
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
 from kafka_reassign.throttle.specs import (
@@ -221,7 +222,7 @@ def _dead_record_changes(rec: ThrottleRecord, state: Any, rr: RunRestore) -> lis
     return applicable
 
 
-def _restore_record(admin: Any, store: RecordStore, rec: ThrottleRecord, state: Any,
+def _restore_record(admin: KafkaAdminPort, store: RecordStore, rec: ThrottleRecord, state: Any,
                     configs: dict[ConfigKey, dict[str, str | None]], dry_run: bool) -> RunRestore:
     """Restore one dead run's record (what is reachable); the rest stays pending in the record."""
     rr = RunRestore(run_id=rec.run_id)
@@ -241,7 +242,7 @@ def _restore_record(admin: Any, store: RecordStore, rec: ThrottleRecord, state: 
     return rr
 
 
-def reconcile(admin: Any, store: RecordStore, *, active_run_ids: Collection[str] = (),
+def reconcile(admin: KafkaAdminPort, store: RecordStore, *, active_run_ids: Collection[str] = (),
               remove_foreign: bool = False, dry_run: bool = False,
               reconciler_run_id: str | None = None) -> ReconcileReport:
     """Restore throttles left by dead runs; report (and optionally remove) foreign ones.
@@ -312,7 +313,7 @@ def reconcile(admin: Any, store: RecordStore, *, active_run_ids: Collection[str]
     return report
 
 
-def _verify(admin: Any, changes: list[ConfigChange]) -> None:
+def _verify(admin: KafkaAdminPort, changes: list[ConfigChange]) -> None:
     """Read the configs back; raise if a write did not take (the record stays unrestored)."""
     brokers = sorted({int(c.name) for c in changes if c.resource_type == "broker"})
     topics = sorted({c.name for c in changes if c.resource_type == "topic"})

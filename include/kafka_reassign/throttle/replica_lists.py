@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
+from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
 from kafka_reassign.execution.steps import StepMove
 from kafka_reassign.throttle.specs import (FOLLOWER_REPLICAS, LEADER_REPLICAS, WILDCARD, ConfigChange,
@@ -62,7 +63,7 @@ class ReplicaThrottle:
         self.cluster_id = cluster_id
         self.writes = 0
 
-    def update(self, admin: Any, in_flight: Iterable[StepMove], topics: set[str],
+    def update(self, admin: KafkaAdminPort, in_flight: Iterable[StepMove], topics: set[str],
                submitting: dict | None = None) -> list[ConfigChange]:
         """Bring the lists of ``topics`` to what ``in_flight`` needs; return the writes made.
 
