@@ -18,6 +18,7 @@ import json
 import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -64,7 +65,27 @@ def snapshot_problems(snap: Any, *, planning: bool = False) -> list[Problem]:
     if snap.get("version") != 1 or not is_int(snap.get("version")):
         bad("version", f"must be 1, got {snap.get('version')!r}", "bad_version")
 
-    raw_brokers = snap.get("brokers")
+#: ``bad(entry, reason, kind="invalid")``: how the checks below report a problem.
+_Report = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class _Brokers:
+    """What the partition checks need to know of the brokers already checked.
+
+    :param broker_at: broker id -> index of its first entry
+    :param dir_paths: broker id -> its valid log dir paths
+    :param planning: the planner's stricter checks are on
+    """
+
+    broker_at: dict[int, int]
+    dir_paths: dict[int, list[str]]
+    planning: bool
+
+
+def _broker_problems(raw_brokers: Any, planning: bool,
+                     bad: _Report) -> tuple[dict[int, int], dict[int, list[str]]]:
+    """Check ``brokers``; returns (broker id -> index of its first entry, broker id -> valid log dirs)."""
     if not isinstance(raw_brokers, list) or not raw_brokers:
         bad("brokers", "missing or empty: a snapshot needs at least one broker", "no_brokers")
         raw_brokers = []
