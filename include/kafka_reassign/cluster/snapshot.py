@@ -62,6 +62,17 @@ def snapshot_problems(snap: Any, *, planning: bool = False) -> list[Problem]:
 
     if not isinstance(snap, dict):
         return [Problem("snapshot", f"must be a JSON object, got {type(snap).__name__}", "not_object")]
+    broker_at, dir_paths = _broker_problems(snap.get("brokers"), planning, bad)
+    raw_topics = snap.get("topics")
+    if not isinstance(raw_topics, list):
+        bad("topics", "missing or not a list", "bad_topics")
+        raw_topics = []
+    topic_at: dict[str, int] = {}
+    brokers = _Brokers(broker_at, dir_paths, planning)
+    for ti, t in enumerate(raw_topics):
+        _topic_problems(t, ti, topic_at, brokers, bad)
+    return problems
+
     if snap.get("version") != 1 or not is_int(snap.get("version")):
         bad("version", f"must be 1, got {snap.get('version')!r}", "bad_version")
 
@@ -89,8 +100,8 @@ def _broker_problems(raw_brokers: Any, planning: bool,
     if not isinstance(raw_brokers, list) or not raw_brokers:
         bad("brokers", "missing or empty: a snapshot needs at least one broker", "no_brokers")
         raw_brokers = []
-    broker_at: dict[int, int] = {}          # broker id -> index of its first entry
-    dir_paths: dict[int, list[str]] = {}    # broker id -> its valid log dir paths
+    broker_at: dict[int, int] = {}
+    dir_paths: dict[int, list[str]] = {}
     racked = 0
     for i, b in enumerate(raw_brokers):
         where = f"brokers[{i}]"
@@ -113,87 +124,88 @@ def _broker_problems(raw_brokers: Any, planning: bool,
                 "bad_rack")
         elif rack is not None:
             racked += 1
-        raw_dirs = b.get("log_dirs", [])
-        if not isinstance(raw_dirs, list) or (planning and not raw_dirs):
-            bad(f"{where}.log_dirs", "missing or empty: each broker needs at least one log dir "
-                                     "with capacity_bytes" if planning else "must be a list", "no_log_dirs")
-            raw_dirs = []
-        paths = dir_paths[bid] = []
-        for j, d in enumerate(raw_dirs):
-            dwhere = f"{where}.log_dirs[{j}]"
-            if not isinstance(d, dict) or not isinstance(d.get("path"), str) or not d["path"]:
-                bad(dwhere, "must be an object with a non-empty 'path'", "bad_log_dir")
-                continue
-            if d["path"] in paths:
-                bad(dwhere, f"log dir {d['path']} appears twice", "duplicate_log_dir")
-                continue
-            cap = d.get("capacity_bytes")
-            if planning and (not is_num(cap) or cap <= 0):
-                bad(f"{dwhere}.capacity_bytes", f"must be a positive number, got {cap!r}", "bad_capacity")
-                continue
-            if "capacity_bytes" in d and (not is_num(cap) or cap < 0):
-                bad(f"{dwhere}.capacity_bytes", f"must be a number >= 0, got {cap!r}", "bad_capacity")
-                continue
-            paths.append(d["path"])
+        dir_paths[bid] = _log_dir_paths(b.get("log_dirs", []), where, planning, bad)
         net = b.get("network_bytes_per_sec", 1)
         if not is_num(net) or net <= 0:
             bad(f"{where}.network_bytes_per_sec", f"must be a positive number, got {net!r}")
     if planning and 0 < racked < len(broker_at):
         bad("brokers", f"{racked} of {len(broker_at)} brokers have a rack: either all brokers "
                        "have broker.rack or none (as Kafka requires for rack-aware placement)", "mixed_racks")
+    return broker_at, dir_paths
 
-    raw_topics = snap.get("topics")
-    if not isinstance(raw_topics, list):
-        bad("topics", "missing or not a list", "bad_topics")
-        raw_topics = []
-    topic_at: dict[str, int] = {}
-    for ti, t in enumerate(raw_topics):
-        twhere = f"topics[{ti}]"
-        if not isinstance(t, dict):
-            bad(twhere, f"must be an object, got {type(t).__name__}", "bad_topic")
+
+def _log_dir_paths(raw_dirs: Any, where: str, planning: bool, bad: _Report) -> list[str]:
+    """Check one broker's ``log_dirs``; returns the paths of the valid ones."""
+    if not isinstance(raw_dirs, list) or (planning and not raw_dirs):
+        bad(f"{where}.log_dirs", "missing or empty: each broker needs at least one log dir "
+                                 "with capacity_bytes" if planning else "must be a list", "no_log_dirs")
+        raw_dirs = []
+    paths: list[str] = []
+    for j, d in enumerate(raw_dirs):
+        dwhere = f"{where}.log_dirs[{j}]"
+        if not isinstance(d, dict) or not isinstance(d.get("path"), str) or not d["path"]:
+            bad(dwhere, "must be an object with a non-empty 'path'", "bad_log_dir")
             continue
-        name = t.get("name")
-        if not isinstance(name, str) or not name:
-            bad(f"{twhere}.name", f"must be a non-empty string, got {name!r}", "bad_topic")
-            name = None
+        if d["path"] in paths:
+            bad(dwhere, f"log dir {d['path']} appears twice", "duplicate_log_dir")
+            continue
+        cap = d.get("capacity_bytes")
+        if planning and (not is_num(cap) or cap <= 0):
+            bad(f"{dwhere}.capacity_bytes", f"must be a positive number, got {cap!r}", "bad_capacity")
+            continue
+        if "capacity_bytes" in d and (not is_num(cap) or cap < 0):
+            bad(f"{dwhere}.capacity_bytes", f"must be a number >= 0, got {cap!r}", "bad_capacity")
+            continue
+        paths.append(d["path"])
+    return paths
+
+
+def _topic_problems(t: Any, ti: int, topic_at: dict[str, int], brokers: _Brokers, bad: _Report) -> None:
+    """Check ``topics[ti]`` and its partitions; ``topic_at`` (name -> first index) finds duplicates."""
+    twhere = f"topics[{ti}]"
+    if not isinstance(t, dict):
+        bad(twhere, f"must be an object, got {type(t).__name__}", "bad_topic")
+        return
+    name = t.get("name")
+    if not isinstance(name, str) or not name:
+        bad(f"{twhere}.name", f"must be a non-empty string, got {name!r}", "bad_topic")
+        name = None
+    else:
+        twhere = f"topics[{ti}] ({name})"
+        if name in topic_at:
+            bad(f"{twhere}.name", f"duplicate topic {name!r}: it appears twice (first at "
+                                  f"topics[{topic_at[name]}])", "duplicate_topic")
         else:
-            twhere = f"topics[{ti}] ({name})"
-            if name in topic_at:
-                bad(f"{twhere}.name", f"duplicate topic {name!r}: it appears twice (first at "
-                                      f"topics[{topic_at[name]}])", "duplicate_topic")
-            else:
-                topic_at[name] = ti
-        cfg = t.get("configs") or {}
-        if not isinstance(cfg, dict) or not all(isinstance(v, (str, int, float)) for v in cfg.values()):
-            bad(f"{twhere}.configs", "must be an object of strings", "bad_configs")
-        elif "min.insync.replicas" in cfg:
-            try:
-                int(str(cfg["min.insync.replicas"]))
-            except ValueError:
-                bad(f"{twhere}.configs.min.insync.replicas",
-                    f"must be an integer, got {cfg['min.insync.replicas']!r}", "bad_configs")
-        raw_parts = t.get("partitions")
-        if not isinstance(raw_parts, list):
-            bad(f"{twhere}.partitions", "missing or not a list", "bad_partitions")
+            topic_at[name] = ti
+    cfg = t.get("configs") or {}
+    if not isinstance(cfg, dict) or not all(isinstance(v, (str, int, float)) for v in cfg.values()):
+        bad(f"{twhere}.configs", "must be an object of strings", "bad_configs")
+    elif "min.insync.replicas" in cfg:
+        try:
+            int(str(cfg["min.insync.replicas"]))
+        except ValueError:
+            bad(f"{twhere}.configs.min.insync.replicas",
+                f"must be an integer, got {cfg['min.insync.replicas']!r}", "bad_configs")
+    raw_parts = t.get("partitions")
+    if not isinstance(raw_parts, list):
+        bad(f"{twhere}.partitions", "missing or not a list", "bad_partitions")
+        return
+    seen: set[int] = set()
+    for pi, p in enumerate(raw_parts):
+        pwhere = f"{twhere}.partitions[{pi}]"
+        if not isinstance(p, dict):
+            bad(pwhere, f"must be an object, got {type(p).__name__}")
             continue
-        seen: set[int] = set()
-        for pi, p in enumerate(raw_parts):
-            pwhere = f"{twhere}.partitions[{pi}]"
-            if not isinstance(p, dict):
-                bad(pwhere, f"must be an object, got {type(p).__name__}")
-                continue
-            pid = p.get("partition")
-            if not is_int(pid) or pid < 0:
-                bad(f"{pwhere}.partition", f"must be an integer >= 0, got {pid!r}", "bad_partition_id")
-            else:
-                if name is not None:
-                    pwhere = f"topics[{ti}].partitions[{pi}] ({name}-{pid})"
-                if pid in seen:
-                    bad(f"{pwhere}.partition", f"duplicate partition {pid}: it appears twice",
-                        "duplicate_partition")
-                seen.add(pid)
-            _partition_problems(p, pwhere, broker_at, dir_paths, planning, bad)
-    return problems
+        pid = p.get("partition")
+        if not is_int(pid) or pid < 0:
+            bad(f"{pwhere}.partition", f"must be an integer >= 0, got {pid!r}", "bad_partition_id")
+        else:
+            if name is not None:
+                pwhere = f"topics[{ti}].partitions[{pi}] ({name}-{pid})"
+            if pid in seen:
+                bad(f"{pwhere}.partition", f"duplicate partition {pid}: it appears twice", "duplicate_partition")
+            seen.add(pid)
+        _partition_problems(p, pwhere, brokers.broker_at, brokers.dir_paths, brokers.planning, bad)
 
 
 def _partition_problems(p: dict[str, Any], pwhere: str, broker_at: dict[int, int],
