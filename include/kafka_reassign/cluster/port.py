@@ -21,6 +21,7 @@ ConfigValues = dict[tuple[str, str], dict[str, str | None]]
 LogDirMoves = Mapping[tuple[str, int, int], str]
 
 
+@runtime_checkable
 class ClusterReader(Protocol):
     """The reads an offline check needs: the cluster state and the dynamic configs."""
 
