@@ -60,10 +60,10 @@ def snapshot_problems(snap: Any, *, planning: bool = False) -> list[Problem]:
     def bad(entry: str, reason: str, kind: str = "invalid") -> None:
         problems.append(Problem(entry, reason, kind))
 
-    if snap.get("version") != 1 or not is_int(snap.get("version")):
-        bad("version", f"must be 1, got {snap.get('version')!r}", "bad_version")
     if not isinstance(snap, dict):
         return [Problem("snapshot", f"must be a JSON object, got {type(snap).__name__}", "not_object")]
+    if snap.get("version") != 1 or not is_int(snap.get("version")):
+        bad("version", f"must be 1, got {snap.get('version')!r}", "bad_version")
     broker_at, dir_paths = _broker_problems(snap.get("brokers"), planning, bad)
     raw_topics = snap.get("topics")
     if not isinstance(raw_topics, list):
