@@ -43,7 +43,7 @@ CONFIG_SETTLE_S = 2.0
 #: record batch size on disk of what kafka_local.load.fill writes (librdkafka, batch.size
 #: 1 MB, 10 kB records): a new replica's log grew in steps of 0.90 MB on Kafka 4.3.1. The
 #: simulator needs it: each 1 MiB fetch (replica.fetch.max.bytes) appends one such batch
-#: but counts 1 MiB in the quotas (kafka_sim.replication._fetch_overhead).
+#: but counts 1 MiB in the quotas (kafka_sim.replication_flows._fetch_overhead).
 FILL_BATCH_BYTES = 900_000
 
 

@@ -1,0 +1,245 @@
+"""Flows of the replication physics: who copies what through which resources, at what rate.
+
+Every transfer that is not simply "a caught-up follower tracking its leader" is a flow
+crossing capacitated resources: the leader's outbound and the follower's inbound network
+(``network_bytes_per_sec`` minus the steady in-sync traffic), the KIP-73 quotas for
+out-of-sync replicas of throttled partitions, the disk and the KIP-113 quota for future
+replicas. Rates are max-min fair (:mod:`kafka_sim.fairshare`) and constant until the next
+event, which the plan computes too.
+"""
+from __future__ import annotations
+
+import math
+
+from kafka_sim.fairshare import allocate
+from kafka_sim.model_base import CATCH_UP_EPS
+from kafka_sim.replication_quotas import FOLLOWER_QUOTA, LEADER_QUOTA
+from kafka_sim.state import Partition, Replica, is_throttled
+
+#: a flow keeps up when its rate is at least its partition's write rate, within rounding
+_KEEP_UP = 1.0 - 1e-9
+
+
+class Flow:
+    """One transfer in a physics step."""
+
+    __slots__ = ("kind", "partition", "replica", "resources", "recorded", "gap", "grow", "rate", "follows",
+                 "fetched")
+
+    def __init__(self, kind: int, partition: Partition, replica: Replica, resources: tuple, gap: float,
+                 grow: float, recorded: tuple = ()) -> None:
+        self.kind = kind  # 0 follower fetch, 1 future replica copy
+        self.partition = partition
+        self.replica = replica
+        self.resources = resources  # what limits it
+        self.recorded = recorded  # quota meters its bytes are recorded in
+        self.gap = gap
+        self.grow = grow
+        self.rate = 0.0
+        self.follows = False
+        self.fetched = 1.0  # bytes recorded in its quotas per byte it adds to the log
+
+    def keeps_up(self) -> bool:
+        return self.rate >= self.grow * _KEEP_UP
+
+
+class FlowPlanning:
+    """Mixin of ClusterModel: the flows of the active partitions, their rates and the next event."""
+
+    def _partition_flows(self, p: Partition) -> list[Flow]:
+        """The flows of one active partition (cached until the partition changes)."""
+        brokers = self.brokers
+        topic = self.topics[p.topic]
+        leader = p.leader
+        leader_up = leader >= 0 and brokers[leader].alive
+        lead_thr = leader_up and is_throttled(topic.leader_throttled, p.index, leader)
+        out: list[Flow] = []
+        fetching: set[int] = set()
+        for b in p.replicas:
+            r = p._reps[b]
+            if not brokers[b].alive:
+                continue
+            if b != leader and not r.tracking and leader_up:
+                follow_thr = is_throttled(topic.follower_throttled, p.index, b)
+                res: list = [("o", leader), ("i", b)]
+                # ReplicaManager.shouldLeaderThrottle: the leader never holds back an ISR member.
+                if lead_thr and b not in p.isr:
+                    res.append((LEADER_QUOTA, leader))
+                # RemoteLeaderEndPoint.shouldFollowerThrottle asks fetchState.isReplicaInSync
+                # (AbstractFetcherThread: lag = leader HW - fetch offset <= 0), not the ISR: a
+                # follower behind the HW is held back even while still in the ISR, one at the HW
+                # is not even before it joins. A flow here is a follower behind the leader.
+                if follow_thr:
+                    res.append((FOLLOWER_QUOTA, b))
+                recorded = (((LEADER_QUOTA, leader),) if lead_thr else ()) + (
+                    ((FOLLOWER_QUOTA, b),) if follow_thr else ())
+                flow = Flow(0, p, r, tuple(res), 0.0, 0.0, recorded)
+                if recorded:
+                    flow.fetched = self._fetch_overhead(p, b)
+                out.append(flow)
+                fetching.add(b)
+        for b in p.replicas:
+            r = p._reps[b]
+            if r.future_log_dir is not None and brokers[b].alive:
+                f = Flow(1, p, r, (("d", b), ("a", b)), 0.0, 0.0)
+                f.follows = b in fetching  # its source is itself catching up
+                out.append(f)
+        return out
+
+    def _fetch_overhead(self, p: Partition, follower: int) -> float:
+        """Bytes a catching-up follower's fetches record in the quotas per byte it appends.
+
+        The leader reads ``replica.fetch.max.bytes`` per partition from the segment file
+        (LocalLog.read -> FileRecords.slice), so a response usually ends in a partial batch;
+        KafkaApis records the whole response size in the leader quota
+        (``sizeOfThrottledPartitions``) and ReplicaFetcherThread.processPartitionData records
+        ``records.sizeInBytes`` in the follower quota, but the follower appends only the whole
+        batches and fetches the partial one again. A batch larger than the fetch size comes
+        alone (KIP-74, minOneMessage). Seen on Apache Kafka 4.3.1 (docs/SIMULATOR.md,
+        calibration): a 20 MB log of 0.9 MB batches grew by one batch per fetch, and the
+        follower stopped fetching at 1.75 MB/s of appended bytes under a 2 MB/s throttle,
+        i.e. at 2 MB/s of 1 MiB responses.
+        """
+        batch = p.batch_bytes
+        size = self.configs.long_value(follower, "replica.fetch.max.bytes")
+        if batch <= 0 or size <= 0 or batch >= size:
+            return 1.0
+        return size / ((size // batch) * batch)
+
+    def _collect_flows(self) -> list[Flow]:
+        cache = self._flow_cache
+        flows: list[Flow] = []
+        for p in self._active:
+            fl = cache.get(p)
+            if fl is None:
+                fl = cache[p] = self._partition_flows(p)
+            if not fl:
+                continue
+            log = p.log_bytes()
+            for f in fl:
+                r = f.replica
+                if f.kind == 0:
+                    f.gap = max(0.0, log - r._bytes)
+                    f.grow = p._rate
+                else:
+                    f.gap = max(0.0, r.exact_bytes() - r.future_bytes)
+                    f.grow = -1.0 if f.follows else (p._rate if r.tracking else 0.0)
+            flows.extend(fl)
+        return flows
+
+    def _capacities(self, flows: list[Flow]) -> dict:
+        cap: dict = {}
+        quota_keys: list[tuple[str, int]] = []
+        self._quota_keys = quota_keys
+        unheld: dict[tuple[str, int], float] = {}  # recorded by ISR members, never held back
+        overhead: dict[tuple[str, int], float] = {}  # recorded bytes per appended byte, per quota
+        for f in flows:
+            for key in f.recorded:
+                if f.fetched > overhead.get(key, 1.0):
+                    overhead[key] = f.fetched
+        for f in flows:
+            if f.kind == 0 and f.replica.broker in f.partition.isr:
+                for key in f.recorded:
+                    if key[0] == LEADER_QUOTA:  # the follower side holds back ISR members too
+                        unheld[key] = unheld.get(key, 0.0) + f.grow * f.fetched
+        for f in flows:
+            for key in f.resources:
+                if key in cap:
+                    continue
+                kind, b = key
+                broker = self.brokers[b]
+                if kind == "o":
+                    cap[key] = max(0.0, broker.network_bytes_per_sec - self._steady_out.get(b, 0.0))
+                elif kind == "i":
+                    cap[key] = max(0.0, broker.network_bytes_per_sec - self._steady_in.get(b, 0.0))
+                elif kind in (LEADER_QUOTA, FOLLOWER_QUOTA):
+                    # capacities are in appended bytes; the quota counts fetched bytes
+                    cap[key] = self._quota_capacity(key, unheld.get(key, 0.0)) / overhead.get(key, 1.0)
+                    quota_keys.append(key)
+                elif kind == "a":
+                    cap[key] = self._rates[b][2]
+                elif kind == "d":
+                    cap[key] = broker.disk_bytes_per_sec
+        return cap
+
+    def _make_plan(self) -> tuple[list[Flow], float, list[tuple[Partition, Replica, float]]]:
+        """Rates of every flow and the next event time; valid until something changes."""
+        flows = self._collect_flows()
+        rates = allocate([f.resources for f in flows], self._capacities(flows))
+        follow_rate = {id(f.replica): r for f, r in zip(flows, rates) if f.kind == 0}
+        now = self._t
+        event = math.inf
+        flow_rec: dict[tuple[str, int], float] = {}
+        for f, rate in zip(flows, rates):
+            f.rate = rate
+            if f.grow < 0:
+                f.grow = follow_rate.get(id(f.replica), 0.0)
+            for key in f.recorded:
+                flow_rec[key] = flow_rec.get(key, 0.0) + rate * f.fetched
+            net = rate - f.grow
+            if f.gap <= CATCH_UP_EPS:
+                if f.kind == 1 or f.keeps_up():
+                    event = now
+            elif net > 0:
+                event = min(event, now + f.gap / net)
+        event = min(event, self._set_flow_records(flow_rec))
+        lagging = self._lagging(flows)
+        if lagging:
+            event = min(event, max(now, min(d for _p, _r, d in lagging)))
+            event = min(event, self._reaches_hw(flows, lagging))
+        return flows, event, lagging
+
+    def _hw_bytes(self, p: Partition) -> float:
+        """Bytes up to the high watermark: the leader's log end, or the least ISR member's bytes."""
+        low = p.log_bytes()
+        for b in p.isr:
+            r = p._reps.get(b)
+            if r is not None and b != p.leader and not r.tracking:
+                low = min(low, r._bytes)
+        return low
+
+    def _reaches_hw(self, flows: list[Flow], lagging: list[tuple[Partition, Replica, float]]) -> float:
+        """When an out-of-sync follower reaches a HW that a lagging ISR member holds back.
+
+        Partition.isFollowerInSync admits a follower whose log end reached the leader's high
+        watermark (and the leader epoch's start offset), not the leader's log end: behind a
+        slow ISR member the HW lags, and a new replica joins the ISR once it gets there.
+        """
+        rate_of = {id(f.replica): f.rate for f in flows if f.kind == 0}
+        event = math.inf
+        for p in {p for p, _r, _d in lagging}:
+            slow = [(r._bytes, rate_of.get(id(r), 0.0)) for q, r, _d in lagging if q is p]
+            hw, hw_rate = min(slow)
+            for f in flows:
+                r = f.replica
+                if f.kind == 0 and f.partition is p and r.broker not in p.isr and f.rate > hw_rate:
+                    event = min(event, self._t + max(0.0, hw - r._bytes) / (f.rate - hw_rate))
+        return event
+
+    def _set_flow_records(self, flow_rec: dict[tuple[str, int], float]) -> float:
+        """Record the new flows in the quota meters; returns when a quota next flips."""
+        old, self._flow_rec = self._flow_rec, flow_rec
+        event = math.inf
+        for key in set(old) | set(flow_rec):
+            self._record_rate(key)
+        for key in self._quota_keys:
+            event = min(event, self._quota_event(key))
+        return event
+
+    def _lagging(self, flows: list[Flow]) -> list[tuple[Partition, Replica, float]]:
+        """ISR members not caught up, with the time the isr-expiration task removes them."""
+        lagging: list[tuple[Partition, Replica, float]] = []
+        for f in flows:
+            p, r = f.partition, f.replica
+            if f.kind != 0 or p.leader < 0 or len(p.isr) < 2 or r.broker not in p.isr:
+                continue
+            if f.gap <= CATCH_UP_EPS and f.keeps_up():
+                continue
+            lag = self._lag_max(p.leader)
+            deadline = r.caught_up_at + lag
+            # ReplicaManager schedules maybeShrinkIsr every replica.lag.time.max.ms / 2
+            period = lag / 2 if lag > 0 else 0.0
+            if period > 0:
+                deadline = math.ceil(deadline / period - 1e-9) * period
+            lagging.append((p, r, deadline))
+        return lagging

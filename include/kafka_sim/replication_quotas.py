@@ -1,0 +1,133 @@
+"""KIP-73 replication quotas as the physics sees them: per-broker bounds, meters, capacities.
+
+Kafka behaviour followed: see :mod:`kafka_sim.quotas` (KafkaApis.handleFetchRequest,
+ReplicaManager.shouldLeaderThrottle, ReplicaFetcherThread.processPartitionData,
+RemoteLeaderEndPoint.shouldFollowerThrottle).
+"""
+from __future__ import annotations
+
+import math
+
+from kafka_sim.quotas import DEFAULT_SAMPLE_SECONDS, DEFAULT_SAMPLES, QuotaMeter
+from kafka_sim.state import Partition, is_throttled
+
+#: quota meter keys are (side, broker id): the leader's and the follower's replication quota
+LEADER_QUOTA = "lt"
+FOLLOWER_QUOTA = "ft"
+
+
+class ReplicationQuotas:
+    """Mixin of ClusterModel: the replication quota meters and what they let through."""
+
+    def _refresh_rates(self) -> None:
+        """Cache the three quota rates of every broker (inf = unthrottled)."""
+        for bid in self.brokers:
+            vals = []
+            for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                         "replica.alter.log.dirs.io.max.bytes.per.second"):
+                v = self.configs.long_value(bid, name)
+                vals.append(math.inf if v >= 9223372036854775807 else float(v))
+            self._rates[bid] = (vals[0], vals[1], vals[2])
+        self._lag_cache.clear()
+        self._plan = None
+
+    def _meter(self, key: tuple[str, int]) -> QuotaMeter:
+        meter = self._meters.get(key)
+        if meter is None:
+            samples = self.configs.long_value(key[1], "replication.quota.window.num") or DEFAULT_SAMPLES
+            size = self.configs.long_value(key[1], "replication.quota.window.size.seconds") or DEFAULT_SAMPLE_SECONDS
+            meter = self._meters[key] = QuotaMeter(int(samples), float(size), aged=key[0] == LEADER_QUOTA)
+        return meter
+
+    def _bound(self, key: tuple[str, int]) -> float:
+        return self._rates[key[1]][0 if key[0] == LEADER_QUOTA else 1]
+
+    def _record_rate(self, key: tuple[str, int]) -> None:
+        """Set a meter's recording rate: in-sync traffic plus the current plan's flows."""
+        rate = self._steady_rec.get(key, 0.0) + self._flow_rec.get(key, 0.0)
+        meter = self._meters.get(key)
+        if meter is None and rate <= 0:
+            return
+        (meter or self._meter(key)).set_rate(self._t, rate)
+
+    def _record_produced(self, p: Partition, nbytes: float) -> None:
+        """Produced records reach the in-sync followers: record their fetches in the quotas.
+
+        Kafka records every byte a follower fetches of a throttled partition, in-sync
+        followers included (KafkaApis.handleFetchRequest, ``sizeOfThrottledPartitions`` ->
+        ``quotas.leader.record``; ReplicaFetcherThread.processPartitionData ->
+        ``quota.record``). Seen on Apache Kafka 4.3.1 (benchmarks/calibration.py): a 20 MB
+        move at 2 MB/s with an acks=all producer at R/6 took 25.7 s, the leader's quota
+        pacing the new replica at R - 2P once in-sync traffic had spent the window; the
+        simulator, recording only the snapshot's write rate, finished in 13 s. The tracking
+        followers hold new records at once, so their fetch is recorded here as a lump;
+        out-of-sync followers fetch the bytes later through their flows (recorded there).
+        """
+        leader = p.leader
+        brokers = self.brokers
+        if leader < 0 or not brokers[leader].alive or nbytes <= 0:
+            return
+        topic = self.topics[p.topic]
+        fetched = [b for b, r in p._reps.items() if b != leader and r.tracking and brokers[b].alive]
+        keys: list[tuple[tuple[str, int], float]] = []
+        if fetched and is_throttled(topic.leader_throttled, p.index, leader):
+            keys.append(((LEADER_QUOTA, leader), nbytes * len(fetched)))
+        keys.extend(((FOLLOWER_QUOTA, b), nbytes) for b in fetched
+                    if is_throttled(topic.follower_throttled, p.index, b))
+        for key, amount in keys:
+            self._meter(key).record(self._t, amount)
+            if not math.isinf(self._bound(key)):
+                self._plan = None  # the quota's allowance changed: re-plan rates and events
+
+    def quota_state(self, broker: int) -> dict[str, dict[str, float]]:
+        """Leader and follower quota of one broker: bound, recorded rate, window bytes, allowance.
+
+        :param broker: broker id
+        """
+        with self.lock:
+            self._run(self.now())
+            out = {}
+            for side, key in (("leader", (LEADER_QUOTA, broker)), ("follower", (FOLLOWER_QUOTA, broker))):
+                meter = self._meter(key)
+                meter.advance(self._t)
+                bound = self._bound(key)
+                out[side] = {"bound": bound, "recorded_rate": meter.rate, "window_bytes": meter.total,
+                             "allowance": meter.allowance(bound) if bound < math.inf else math.inf,
+                             "in_sync_rate": self._steady_rec.get(key, 0.0)}
+            return out
+
+    def _lag_max(self, broker: int) -> float:
+        lag = self._lag_cache.get(broker)
+        if lag is None:
+            lag = self._lag_cache[broker] = self.configs.long_value(broker, "replica.lag.time.max.ms") / 1000.0
+        return lag
+
+    def _quota_capacity(self, key: tuple[str, int], unheld: float) -> float:
+        """What out-of-sync throttled replicas may fetch through one quota right now."""
+        bound = self._bound(key)
+        if math.isinf(bound):
+            return math.inf
+        meter = self._meter(key)
+        meter.advance(self._t)
+        allowance = meter.allowance(bound)
+        band = meter.band(bound)
+        if allowance > band:
+            return math.inf  # quota not exceeded: fetches are not held back
+        if allowance < -band:
+            return 0.0  # in-sync traffic alone overran it: held back until the window drains
+        # at the bound: what leaves the sliding window (and what it grows by) may come in
+        return max(0.0, meter.bound_rate(bound) - self._steady_rec.get(key, 0.0) - unheld)
+
+    def _quota_event(self, key: tuple[str, int]) -> float:
+        """When a quota next changes mode: an open one is spent, an overrun one recovers."""
+        bound = self._bound(key)
+        if math.isinf(bound):
+            return math.inf
+        meter = self._meters[key]
+        allowance = meter.allowance(bound)
+        band = meter.band(bound)
+        if allowance > band:
+            return self._t + meter.seconds_to_cross(bound, 0.0)
+        if allowance < -band:
+            return self._t + meter.seconds_to_cross(bound, -band * 0.5)
+        return self._t + meter.next_break()  # at the bound until what leaves the window changes

@@ -1,0 +1,170 @@
+"""Change tracking of the replication physics: steady in-sync traffic and the active set.
+
+A changed partition is marked dirty; before the physics runs, its contribution to each
+broker's steady (in-sync) traffic and quota recording is re-derived, and it joins the
+active set when a follower or future replica of it has bytes to copy.
+"""
+from __future__ import annotations
+
+from kafka_sim.replication_quotas import FOLLOWER_QUOTA, LEADER_QUOTA
+from kafka_sim.state import Partition, Replica, is_throttled
+
+
+def _changed_indices(old: object, new: object) -> set[int] | None:
+    """Partition indices whose throttled status may differ between two specs (None: all)."""
+    if old is True or new is True:
+        return None if old != new else set()
+    a = old if isinstance(old, frozenset) else frozenset()
+    b = new if isinstance(new, frozenset) else frozenset()
+    return {i for i, _b in a ^ b}
+
+
+class ChangeTracking:
+    """Mixin of ClusterModel: what changed since the last physics step."""
+
+    def _touch(self, p: Partition) -> None:
+        """Mark a partition changed: aggregates and active set are refreshed before physics."""
+        self._dirty.add(p)
+        p.partition_epoch += 1
+        self.state_version += 1
+        topic = self.topics.get(p.topic)
+        if topic is not None:
+            topic.version += 1  # the server re-encodes only changed topics' metadata
+        self._plan = None
+        self._note_preferred_leader(p)
+
+    def _throttles_changed(self, topic: object, old_leader: object, old_follower: object) -> None:
+        """A topic's throttled-replica lists changed: re-derive what the affected partitions record."""
+        indices = _changed_indices(old_leader, topic.leader_throttled)  # type: ignore[attr-defined]
+        more = _changed_indices(old_follower, topic.follower_throttled)  # type: ignore[attr-defined]
+        parts = topic.partitions  # type: ignore[attr-defined]
+        if indices is None or more is None:
+            candidates = parts
+        else:
+            candidates = [parts[i] for i in indices | more if i < len(parts)]
+        active = self._active
+        for p in candidates:
+            if p.bytes_in_per_sec > 0 or p in active:
+                self._dirty.add(p)
+        self._plan = None
+
+    def _rebase(self, p: Partition) -> None:
+        """Freeze the lazily grown log at the current time and re-derive its growth rate."""
+        p._base_bytes = p.log_bytes()
+        p._base_t = self._t
+        leader_up = p.leader >= 0 and self.brokers[p.leader].alive
+        rate = p.bytes_in_per_sec if leader_up else 0.0
+        if rate != p._rate:  # same rate: the log's line through time is unchanged
+            self._usage_changed(p)
+        p._rate = rate
+
+    def _flush_dirty(self) -> None:
+        """Refresh steady traffic aggregates and the active set of changed partitions.
+
+        Then hand every congested broker's tracking followers to the physics, so that the
+        ones its link cannot carry fall behind.
+        """
+        while self._dirty:
+            self._plan = None
+            before: dict[int, tuple[float, float]] = {}
+            rec_changed: set[tuple[str, int]] = set()
+            for p in self._dirty:
+                self._flush_one(p, before, rec_changed)
+            self._dirty.clear()
+            for key in rec_changed:
+                self._record_rate(key)
+            # only more in-sync traffic can newly overload a link
+            grown = {b for b, (out, inn) in before.items()
+                     if self._steady_out.get(b, 0.0) > out or self._steady_in.get(b, 0.0) > inn}
+            self._relieve_congestion(grown)
+
+    def _flush_one(self, p: Partition, before: dict[int, tuple[float, float]],
+                   rec_changed: set[tuple[str, int]]) -> None:
+        self._flow_cache.pop(p, None)
+        self._fresh.add(p)
+        steady_out, steady_in = self._steady_out, self._steady_in
+        for b, out, inn, lrec, frec in self._contrib.pop(p, ()):
+            if b not in before:
+                before[b] = (steady_out.get(b, 0.0), steady_in.get(b, 0.0))
+            steady_out[b] = steady_out.get(b, 0.0) - out
+            steady_in[b] = steady_in.get(b, 0.0) - inn
+            self._add_rec(rec_changed, (LEADER_QUOTA, b), -lrec)
+            self._add_rec(rec_changed, (FOLLOWER_QUOTA, b), -frec)
+        topic = self.topics.get(p.topic)
+        exists = topic is not None and p.index < len(topic.partitions) and topic.partitions[p.index] is p
+        if not exists:  # deleted topic: its contributions are gone, nothing to simulate
+            self._active.discard(p)
+            return
+        self._rebase(p)
+        brokers = self.brokers
+        leader_up = p.leader >= 0 and brokers[p.leader].alive
+        active = False
+        contrib: list[tuple[int, float, float, float, float]] = []
+        rate = p._rate
+        followers = 0
+        for b in p.replicas:
+            r = p._reps[b]
+            alive = brokers[b].alive
+            if r.future_log_dir is not None and alive:
+                active = True
+            if b == p.leader:
+                continue
+            if r.tracking and alive and leader_up:
+                if rate > 0:
+                    frec = rate if is_throttled(topic.follower_throttled, p.index, b) else 0.0
+                    contrib.append((b, 0.0, rate, 0.0, frec))
+                    followers += 1
+            elif alive and leader_up:
+                active = True
+        if leader_up and rate > 0:
+            lrec = rate * followers if is_throttled(topic.leader_throttled, p.index, p.leader) else 0.0
+            contrib.append((p.leader, rate * followers, rate, lrec, 0.0))
+        for b, out, inn, lrec, frec in contrib:
+            if b not in before:
+                before[b] = (steady_out.get(b, 0.0), steady_in.get(b, 0.0))
+            steady_out[b] = steady_out.get(b, 0.0) + out
+            steady_in[b] = steady_in.get(b, 0.0) + inn
+            self._add_rec(rec_changed, (LEADER_QUOTA, b), lrec)
+            self._add_rec(rec_changed, (FOLLOWER_QUOTA, b), frec)
+        if contrib:
+            self._contrib[p] = tuple(contrib)
+        if active:
+            self._active.add(p)
+        else:
+            self._active.discard(p)
+
+    def _add_rec(self, rec_changed: set[tuple[str, int]], key: tuple[str, int], delta: float) -> None:
+        if delta:
+            self._steady_rec[key] = self._steady_rec.get(key, 0.0) + delta
+            rec_changed.add(key)
+
+    def _relieve_congestion(self, brokers: set[int]) -> None:
+        """Brokers whose link cannot carry their in-sync traffic: their followers become flows.
+
+        A follower fetching through a saturated link gets a fair share of it; the ones
+        whose partition is written faster than that share fall behind (and leave the ISR
+        after replica.lag.time.max.ms), the others catch up and track again at once.
+        """
+        for b in brokers:
+            broker = self.brokers.get(b)
+            if broker is None or not broker.alive:
+                continue
+            cap = broker.network_bytes_per_sec * (1.0 + 1e-9)
+            inbound = self._steady_in.get(b, 0.0) > cap
+            outbound = self._steady_out.get(b, 0.0) > cap
+            if not (inbound or outbound):
+                continue
+            for p in list(self._by_broker[b]):
+                if p._rate <= 0 or p.leader < 0:
+                    continue
+                if inbound and p.leader != b:
+                    self._release(p, p._reps[b])
+                if outbound and p.leader == b:
+                    for f, r in p._reps.items():
+                        if f != b:
+                            self._release(p, r)
+
+    def _release(self, p: Partition, r: Replica) -> None:
+        if r.tracking and self.brokers[r.broker].alive:
+            self._materialize(p, r)
+            self._dirty.add(p)
