@@ -60,7 +60,7 @@ def test_a_long_move_wakes_the_task_to_save_progress_every_refresh(moving):
     assert payload["status"] == "attention" and payload["reasons"] == [], payload
     assert 1.0 <= waited < 10, waited
     (watch,) = payload["watch"].values()
-    assert 0 < watch[8] < 200_000_000, watch  # bytes left, as the trigger last read them
+    assert 0 < watch["bytes_left"] < 200_000_000, watch  # as the trigger last read them
     assert cluster.partition_state("t", 0)["adding"] == [4]  # still moving
 
 

@@ -449,7 +449,7 @@ class MoveExecutor:
         """Plain JSON for a trigger: the steps in flight, their watches and the rules."""
         return {"steps": {str(i): self.steps[i].to_json() for i in self.watches},
                 "watch": {str(i): w.to_json() for i, w in self.watches.items()},
-                "rules": [self.rules.stall_window, self.rules.step_timeout, self.rules.throttle_rate]}
+                "rules": self.rules.to_json()}
 
     def merge_watches(self, watch: Mapping[str, Any]) -> None:
         """Take the stall and offline clocks a trigger kept while it watched."""
@@ -519,8 +519,7 @@ def watch_poll(admin: Any, spec: dict[str, Any], now: float, seen_offline: set[i
     """
     steps = {int(i): StepMove.from_json(d) for i, d in spec["steps"].items()}
     watches = {int(i): StepWatch.from_json(w) for i, w in spec["watch"].items()}
-    stall, timeout, rate = spec["rules"]
-    rules = OutcomeRules(float(stall), float(timeout), rate)
+    rules = OutcomeRules.from_json(spec["rules"])
     reasons: list[str] = []
     if steps:
         view = read_cluster(admin, list(steps.values()))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, Sequence
 
 from kafka_reassign.throttle.specs import fmt_bytes
 
@@ -119,21 +119,39 @@ class StepWatch:
             return 0.0
         return max(0.0, (self.last_leader[1] - self.first_leader[1]) / (self.last_leader[0] - self.first_leader[0]))
 
-    def to_json(self) -> list[Any]:
-        return [self.submitted_at, self.progress_at, self.best_left, self.offline_since, self.diverged_since,
-                list(self.first_leader) if self.first_leader else None,
-                list(self.last_leader) if self.last_leader else None, self.bytes_total, self.bytes_left,
-                [list(x) for x in self.lagging], list(self.offline)]
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON, a name per field (the saved execution state and a trigger's kwargs)."""
+        return {"submitted_at": self.submitted_at, "progress_at": self.progress_at, "best_left": self.best_left,
+                "offline_since": self.offline_since, "diverged_since": self.diverged_since,
+                "first_leader": list(self.first_leader) if self.first_leader else None,
+                "last_leader": list(self.last_leader) if self.last_leader else None,
+                "bytes_total": self.bytes_total, "bytes_left": self.bytes_left,
+                "lagging": [list(x) for x in self.lagging], "offline": list(self.offline)}
 
     @classmethod
-    def from_json(cls, d: list[Any]) -> "StepWatch":
-        w = cls(submitted_at=float(d[0]), progress_at=float(d[1]), best_left=d[2], offline_since=d[3],
-                diverged_since=d[4], first_leader=tuple(d[5]) if d[5] else None,  # type: ignore[arg-type]
-                last_leader=tuple(d[6]) if d[6] else None, bytes_total=int(d[7]),  # type: ignore[arg-type]
-                bytes_left=int(d[8]))
-        w.lagging = [(int(b), int(n)) for b, n in (d[9] if len(d) > 9 else [])]
-        w.offline = tuple(d[10]) if len(d) > 10 else ()
-        return w
+    def from_json(cls, d: Mapping[str, Any] | Sequence[Any]) -> "StepWatch":
+        """Read :meth:`to_json`, or the positional list earlier releases wrote (a saved state, a
+        trigger deferred before an upgrade)."""
+        named = _named(d, _LEGACY_WATCH_ORDER)
+        first, last = named.get("first_leader"), named.get("last_leader")
+        return cls(submitted_at=float(named["submitted_at"]), progress_at=float(named["progress_at"]),
+                   best_left=named.get("best_left"), offline_since=named.get("offline_since"),
+                   diverged_since=named.get("diverged_since"),
+                   first_leader=(float(first[0]), int(first[1])) if first else None,
+                   last_leader=(float(last[0]), int(last[1])) if last else None,
+                   bytes_total=int(named.get("bytes_total", 0)), bytes_left=int(named.get("bytes_left", 0)),
+                   lagging=[(int(b), int(n)) for b, n in named.get("lagging") or []],
+                   offline=tuple(named.get("offline") or ()))
+
+
+#: The field order of the positional StepWatch JSON of earlier releases (read, never written).
+_LEGACY_WATCH_ORDER = ("submitted_at", "progress_at", "best_left", "offline_since", "diverged_since", "first_leader",
+                       "last_leader", "bytes_total", "bytes_left", "lagging", "offline")
+
+
+def _named(d: Mapping[str, Any] | Sequence[Any], legacy_order: Sequence[str]) -> Mapping[str, Any]:
+    """``d`` by field name; a positional list (earlier releases) is named by ``legacy_order``."""
+    return d if isinstance(d, Mapping) else dict(zip(legacy_order, d))
 
 
 @dataclass(frozen=True)
@@ -149,6 +167,16 @@ class OutcomeRules:
     stall_window: float
     step_timeout: float
     throttle_rate: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stall_window": self.stall_window, "step_timeout": self.step_timeout,
+                "throttle_rate": self.throttle_rate}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | Sequence[Any]) -> "OutcomeRules":
+        """Read :meth:`to_json`, or the ``[stall, timeout, rate]`` list of earlier releases."""
+        named = _named(d, ("stall_window", "step_timeout", "throttle_rate"))
+        return cls(float(named["stall_window"]), float(named["step_timeout"]), named.get("throttle_rate"))
 
 
 def _is_done(target: tuple[int, ...], obs: StepObservation, log_dir_only: bool) -> bool:

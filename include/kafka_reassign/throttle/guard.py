@@ -22,6 +22,7 @@ while its moves ran unthrottled.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,17 +147,28 @@ def guard_throttle(admin: Any, store: RecordStore, run_id: str) -> GuardResult:
     return result
 
 
-def expected_throttle(record: ThrottleRecord | None) -> list[list[str]]:
+#: The names of an :func:`expected_throttle` entry (earlier releases wrote them as a list, in this order).
+EXPECTED_FIELDS = ("resource_type", "name", "key", "value")
+
+
+def expected_throttle(record: ThrottleRecord | None) -> list[dict[str, str]]:
     """What must stay in place while the run's moves fly, as plain JSON for a trigger's spec.
 
-    :returns: [[resource_type, name, key, value], ...] (the run's latest write per key)
+    :returns: one ``{resource_type, name, key, value}`` per key (the run's latest write)
     """
     if record is None or record.restored:
         return []
-    return [[c.resource_type, c.name, c.key, c.value or ""] for c in _latest(record).values()]
+    return [dict(zip(EXPECTED_FIELDS, (c.resource_type, c.name, c.key, c.value or "")))
+            for c in _latest(record).values()]
 
 
-def throttle_drift(admin: Any, expected: list[list[str]]) -> list[str]:
+def _expected_entry(entry: Mapping[str, str] | Sequence[str]) -> tuple[str, str, str, str]:
+    """(resource_type, name, key, value) of an entry; the positional list of earlier releases too."""
+    named = entry if isinstance(entry, Mapping) else dict(zip(EXPECTED_FIELDS, entry))
+    return named["resource_type"], named["name"], named["key"], named["value"]
+
+
+def throttle_drift(admin: Any, expected: Sequence[Mapping[str, str] | Sequence[str]]) -> list[str]:
     """Read-only check of :func:`expected_throttle`: one line per value removed or weakened.
 
     For a watcher that must not write (the triggerer): it reports, and the worker woken by
@@ -164,11 +176,12 @@ def throttle_drift(admin: Any, expected: list[list[str]]) -> list[str]:
     """
     if not expected:
         return []
-    brokers = sorted({int(n) for t, n, _, _ in expected if t == "broker"})
-    topics = sorted({n for t, n, _, _ in expected if t == "topic"})
+    entries = [_expected_entry(e) for e in expected]
+    brokers = sorted({int(n) for t, n, _, _ in entries if t == "broker"})
+    topics = sorted({n for t, n, _, _ in entries if t == "topic"})
     read = admin.read_configs(brokers, topics, keys=[*BROKER_KEYS, *TOPIC_KEYS])
     out = []
-    for rtype, name, key, value in expected:
+    for rtype, name, key, value in entries:
         if (rtype, name) in read.unreachable:
             continue
         now, inherited = _enforced(read, rtype, name, key)

@@ -12,10 +12,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+
+    from kafka_reassign.run.payload import PreparedPayload
 
 PREPARE_TASK_ID = "prepare"
 PREPARED_XCOM_KEY = "prepared"
@@ -33,8 +35,18 @@ def admin_client(conn_id: str) -> Any:
     return KafkaAdminHook(kafka_config_id=conn_id).get_admin()
 
 
-def pull_prepared(context: Context, prepare_task_id: str) -> dict[str, Any] | None:
-    return context["ti"].xcom_pull(task_ids=prepare_task_id, key=PREPARED_XCOM_KEY)
+def pull_prepared(context: Context, prepare_task_id: str) -> PreparedPayload | None:
+    """The payload prepare pushed (None: prepare did not finish); fails on another schema version."""
+    from kafka_reassign.run.payload import PayloadVersionError, PreparedPayload
+
+    data = context["ti"].xcom_pull(task_ids=prepare_task_id, key=PREPARED_XCOM_KEY)
+    if data is None:
+        return None
+    try:
+        return PreparedPayload.from_json(data)
+    except PayloadVersionError as exc:
+        # Written by another release (an upgrade mid-run): retrying cannot help.
+        raise AirflowFailException(str(exc)) from exc
 
 
 def is_run_active(dag_id: str, run_id: str) -> bool:
@@ -61,7 +73,7 @@ class RunStepOperator(BaseOperator):
         self.kafka_conn_id = kafka_conn_id
         self.prepare_task_id = prepare_task_id
 
-    def prepared(self, context: Context) -> dict[str, Any]:
+    def prepared(self, context: Context) -> PreparedPayload:
         data = pull_prepared(context, self.prepare_task_id)
         if data is None:
             raise AirflowSkipException("prepare did not produce a run (it failed or was skipped)")

@@ -10,7 +10,6 @@ slot is held between polls, and a plan of any size is one task instance.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
 
     from kafka_reassign.execution.executor import MoveExecutor
     from kafka_reassign.execution.progress import ProgressView
+    from kafka_reassign.run.payload import PreparedPayload
 
 #: Extra seconds a deferral may last beyond a step's timeout and stall window, so the trigger
 #: reports the timeout itself (naming the step) before Airflow's own trigger timeout.
@@ -37,20 +37,15 @@ class ReassignmentExecuteOperator(RunStepOperator):
     Retrying or clearing the task resumes from the saved state: steps already done are never
     submitted again, steps in flight are adopted.
 
-    :param poll_interval_seconds: time between polls (templated); a finished step waits at most
-        this long for its successor
-    :param strategy: ordering strategy (templated), see :mod:`kafka_reassign.execution.order`
+    The poll interval and the move order are the run's validated params (in the prepared run).
+
     :param deferrable: wait in the triggerer (default); False runs the whole loop in the worker
     """
 
-    template_fields: Sequence[str] = ("kafka_conn_id", "poll_interval_seconds", "strategy")
     ui_color = "#ffe0cc"
 
-    def __init__(self, *, poll_interval_seconds: Any = 10.0, strategy: Any = None, deferrable: bool = True,
-                 **kwargs: Any) -> None:
+    def __init__(self, *, deferrable: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.poll_interval_seconds = poll_interval_seconds
-        self.strategy = strategy
         self.deferrable = deferrable
 
     def execute(self, context: Context) -> dict[str, Any]:
@@ -65,32 +60,31 @@ class ReassignmentExecuteOperator(RunStepOperator):
             self.log.info("%s", reason)
         return self._wake(context, event)
 
-    def _executor(self, context: Context, data: dict[str, Any]) -> MoveExecutor:
-        from kafka_reassign.run.reassign import PreparedRun, executor_for
+    def _executor(self, context: Context, payload: PreparedPayload) -> MoveExecutor:
+        from kafka_reassign.run.reassign import executor_for
 
         from kafka_reassign_airflow.record_store import VariableExecutionStore, VariableRecordStore
 
         run_id = context["run_id"]
         saved = VariableExecutionStore().load(run_id)
-        return executor_for(PreparedRun.from_json(data), run_id, VariableRecordStore(), saved=saved,
-                            strategy=self.strategy or None)
+        return executor_for(payload.run, run_id, VariableRecordStore(), saved=saved)
 
     def _wake(self, context: Context, event: dict[str, Any] | None) -> dict[str, Any]:
         from kafka_reassign.execution.executor import run_execution
 
         from kafka_reassign_airflow.record_store import VariableExecutionStore
 
-        data = self.prepared(context)
-        if data.get("dry_run"):
+        payload = self.prepared(context)
+        if payload.dry_run:
             raise AirflowSkipException("dry run: nothing is moved")
-        ex = self._executor(context, data)
+        ex = self._executor(context, payload)
         if event:
             ex.merge_watches(event.get("watch") or {})
         from kafka_reassign_airflow import metrics
 
         store = VariableExecutionStore()
-        poll = float(self.poll_interval_seconds)
-        tags = {"dag_id": context["ti"].dag_id, "cluster": data.get("cluster_id")}
+        poll = payload.run.params.poll_interval_seconds
+        tags = {"dag_id": context["ti"].dag_id, "cluster": payload.cluster_id}
 
         def on_progress(v: ProgressView) -> None:  # each poll: the log line and the metrics
             self.log.info("%s", v.summary())

@@ -15,6 +15,10 @@ from kafka_reassign_airflow.operators.common import PREPARED_XCOM_KEY, admin_cli
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from kafka_reassign.cluster.state import ClusterState
+    from kafka_reassign.run.payload import PreparedPayload
+    from kafka_reassign.run.prepare import PreparedRun
+
 
 class ReassignmentPrepareOperator(BaseOperator):
     """Read the cluster, validate the plan and params, build the KIP-435 steps; write nothing.
@@ -53,10 +57,7 @@ class ReassignmentPrepareOperator(BaseOperator):
         from kafka_reassign_airflow.params import run_options
 
         raw = self.options if isinstance(self.options, dict) else run_params(context)
-        opts = run_options(raw)
-        if self.goal == "replication-factor":
-            opts["allow_rf_change"] = True
-        return opts
+        return run_options(raw, goal=self.goal)
 
     def _planned(self, context: Context) -> Any:
         """The plan the planning tasks wrote (plan param null): read from the run's plan file."""
@@ -79,11 +80,35 @@ class ReassignmentPrepareOperator(BaseOperator):
         return plan
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from kafka_reassign.run.payload import PreparedPayload
+
+        prepared, state = self._prepare(context)
+        dry_run = prepared.params.dry_run
+        self.log.info("Reassignment %s:\n%s", "DRY RUN (nothing will be written)" if dry_run else "plan",
+                      prepared.report())
+        ti = context["ti"]
+        if dry_run:
+            payload = PreparedPayload.of(prepared, state)
+            ti.xcom_push(key=PREPARED_XCOM_KEY, value=payload.to_json())
+            return _summary(payload)
+        if not prepared.steps:
+            self.log.info("Every partition is already at its target: nothing to move.")
+        cluster_id = self._lock(context, prepared.cluster_id or "unknown-cluster")
+        payload = PreparedPayload.of(prepared, state, started_at=time.time())
+        ti.xcom_push(key=PREPARED_XCOM_KEY, value=payload.to_json())
+        from kafka_reassign_airflow import metrics
+
+        metrics.plan_size(moves=len(prepared.plan.moves), bytes_to_move=sum(s.bytes_to_copy for s in prepared.steps),
+                          moved_over_bound=self._moved_over_bound(context), dag_id=ti.dag_id, cluster=cluster_id)
+        return _summary(payload)
+
+    def _prepare(self, context: Context) -> tuple[PreparedRun, ClusterState]:
+        """Read the cluster and prepare the run (fails the task on a bad plan or params)."""
         from kafka_reassign.errors import ReassignError
-        from kafka_reassign.run.reassign import prepare
+        from kafka_reassign.rehearsal.rehearse import rehearse_live
+        from kafka_reassign.run.prepare import prepare
         from kafka_reassign.throttle.record import submitted_targets
 
-        from kafka_reassign.rehearsal.rehearse import rehearse_live
         from kafka_reassign_airflow.record_store import VariableRecordStore
 
         options = self._domain_options(context)
@@ -101,26 +126,13 @@ class ReassignmentPrepareOperator(BaseOperator):
                 raise AirflowFailException(str(exc)) from exc
         finally:
             admin.close()
-        before = {}
-        for m in prepared.plan.moves:
-            p = state.partition(m.topic, m.partition)
-            before[m.name] = list(p.replicas) if p is not None else None
-        report = prepared.report() if hasattr(prepared, "report") else json.dumps(prepared.to_json(), indent=2)
-        dry_run = prepared.params.dry_run
-        self.log.info("Reassignment %s:\n%s", "DRY RUN (nothing will be written)" if dry_run else "plan", report)
-        data = prepared.to_json()
-        summary = {"partitions": len(prepared.plan.moves), "steps": len(prepared.steps), "dry_run": dry_run,
-                   "estimated_seconds": data.get("estimated_seconds"),
-                   "estimate": (data.get("estimate") or {}).get("text")}
-        ti = context["ti"]
-        if dry_run:
-            ti.xcom_push(key=PREPARED_XCOM_KEY, value={**data, "dry_run": True, "before": before})
-            return summary
-        if not prepared.steps:
-            self.log.info("Every partition is already at its target: nothing to move.")
+        return prepared, state
+
+    def _lock(self, context: Context, cluster_id: str) -> str:
+        """Take the cluster lock for this run (one reassignment per cluster); return the cluster id."""
         from kafka_reassign_airflow.record_store import ClusterLock, ClusterLockError
 
-        cluster_id = data.get("cluster_id") or "unknown-cluster"
+        ti = context["ti"]
         try:
             stale = ClusterLock(is_run_active).acquire(cluster_id, ti.dag_id, ti.run_id)
         except ClusterLockError as exc:
@@ -128,13 +140,7 @@ class ReassignmentPrepareOperator(BaseOperator):
         if stale:
             self.log.warning("Took over the lock of cluster %s from run %s, which is no longer running",
                              cluster_id, stale.get("run_id"))
-        ti.xcom_push(key=PREPARED_XCOM_KEY, value={**data, "dry_run": False, "started_at": time.time(),
-                                                   "before": before})
-        from kafka_reassign_airflow import metrics
-
-        metrics.plan_size(moves=len(prepared.plan.moves), bytes_to_move=sum(s.bytes_to_copy for s in prepared.steps),
-                          moved_over_bound=self._moved_over_bound(context), dag_id=ti.dag_id, cluster=cluster_id)
-        return summary
+        return cluster_id
 
     def _moved_over_bound(self, context: Context) -> float | None:
         """The planner's data moved / lower bound, when this run's plan was computed."""
@@ -146,3 +152,10 @@ class ReassignmentPrepareOperator(BaseOperator):
             return float(summary["moved_over_lower_bound"])
         except (KeyError, TypeError, ValueError, OSError):
             return None
+
+
+def _summary(payload: PreparedPayload) -> dict[str, Any]:
+    """The task's return value: partitions, steps, dry run and the estimate."""
+    run = payload.to_json()["run"]
+    return {"partitions": len(payload.moves), "steps": len(payload.steps), "dry_run": payload.dry_run,
+            "estimated_seconds": run["estimated_seconds"], "estimate": (run["estimate"] or {}).get("text")}

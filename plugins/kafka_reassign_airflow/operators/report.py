@@ -12,6 +12,11 @@ from kafka_reassign_airflow.operators.common import RunStepOperator, admin_clien
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from kafka_reassign.cluster.admin import ConfigsRead
+    from kafka_reassign.cluster.state import ClusterState
+    from kafka_reassign.run.payload import PreparedPayload
+    from kafka_reassign.throttle.specs import ConfigChange
+
 
 def _by_key(changes: list[Any]) -> dict[tuple[str, str, str], list[Any]]:
     out: dict[tuple[str, str, str], list[Any]] = {}
@@ -56,24 +61,23 @@ class ReassignmentReportOperator(RunStepOperator):
 
         from kafka_reassign_airflow.record_store import VariableExecutionStore, VariableRecordStore
 
-        data = self.prepared(context)
-        if data.get("dry_run"):
+        payload = self.prepared(context)
+        if payload.dry_run:
             raise AirflowSkipException("dry run: nothing to report")
         # As a teardown this runs after failures too: they decide the run, whatever the placement.
         unfinished = self._unfinished_work(context)
-        if not data.get("steps"):
+        if payload.nothing_to_move:
             # Nothing to move (a no-op plan, a re-run of a finished one): no work task ran, by design.
             unfinished = [u for u in unfinished if not u.endswith(": skipped")]
             self.log.info("nothing to move: every partition of the plan was already at its target")
         record = VariableRecordStore().get(context["run_id"])
         changes = record.changes if record is not None else []
-        state, read = self._read(data, changes)
-        wrong, lines = _placement_lines(data, state)
+        state, read = self._read(payload, changes)
+        wrong, lines = _placement_lines(payload, state)
         not_restored, cfg_lines = _config_lines(changes, read, record)
         outcome, exec_line = _execution_line(VariableExecutionStore().load(context["run_id"]))
-        took = time.time() - float(data.get("started_at") or time.time())
-        lines = [exec_line, *lines, *cfg_lines,
-                 f"Time taken: {took:.1f} s for {len(data.get('steps', []))} step(s)"]
+        took = time.time() - (payload.started_at or time.time())
+        lines = [exec_line, *lines, *cfg_lines, f"Time taken: {took:.1f} s for {len(payload.steps)} step(s)"]
         self.log.info("\n".join(lines))
         if outcome not in ("done", None) and not unfinished:
             unfinished = [f"execution {outcome}"]
@@ -83,15 +87,14 @@ class ReassignmentReportOperator(RunStepOperator):
                 + (f"partitions not at their planned replicas: {', '.join(wrong)}. " if wrong else "")
                 + (f"configs of this run not restored: {', '.join(not_restored)}; {finish_hint(context['run_id'])}"
                    if not_restored else ""))
-        return {"partitions": len(data["plan"]["partitions"]), "seconds": round(took, 3),
+        return {"partitions": len(payload.moves), "seconds": round(took, 3),
                 "configs_restored": len(changes), "outcome": outcome}
 
-    def _read(self, data: dict[str, Any], changes: list[Any]) -> tuple[Any, Any]:
+    def _read(self, payload: PreparedPayload, changes: list[ConfigChange]) -> tuple[ClusterState, ConfigsRead | None]:
         """The placement of the plan's topics and, per resource, the configs the run changed."""
         admin = admin_client(self.kafka_conn_id)
         try:
-            topics = sorted({e["topic"] for e in data["plan"]["partitions"]})
-            state = admin.cluster_state(include_log_dirs=False, topics=topics)
+            state = admin.cluster_state(include_log_dirs=False, topics=payload.run.plan.topics)
             # Per resource: one broker down must not hide the others (nor crash the report).
             read = admin.read_configs(
                 broker_ids=sorted({int(c.name) for c in changes if c.resource_type == "broker"}),
@@ -102,19 +105,17 @@ class ReassignmentReportOperator(RunStepOperator):
         return state, read
 
 
-def _placement_lines(data: dict[str, Any], state: Any) -> tuple[list[str], list[str]]:
+def _placement_lines(payload: PreparedPayload, state: ClusterState) -> tuple[list[str], list[str]]:
     """(partitions not where the plan wants them, the before -> after lines)."""
-    before = data.get("before") or {}
     lines = ["Placement (before -> after):"]
     wrong: list[str] = []
-    for e in data["plan"]["partitions"]:
-        name = f"{e['topic']}-{e['partition']}"
-        p = state.partition(e["topic"], e["partition"])
+    for m in payload.moves:
+        p = state.partition(m.topic, m.partition)
         after = list(p.replicas) if p is not None else None
-        mark = "" if after == list(e["replicas"]) else f"   <-- plan wants {e['replicas']}"
+        mark = "" if after == list(m.replicas) else f"   <-- plan wants {list(m.replicas)}"
         if mark:
-            wrong.append(name)
-        lines.append(f"  {name}: {before.get(name)} -> {after}{mark}")
+            wrong.append(m.name)
+        lines.append(f"  {m.name}: {payload.before.get(m.name)} -> {after}{mark}")
     return wrong, lines
 
 

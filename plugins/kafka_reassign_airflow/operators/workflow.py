@@ -110,7 +110,7 @@ def reassignment_tasks(*, plan: Any = p("plan"), kafka_conn_id: Any = p("kafka_c
     """Create the reassignment tasks in the current DAG (call inside ``with DAG(...)``).
 
     The DAG must set ``render_template_as_native_obj=True`` and carry the params of
-    :func:`kafka_reassign_airflow.params.reassign_params`; the run options (throttle, batch
+    :func:`kafka_reassign_airflow.params.reassign_params`; the run options (throttle, movement
     limits, dry_run...) are read from the run's params.
 
     :param plan: the plan (template or value); None/null = the plan file of ``planning``
@@ -133,9 +133,29 @@ def reassignment_tasks(*, plan: Any = p("plan"), kafka_conn_id: Any = p("kafka_c
         task_id="throttle_set", kafka_conn_id=kafka_conn_id,
         doc_md="Records every prior config value in the Airflow metadata DB, then sets the KIP-73 "
                "replication throttle rates on the brokers involved.")
-    execute = ReassignmentExecuteOperator(
-        task_id=EXECUTE_TASK_ID, kafka_conn_id=kafka_conn_id, poll_interval_seconds=p("poll_interval_seconds"),
-        deferrable=deferrable,
+    execute = _execute_task(kafka_conn_id, deferrable)
+    cancel = ReassignmentCancelOperator(
+        task_id="cancel_on_failure", kafka_conn_id=kafka_conn_id,
+        trigger_rule=TriggerRule.ONE_FAILED,
+        doc_md="After a failure, reverts this run's in-flight moves (only when cancel_on_failure is on).")
+    throttle_remove = ThrottleRemoveOperator(
+        task_id="throttle_remove", kafka_conn_id=kafka_conn_id,
+        retries=2, retry_delay=timedelta(seconds=15),
+        doc_md="Teardown: restores every config this run changed to exactly its prior value, whatever "
+               "happened before; releases the cluster lock.")
+    report = ReassignmentReportOperator(
+        task_id="report", kafka_conn_id=kafka_conn_id, work_task_ids=[throttle_set.task_id, EXECUTE_TASK_ID],
+        doc_md="Checks the final placement against the plan and that every throttle config is back to "
+               "its prior value; prints the execution's outcome, before/after and the time taken.")
+    tasks = ReassignmentTasks(prepare, throttle_set, execute, cancel, throttle_remove, report)
+    _wire(tasks, planning)
+    return tasks
+
+
+def _execute_task(kafka_conn_id: Any, deferrable: bool) -> ReassignmentExecuteOperator:
+    """The execute task, retried for infrastructure failures only."""
+    return ReassignmentExecuteOperator(
+        task_id=EXECUTE_TASK_ID, kafka_conn_id=kafka_conn_id, deferrable=deferrable,
         # A stall, a timeout or a lost broker fails at once (AirflowFailException). What is
         # retried is the infrastructure: a lost worker, Kafka unreachable from it, and Airflow's
         # own race that fails a deferred task resuming right after its trigger fired
@@ -145,27 +165,17 @@ def reassignment_tasks(*, plan: Any = p("plan"), kafka_conn_id: Any = p("kafka_c
                "max_movements_per_broker and max_leader_movements, refilled as soon as a step finishes; "
                "throttled-replica lists name only the steps in flight. Waits in the triggerer (lag and "
                "ISR of the steps in flight); fails on a stall, an offline broker or a step timeout.")
-    cancel = ReassignmentCancelOperator(
-        task_id="cancel_on_failure", kafka_conn_id=kafka_conn_id, cancel_on_failure=p("cancel_on_failure"),
-        trigger_rule=TriggerRule.ONE_FAILED,
-        doc_md="After a failure, reverts this run's in-flight moves (only when cancel_on_failure is on).")
-    throttle_remove = ThrottleRemoveOperator(
-        task_id="throttle_remove", kafka_conn_id=kafka_conn_id, cancel_on_failure=p("cancel_on_failure"),
-        retries=2, retry_delay=timedelta(seconds=15),
-        doc_md="Teardown: restores every config this run changed to exactly its prior value, whatever "
-               "happened before; releases the cluster lock.")
-    report = ReassignmentReportOperator(
-        task_id="report", kafka_conn_id=kafka_conn_id, work_task_ids=[throttle_set.task_id, EXECUTE_TASK_ID],
-        doc_md="Checks the final placement against the plan and that every throttle config is back to "
-               "its prior value; prints the execution's outcome, before/after and the time taken.")
 
+
+def _wire(tasks: ReassignmentTasks, planning: PlanningTasks | None) -> None:
+    """The dependencies and teardowns between the reassignment tasks (see the module docstring)."""
     if planning is not None:
-        planning.plan >> prepare
-    prepare >> throttle_set >> execute >> cancel >> throttle_remove
-    throttle_remove.as_teardown(setups=[prepare, throttle_set], on_failure_fail_dagrun=True)
-    [execute, throttle_remove] >> report
+        planning.plan >> tasks.prepare
+    tasks.prepare >> tasks.throttle_set >> tasks.execute >> tasks.cancel >> tasks.throttle_remove
+    setups = [tasks.prepare, tasks.throttle_set]
+    tasks.throttle_remove.as_teardown(setups=setups, on_failure_fail_dagrun=True)
+    [tasks.execute, tasks.throttle_remove] >> tasks.report
     # report is a teardown too: a run marked failed by hand skips every work task but still runs
     # teardowns, and the run's state then comes from them; report fails on the reverted
     # placement, so such a run stays failed instead of turning green after a clean teardown.
-    report.as_teardown(setups=[prepare, throttle_set], on_failure_fail_dagrun=True)
-    return ReassignmentTasks(prepare, throttle_set, execute, cancel, throttle_remove, report)
+    tasks.report.as_teardown(setups=setups, on_failure_fail_dagrun=True)

@@ -86,7 +86,7 @@ class ReassignmentWatchTrigger(BaseTrigger):
                         guard = await asyncio.to_thread(importlib.import_module, "kafka_reassign.throttle.guard")
                         reasons = reasons + await asyncio.to_thread(guard.throttle_drift, admin, spec["throttle"])
                     errors = 0
-                    left = sum(int(w[8]) for w in spec["watch"].values())
+                    left = sum(int(w["bytes_left"]) for w in spec["watch"].values())
                     self.log.info("run %s: %d step(s) in flight, %d bytes left", self.run_id, len(spec["steps"]), left)
                 except Exception as exc:  # Kafka unreachable, timeouts: retry a few times
                     errors += 1
