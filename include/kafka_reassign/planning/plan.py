@@ -214,8 +214,8 @@ def parse_plan_object(obj: Any) -> tuple[list[PartitionMove], list[Problem]]:
 def parse_plan_entries(obj: Any) -> tuple[list[tuple[int, PartitionMove]], list[Problem]]:
     """Like :func:`parse_plan_object` but keeps each move's index in ``partitions``.
 
-    Validation (:mod:`kafka_reassign.planning.validate`) uses this to report structural problems
-    together with cluster problems, naming entries by their position in the file.
+    Validation (:mod:`kafka_reassign.planning.plan_checks`) uses this to report structural
+    problems together with cluster problems, naming entries by their position in the file.
 
     :param obj: the decoded JSON value
     """
@@ -232,62 +232,66 @@ def parse_plan_entries(obj: Any) -> tuple[list[tuple[int, PartitionMove]], list[
         return [], problems
     moves: list[tuple[int, PartitionMove]] = []
     for i, entry in enumerate(parts):
-        name = _entry_name(i, entry)
-        if not isinstance(entry, dict):
-            problems.append(Problem(name, f"must be an object, got {type(entry).__name__}", "bad_entry"))
-            continue
-        bad = False
-        topic = entry.get("topic")
-        if not isinstance(topic, str) or not topic:
-            problems.append(Problem(name, f"topic must be a non-empty string, got {topic!r}", "bad_topic"))
-            bad = True
-        part = entry.get("partition")
-        if not _is_int(part):
-            problems.append(Problem(name, f"partition must be an integer, got {part!r}", "bad_partition_id"))
-            bad = True
-        elif part < 0:
-            problems.append(Problem(name, f"partition must be >= 0, got {part}", "bad_partition_id"))
-            bad = True
-        replicas = entry.get("replicas")
-        if not isinstance(replicas, list):
-            problems.append(Problem(name, f"replicas must be a list of broker ids, got {replicas!r}",
-                                    "bad_replicas"))
-            bad = True
-        else:
-            for j, r in enumerate(replicas):
-                if not _is_int(r):
-                    problems.append(Problem(name, f"replicas[{j}] must be an integer broker id, got {r!r}",
-                                            "bad_broker_id"))
-                    bad = True
-                elif r < 0:
-                    problems.append(Problem(name, f"replicas[{j}] must be >= 0, got {r}", "bad_broker_id"))
-                    bad = True
-        log_dirs = entry.get("log_dirs")
-        if log_dirs is not None:
-            if not isinstance(log_dirs, list) or not all(isinstance(d, str) and d for d in log_dirs):
-                problems.append(Problem(name, "log_dirs must be a list of non-empty strings "
-                                              f"('any' or an absolute path), got {log_dirs!r}",
-                                        "bad_log_dirs"))
-                bad = True
-            else:
-                for j, d in enumerate(log_dirs):
-                    if d != ANY_LOG_DIR and not d.startswith("/"):
-                        problems.append(Problem(name, f"log_dirs[{j}] must be 'any' or an absolute path, "
-                                                      f"got {d!r}", "bad_log_dirs"))
-                        bad = True
-        original = entry.get("original_replicas")
-        if original is not None and (not isinstance(original, list) or not original
-                                     or not all(_is_int(r) and r >= 0 for r in original)):
-            problems.append(Problem(name, "original_replicas must be a non-empty list of broker ids (the "
-                                          f"placement the plan was made from), got {original!r}",
-                                    "bad_original_replicas"))
-            bad = True
-        if bad:
-            continue
-        moves.append((i, PartitionMove(topic=topic, partition=part, replicas=tuple(replicas),
-                                       log_dirs=tuple(log_dirs) if log_dirs is not None else None,
-                                       original_replicas=tuple(original) if original is not None else None)))
+        move = _parse_entry(_entry_name(i, entry), entry, problems)
+        if move is not None:
+            moves.append((i, move))
     return moves, problems
+
+
+def _parse_entry(name: str, entry: Any, problems: list[Problem]) -> PartitionMove | None:
+    """One ``partitions`` entry as a move, or None when it has a problem (each added to ``problems``)."""
+    if not isinstance(entry, dict):
+        problems.append(Problem(name, f"must be an object, got {type(entry).__name__}", "bad_entry"))
+        return None
+    found_before = len(problems)
+    topic: Any = entry.get("topic")  # decoded JSON: checked below
+    if not isinstance(topic, str) or not topic:
+        problems.append(Problem(name, f"topic must be a non-empty string, got {topic!r}", "bad_topic"))
+    part: Any = entry.get("partition")
+    if not _is_int(part):
+        problems.append(Problem(name, f"partition must be an integer, got {part!r}", "bad_partition_id"))
+    elif part < 0:
+        problems.append(Problem(name, f"partition must be >= 0, got {part}", "bad_partition_id"))
+    replicas: Any = entry.get("replicas")
+    problems.extend(_replica_problems(name, replicas))
+    log_dirs: Any = entry.get("log_dirs")
+    problems.extend(_log_dir_problems(name, log_dirs))
+    original: Any = entry.get("original_replicas")
+    if original is not None and (not isinstance(original, list) or not original
+                                 or not all(_is_int(r) and r >= 0 for r in original)):
+        problems.append(Problem(name, "original_replicas must be a non-empty list of broker ids (the "
+                                      f"placement the plan was made from), got {original!r}",
+                                "bad_original_replicas"))
+    if len(problems) > found_before:
+        return None
+    return PartitionMove(topic=topic, partition=part, replicas=tuple(replicas),
+                         log_dirs=tuple(log_dirs) if log_dirs is not None else None,
+                         original_replicas=tuple(original) if original is not None else None)
+
+
+def _replica_problems(name: str, replicas: Any) -> list[Problem]:
+    """``replicas`` must be a list of broker ids (ints >= 0, never ``"4"`` or ``4.0``)."""
+    if not isinstance(replicas, list):
+        return [Problem(name, f"replicas must be a list of broker ids, got {replicas!r}", "bad_replicas")]
+    problems = []
+    for j, r in enumerate(replicas):
+        if not _is_int(r):
+            problems.append(Problem(name, f"replicas[{j}] must be an integer broker id, got {r!r}",
+                                    "bad_broker_id"))
+        elif r < 0:
+            problems.append(Problem(name, f"replicas[{j}] must be >= 0, got {r}", "bad_broker_id"))
+    return problems
+
+
+def _log_dir_problems(name: str, log_dirs: Any) -> list[Problem]:
+    """``log_dirs``, when given, must be a list of ``"any"`` or absolute paths."""
+    if log_dirs is None:
+        return []
+    if not isinstance(log_dirs, list) or not all(isinstance(d, str) and d for d in log_dirs):
+        return [Problem(name, "log_dirs must be a list of non-empty strings ('any' or an absolute path), "
+                              f"got {log_dirs!r}", "bad_log_dirs")]
+    return [Problem(name, f"log_dirs[{j}] must be 'any' or an absolute path, got {d!r}", "bad_log_dirs")
+            for j, d in enumerate(log_dirs) if d != ANY_LOG_DIR and not d.startswith("/")]
 
 
 def plan_from_moves(moves: Iterable[PartitionMove]) -> ReassignmentPlan:
