@@ -40,7 +40,8 @@ class ReassignmentWatchTrigger(BaseTrigger):
     """Poll the steps in flight until one needs the executor.
 
     :param kafka_conn_id: Airflow connection id of the cluster
-    :param spec: :meth:`kafka_reassign.execution.executor.MoveExecutor.watch_spec` (plain JSON)
+    :param spec: :meth:`kafka_reassign.execution.executor.MoveExecutor.watch_spec` plus ``throttle``
+        (:func:`kafka_reassign.throttle.guard.expected_throttle`): plain JSON, every field named
     :param poll_interval: seconds between polls (the first poll comes one interval after the
         task deferred: it has just polled)
     :param run_id: the DAG run (for log lines)
