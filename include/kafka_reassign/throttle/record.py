@@ -60,9 +60,8 @@ class ThrottleRecord:
                               for (t, p), targets in sorted(self.submitted.items())]}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any] | str) -> "ThrottleRecord":
-        if isinstance(d, str):
-            d = json.loads(d)
+    def from_json(cls, raw: dict[str, Any] | str) -> "ThrottleRecord":
+        d: dict[str, Any] = json.loads(raw) if isinstance(raw, str) else raw
         return cls(run_id=d["run_id"], cluster_id=d.get("cluster_id"), created_at=float(d["created_at"]),
                    changes=[ConfigChange.from_json(c) for c in d.get("changes", [])],
                    restored=bool(d.get("restored", False)), restored_at=d.get("restored_at"),

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
 from kafka_reassign.execution.steps import StepMove
-from kafka_reassign.throttle.specs import (FOLLOWER_REPLICAS, LEADER_REPLICAS, WILDCARD, ConfigChange,
+from kafka_reassign.throttle.specs import (FOLLOWER_REPLICAS, LEADER_REPLICAS, ConfigChange,
                                      format_replica_list, parse_replica_list)
 
 log = logging.getLogger(__name__)
@@ -121,20 +121,20 @@ class ReplicaThrottle:
     @staticmethod
     def _ours(prior: str | None, needed: Entries) -> str | None:
         parsed = parse_replica_list(prior)
-        if parsed == WILDCARD or needed <= set(parsed):  # type: ignore[operator,arg-type]
+        if isinstance(parsed, str) or needed <= parsed:  # str: the wildcard
             return prior
-        return format_replica_list(set(parsed) | needed)  # type: ignore[arg-type]
+        return format_replica_list(parsed | needed)
 
     @staticmethod
     def _merged(now: str | None, prior: str | None, last: str | None, needed: Entries) -> str | None:
         """The list value to write: others' entries kept, ours = ``needed`` (None = delete)."""
         parsed_now, parsed_prior = parse_replica_list(now), parse_replica_list(prior)
-        if parsed_now == WILDCARD:
+        if isinstance(parsed_now, str):  # the wildcard
             return now  # everything is throttled already; not ours to narrow
-        prior_set: Entries = set() if parsed_prior == WILDCARD else set(parsed_prior)  # type: ignore[arg-type]
+        prior_set: Entries = set() if isinstance(parsed_prior, str) else parsed_prior
         parsed_last = parse_replica_list(last)
-        ours_before: Entries = set() if parsed_last == WILDCARD else set(parsed_last) - prior_set  # type: ignore[arg-type]
-        keep = set(parsed_now) - (ours_before - needed)  # type: ignore[arg-type]
+        ours_before: Entries = set() if isinstance(parsed_last, str) else parsed_last - prior_set
+        keep = parsed_now - (ours_before - needed)
         merged = keep | needed
         if merged == prior_set:
             return prior  # back to exactly what it was (including None = not set)

@@ -100,8 +100,8 @@ class ConfigChange:
         return f"SET    {what} = {self.value!r} (was {prior})"
 
     def to_json(self) -> dict[str, Any]:
-        out = {"resource_type": self.resource_type, "name": self.name, "key": self.key,
-               "prior": self.prior, "value": self.value}
+        out: dict[str, Any] = {"resource_type": self.resource_type, "name": self.name, "key": self.key,
+                               "prior": self.prior, "value": self.value}
         if self.inherited is not None:
             out["inherited"] = self.inherited.to_json()
         return out
@@ -203,10 +203,10 @@ class ThrottleSpec:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "ThrottleSpec":
         def lists(x: Mapping[str, str]) -> dict[str, set[tuple[int, int]]]:
-            out = {}
+            out: dict[str, set[tuple[int, int]]] = {}
             for t, v in x.items():
                 parsed = parse_replica_list(v)
-                out[t] = set() if parsed == WILDCARD else parsed  # type: ignore[assignment]
+                out[t] = set() if isinstance(parsed, str) else parsed  # str: the wildcard
             return out
         return cls(leader=lists(d.get("leader", {})), follower=lists(d.get("follower", {})),
                    rate=d.get("rate"), rate_brokers=set(d.get("rate_brokers", [])),
@@ -267,10 +267,10 @@ def throttle_changes(spec: ThrottleSpec, current_configs: CurrentConfigs,
                 continue
             existing = _current(current_configs, "topic", topic, key)
             parsed = parse_replica_list(existing)
-            if parsed == WILDCARD:
+            if isinstance(parsed, str):  # the wildcard
                 notes.append(f"topic {topic}: {key} is '*' already (every replica throttled); left as is")
                 continue
-            union = set(parsed) | wanted[topic]  # type: ignore[arg-type]
+            union = parsed | wanted[topic]
             if existing is not None and union == parsed:
                 continue
             changes.append(ConfigChange("topic", topic, key, existing, format_replica_list(union)))
@@ -327,7 +327,7 @@ def _restore_list(changes: list[ConfigChange], now: str | None) -> tuple[str | N
     """(value to leave, note or None) for a replica list: drop our entries, keep everyone else's."""
     first_prior = changes[0].prior
     now_set, prior_set = parse_replica_list(now), parse_replica_list(first_prior)
-    if now_set == WILDCARD:
+    if isinstance(now_set, str):  # the wildcard
         if prior_set == WILDCARD:
             return now, None
         return now, "is now '*' (set by someone else during the run): kept"
