@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from kafka_sim import errors as E
-from kafka_sim.configs import (
-    BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfigState, ConfigEntry, ConfigValueError, NotDynamic,
-    apply_incremental, validate_broker_update, validate_topic_configs,
+from kafka_sim.config_resolution import (
+    BrokerConfigState, NotDynamic, apply_incremental, validate_broker_update, validate_topic_configs,
 )
+from kafka_sim.config_types import ConfigEntry, ConfigValueError
+from kafka_sim.configs import BROKER_CONFIGS, TOPIC_CONFIGS
 from kafka_sim.model_base import locked
 from kafka_sim.state import Topic
 

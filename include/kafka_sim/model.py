@@ -29,14 +29,9 @@ from collections import Counter
 from typing import Any, Callable
 
 from kafka_sim.config_requests import ConfigRequests
-from kafka_sim.configs import (
-    BROKER_CONFIGS,
-    BrokerConfigState,
-    ConfigEntry,
-    ConfigValueError,
-    normalize,
-    validate_topic_configs,
-)
+from kafka_sim.config_resolution import BrokerConfigState, validate_topic_configs
+from kafka_sim.config_types import ConfigEntry, ConfigValueError, normalize
+from kafka_sim.configs import BROKER_CONFIGS
 from kafka_sim.leadership import Leadership
 from kafka_sim.model_base import locked
 from kafka_sim.logs import Logs

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kafka_sim.configs import parse_throttled_replicas
+from kafka_sim.config_types import parse_throttled_replicas
 from kafka_sim.model_base import CATCH_UP_EPS
 
 DEFAULT_NETWORK_BYTES_PER_SEC = 125_000_000.0

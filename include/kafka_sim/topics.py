@@ -6,7 +6,8 @@ import re
 import uuid
 
 from kafka_sim import errors as E
-from kafka_sim.configs import ConfigValueError, validate_topic_configs
+from kafka_sim.config_resolution import validate_topic_configs
+from kafka_sim.config_types import ConfigValueError
 from kafka_sim.model_base import locked
 from kafka_sim.placement import assign_replicas
 from kafka_sim.state import Partition, Topic

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_sim import errors as E
-from kafka_sim.configs import ConfigSource as S
+from kafka_sim.config_types import ConfigSource as S
 
 from test_sim_model_helpers import GB, MB, manual, snapshot, topic
 
