@@ -8,10 +8,11 @@ touches an excluded topic or broker. Tests use the same checks.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from kafka_reassign.planning.spark.assignor import PlanOptions
-from kafka_reassign.planning.spark.cluster import Cluster
+from kafka_reassign.planning.spark.cluster import Cluster, Partition
 from kafka_reassign.errors import Problem
 
 Placement = Sequence[tuple[Sequence[int], Sequence[str]]]
@@ -25,64 +26,100 @@ def check_constraints(cluster: Cluster, final: Placement, options: PlanOptions,
     :param final: (replicas, log dirs) per partition index
     :param allow_rf_change: whether a partition may change its number of replicas
     """
-    problems: list[Problem] = []
-    excluded_topics = set(options.exclude_topics)
     excluded_brokers = set(options.exclude_brokers)
     racks_all = {cluster.rack_of(b) for b in cluster.brokers if b not in excluded_brokers}
     drained = set(options.brokers) if options.goal == "remove-brokers" else set()
     n_racks = len({cluster.rack_of(b) for b in cluster.brokers
                    if b not in excluded_brokers and b not in drained}) or len(racks_all) or 1
-    before_bytes: dict[int, float] = defaultdict(float)
-    after_bytes: dict[int, float] = defaultdict(float)
-    before_dir: dict[tuple[int, str], float] = defaultdict(float)
-    after_dir: dict[tuple[int, str], float] = defaultdict(float)
+    rules = _Rules(excluded_topics=frozenset(options.exclude_topics), excluded_brokers=frozenset(excluded_brokers),
+                   allow_rf_change=allow_rf_change, n_racks=n_racks)
+    problems: list[Problem] = []
     for p, (reps, dirs) in zip(cluster.partitions, final):
-        for r, d in zip(p.replicas, p.log_dirs):
-            before_bytes[r] += p.size_bytes
-            before_dir[(r, d)] += p.size_bytes
-        for r, d in zip(reps, dirs):
-            after_bytes[r] += p.size_bytes
-            after_dir[(r, d)] += p.size_bytes
-        if tuple(reps) == p.replicas and tuple(dirs) == p.log_dirs:
-            continue
-        name = p.name
-        if p.topic in excluded_topics:
-            problems.append(Problem(name, f"topic {p.topic} is excluded but the plan changes it",
-                                    "excluded_topic"))
-        if len(set(reps)) != len(reps):
-            problems.append(Problem(name, f"replicas {list(reps)} name a broker twice", "duplicate_broker"))
-        unknown = [r for r in reps if r not in cluster.brokers]
-        if unknown:
-            problems.append(Problem(name, f"unknown brokers {unknown}", "unknown_broker"))
-            continue
-        if not allow_rf_change and len(reps) != len(p.replicas):
-            problems.append(Problem(name, f"replication factor changes from {len(p.replicas)} to "
-                                          f"{len(reps)}", "rf_change"))
-        old_set, new_set = set(p.replicas), set(reps)
-        touched_excluded = (old_set ^ new_set) & excluded_brokers
-        if touched_excluded:
-            problems.append(Problem(name, f"excluded brokers {sorted(touched_excluded)} gain or lose "
-                                          "a replica", "excluded_broker"))
-        before_racks = len({cluster.rack_of(r) for r in p.replicas})
-        after_racks = len({cluster.rack_of(r) for r in reps})
-        want = min(before_racks + max(0, len(reps) - len(p.replicas)), len(reps), n_racks)
-        if after_racks < want:
-            problems.append(Problem(name, f"replicas {list(reps)} span {after_racks} racks where "
-                                          f"{want} are possible", "rack"))
-    ceiling = options.capacity_ceiling
-    for b, after in after_bytes.items():
+        if tuple(reps) != p.replicas or tuple(dirs) != p.log_dirs:
+            problems.extend(_moved_partition_problems(cluster, p, reps, rules))
+    problems.extend(_capacity_problems(cluster, _Loads.of(cluster, final), options.capacity_ceiling))
+    return problems
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """What a changed partition must respect.
+
+    :param n_racks: racks a partition can spread over (the brokers not excluded nor drained)
+    """
+
+    excluded_topics: frozenset[str]
+    excluded_brokers: frozenset[int]
+    allow_rf_change: bool
+    n_racks: int
+
+
+@dataclass
+class _Loads:
+    """Bytes per broker and per (broker, log dir), before and after a placement."""
+
+    before_bytes: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+    after_bytes: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+    before_dir: dict[tuple[int, str], float] = field(default_factory=lambda: defaultdict(float))
+    after_dir: dict[tuple[int, str], float] = field(default_factory=lambda: defaultdict(float))
+
+    @classmethod
+    def of(cls, cluster: Cluster, final: Placement) -> "_Loads":
+        loads = cls()
+        for p, (reps, dirs) in zip(cluster.partitions, final):
+            for r, d in zip(p.replicas, p.log_dirs):
+                loads.before_bytes[r] += p.size_bytes
+                loads.before_dir[(r, d)] += p.size_bytes
+            for r, d in zip(reps, dirs):
+                loads.after_bytes[r] += p.size_bytes
+                loads.after_dir[(r, d)] += p.size_bytes
+        return loads
+
+
+def _moved_partition_problems(cluster: Cluster, p: Partition, reps: Sequence[int], rules: _Rules) -> list[Problem]:
+    """The rules one changed partition breaks: exclusions, brokers, replication factor, racks."""
+    problems: list[Problem] = []
+    name = p.name
+    if p.topic in rules.excluded_topics:
+        problems.append(Problem(name, f"topic {p.topic} is excluded but the plan changes it", "excluded_topic"))
+    if len(set(reps)) != len(reps):
+        problems.append(Problem(name, f"replicas {list(reps)} name a broker twice", "duplicate_broker"))
+    unknown = [r for r in reps if r not in cluster.brokers]
+    if unknown:
+        problems.append(Problem(name, f"unknown brokers {unknown}", "unknown_broker"))
+        return problems
+    if not rules.allow_rf_change and len(reps) != len(p.replicas):
+        problems.append(Problem(name, f"replication factor changes from {len(p.replicas)} to {len(reps)}",
+                                "rf_change"))
+    touched_excluded = (set(p.replicas) ^ set(reps)) & rules.excluded_brokers
+    if touched_excluded:
+        problems.append(Problem(name, f"excluded brokers {sorted(touched_excluded)} gain or lose a replica",
+                                "excluded_broker"))
+    before_racks = len({cluster.rack_of(r) for r in p.replicas})
+    after_racks = len({cluster.rack_of(r) for r in reps})
+    want = min(before_racks + max(0, len(reps) - len(p.replicas)), len(reps), rules.n_racks)
+    if after_racks < want:
+        problems.append(Problem(name, f"replicas {list(reps)} span {after_racks} racks where {want} are possible",
+                                "rack"))
+    return problems
+
+
+def _capacity_problems(cluster: Cluster, loads: _Loads, ceiling: float) -> list[Problem]:
+    """Brokers and log dirs a placement fills past ``ceiling`` (only those it adds bytes to)."""
+    problems: list[Problem] = []
+    for b, after in loads.after_bytes.items():
         cap = cluster.brokers[b].capacity_bytes if b in cluster.brokers else None
-        if cap and after > before_bytes.get(b, 0.0) + EPS and after > cap * ceiling + EPS:
+        if cap and after > loads.before_bytes.get(b, 0.0) + EPS and after > cap * ceiling + EPS:
             problems.append(Problem(f"broker {b}", f"would hold {after / cap:.1%} of its capacity, above "
                                                    f"the ceiling {ceiling:.0%}", "capacity"))
-    for (b, d), after in after_dir.items():
+    for (b, d), after in loads.after_dir.items():
         if b not in cluster.brokers:
             continue
         caps = {x.path: x.capacity_bytes for x in cluster.brokers[b].log_dirs}
         cap = caps.get(d)
         if cap is None:
             problems.append(Problem(f"broker {b}", f"log dir {d} does not exist", "unknown_log_dir"))
-        elif after > before_dir.get((b, d), 0.0) + EPS and after > cap * ceiling + EPS:
+        elif after > loads.before_dir.get((b, d), 0.0) + EPS and after > cap * ceiling + EPS:
             problems.append(Problem(f"broker {b} log dir {d}", f"would hold {after / cap:.1%} of its "
                                     f"capacity, above the ceiling {ceiling:.0%}", "capacity"))
     return problems
