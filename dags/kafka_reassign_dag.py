@@ -79,7 +79,7 @@ the conf always wins (then `snapshot` and `plan` are skipped).
 ## When something fails
 The run fails with a message saying what to change (stall: raise the throttle above the
 produce rate; offline broker: start it or plan without it; a move not done
-`batch_timeout_minutes` after its submission: raise it). With `cancel_on_failure` the moves in flight are reverted; the
+`move_timeout_minutes` after its submission: raise it). With `cancel_on_failure` the moves in flight are reverted; the
 throttle is removed in every case. Re-running the same plan resumes: partitions already at
 their target are not moved again.
 """

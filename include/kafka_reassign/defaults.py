@@ -1,5 +1,12 @@
-"""The one set of run defaults: the CLI, the DAG params, :class:`~kafka_reassign.planning.validate.ReassignParams`
-and the README all take their defaults from here (a test compares the CLI's and the DAG's).
+"""The one table of run parameters: name, type, default, bounds, unit, help, and where each shows.
+
+Everything else is derived from :data:`RUN_PARAMS`: the validated
+:class:`~kafka_reassign.planning.validate.ReassignParams` and its checks, the CLI's run flags
+(:func:`add_run_arguments`), the DAG params and their JSON schema
+(``kafka_reassign_airflow.params``), the executor's :class:`ExecutionLimits` defaults, the
+planner's limit flags (:data:`PLANNER_LIMITS`) and the README's defaults table
+(:func:`readme_defaults_table`; a unit test compares it with README.md). Adding a parameter is
+adding a row (and its typed field on ``ReassignParams``, which a test checks against the rows).
 
 The movement limits follow Cruise Control's executor defaults, so an operator who knows Cruise
 Control finds what they expect: 1250 partition movements in the whole cluster
@@ -13,103 +20,414 @@ link carries next to client traffic.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Union
+
+from kafka_reassign.execution.steps import INT_MAX
 
 if TYPE_CHECKING:
     import argparse
 
-#: KIP-73 leader and follower replication throttle set on every broker that sends or receives.
-THROTTLE_BYTES_PER_SEC: int = 50_000_000
-#: replica.alter.log.dirs.io.max.bytes.per.second for moves between disks; None = the throttle.
-LOG_DIR_THROTTLE_BYTES_PER_SEC: int | None = None
-#: KIP-435 steps in flight at once in the whole cluster.
-MAX_PARTITION_MOVEMENTS: int = 1250
-#: Moves at once that add a replica to, remove one from, or copy from (as leader) any one
-#: broker. Each broker's in and out bandwidth is capped by the throttle whatever this is; the
-#: cap decides how well it is used. A move's speed is the smaller of its leader's and its new
-#: replica's share of their throttles, so with few moves per broker most brokers wait on
-#: someone else's share: rehearsing 2,000 moves on 60 brokers (``benchmarks/rehearsal.py``,
-#: largest-first) took 1.36x the throttle bound at 5, 1.16x at 10 and 1.02x at 20.
-MAX_MOVEMENTS_PER_BROKER: int = 20
-#: Partitions whose preferred leader changes at once.
-MAX_LEADER_MOVEMENTS: int = 1000
-#: A move not finished after this long fails the run. Generous: a 500 GB partition takes
-#: about 3 h at 50 MB/s, so size it to the largest partition; the stall window catches a
-#: move that makes no progress much sooner.
-BATCH_TIMEOUT_MINUTES: float = 120.0
-#: How often progress (reassignments, ISR, lag) is read from the cluster.
-POLL_INTERVAL_SECONDS: float = 10.0
-#: Bytes left not falling for this long = stalled (a throttle below the produce rate).
-STALL_WINDOW_SECONDS: float = 600.0
-#: Revert this run's in-flight moves when the run fails, before the throttle is removed.
-CANCEL_ON_FAILURE: bool = True
-#: Validate and print what would be done, write nothing.
-DRY_RUN: bool = False
-#: Start moves the pre-flight finds would never catch up at the throttle (produce rate and
-#: in-sync replication above it): off, such a run is refused before any write.
-ALLOW_STALLING_MOVES: bool = False
-#: Window over which the moving partitions' produce rates are measured before a run
-#: (log-end offsets and leader log growth sampled twice); 0 = do not measure.
-PRODUCE_SAMPLE_SECONDS: float = 3.0
-#: Before the run, rehearse it on a simulated copy of the cluster (seeded from a snapshot read
-#: now) with the same limits; its predicted moving time becomes the run's estimate.
-REHEARSE: bool = False
+#: A run parameter's value as JSON carries it.
+ParamValue = Union[int, float, bool, str, None]
+
+#: KIP-179: a replication throttle "should be at least 1 KB/s".
+MIN_THROTTLE_BYTES_PER_SEC: int = 1024
 #: Order in which the executor starts moves (Cruise Control's replica movement strategies):
 #: one name, or several separated by commas (the first decides, the next break ties).
 MOVEMENT_STRATEGIES: tuple[str, ...] = ("busiest-brokers", "largest-first", "smallest-first", "postpone-urp")
-#: Largest first: a big partition started late is the tail of the run. Rehearsing 60-broker
-#: plans at 20 moves per broker (``benchmarks/rehearsal.py``), largest-first took 1.02x / 1.04x /
-#: 1.17x the throttle bound at 2k / 4k / 20k moves, busiest-brokers 1.09x / 1.13x / 1.46x; on the
-#: 6-broker executor benchmark both take 0.99x.
-MOVEMENT_STRATEGY: str = "largest-first"
-#: Give up reaching the cluster after this long.
+#: Give up reaching the cluster after this long (a connection setting, not a run parameter).
 CONNECT_TIMEOUT_SECONDS: float = 10.0
 
-#: Every run parameter of the domain layer (``validate_params`` names) with its default.
-RUN_DEFAULTS: dict[str, Any] = {
-    "throttle_bytes_per_sec": THROTTLE_BYTES_PER_SEC,
-    "log_dir_throttle_bytes_per_sec": LOG_DIR_THROTTLE_BYTES_PER_SEC,
-    "max_partition_movements": MAX_PARTITION_MOVEMENTS,
-    "max_movements_per_broker": MAX_MOVEMENTS_PER_BROKER,
-    "max_leader_movements": MAX_LEADER_MOVEMENTS,
-    "batch_timeout_minutes": BATCH_TIMEOUT_MINUTES,
-    "allow_rf_change": False,
-    "allow_internal_topics": False,
-    "dry_run": DRY_RUN,
-    "cancel_on_failure": CANCEL_ON_FAILURE,
-    "stall_window_seconds": STALL_WINDOW_SECONDS,
-    "poll_interval_seconds": POLL_INTERVAL_SECONDS,
-    "allow_stalling_moves": ALLOW_STALLING_MOVES,
-    "produce_sample_seconds": PRODUCE_SAMPLE_SECONDS,
-    "rehearse": REHEARSE,
-    "movement_strategy": MOVEMENT_STRATEGY,
-}
+#: Sections of the DAG trigger form.
+WHAT, HOW, SAFETY = "What to move", "How fast and how much at once", "Safety"
+
+
+@dataclass(frozen=True)
+class CliFlag:
+    """How a run parameter shows on the command line.
+
+    :param flag: the option, e.g. ``--throttle`` (for a boolean: the switch that flips the default)
+    :param metavar: shown in ``--help``
+    :param execute_only: only ``execute`` takes it (``validate`` and ``rehearse`` never write)
+    :param off_flag: a second switch that sets the value to None (``--no-throttle``)
+    :param off_help: that switch's help
+    """
+
+    flag: str
+    metavar: str | None = None
+    execute_only: bool = False
+    off_flag: str | None = None
+    off_help: str = ""
+
+
+@dataclass(frozen=True)
+class DagField:
+    """How a run parameter shows as a DAG param (the trigger form).
+
+    :param title: the form's label
+    :param section: the form's group (:data:`WHAT`, :data:`HOW`, :data:`SAFETY`)
+    :param description: the form's help
+    :param name: the param's name when it differs from the domain's
+    :param per_domain_unit: DAG value = domain value / this (minutes shown for seconds: 60)
+    :param refuse_null: the DAG refuses None although the domain takes it (no unthrottled DAG run)
+    """
+
+    title: str
+    section: str
+    description: str
+    name: str | None = None
+    per_domain_unit: float = 1.0
+    refuse_null: bool = False
+
+
+@dataclass(frozen=True)
+class RunParam:
+    """One run parameter.
+
+    :param name: the domain name (a :class:`~kafka_reassign.planning.validate.ReassignParams` field)
+    :param kind: int, float, bool or str
+    :param default: the default value
+    :param help: one line, for ``--help`` and the docstrings
+    :param minimum: smallest accepted value (numbers)
+    :param exclusive_minimum: the minimum itself is refused (``> 0`` rather than ``>= 0``)
+    :param maximum: largest accepted value (ints)
+    :param nullable: None is accepted (and means what ``help`` says)
+    :param unit: ``bytes/s``, ``s``, ``min`` or "" (a count, a switch, a name)
+    :param choices: names a str parameter takes, alone or as a comma list
+    :param cli: the CLI flag, None = not on the command line
+    :param dag: the DAG param, None = not a DAG param
+    :param planner: the planner takes it too (time estimate, warnings)
+    :param readme: the README defaults table's label, None = not in that table
+    :param readme_note: after the table's flag and param names
+    :param old_name: a former name still accepted (for one release) as an alias
+    """
+
+    name: str
+    kind: type
+    default: ParamValue
+    help: str
+    minimum: float | None = None
+    exclusive_minimum: bool = False
+    maximum: int | None = None
+    nullable: bool = False
+    unit: str = ""
+    choices: tuple[str, ...] = ()
+    cli: CliFlag | None = None
+    dag: DagField | None = None
+    planner: bool = False
+    readme: str | None = None
+    readme_note: str = ""
+    old_name: str | None = None
+
+    @property
+    def dag_name(self) -> str:
+        return (self.dag.name if self.dag else None) or self.name
+
+
+def _strategy_choices() -> str:
+    return ", ".join(MOVEMENT_STRATEGIES)
+
+
+RUN_PARAMS: tuple[RunParam, ...] = (
+    RunParam(
+        "allow_rf_change", bool, False, "accept replication-factor changes",
+        cli=CliFlag("--allow-rf-change"),
+        dag=DagField("Allow replication factor changes", SAFETY, name="allow_replication_factor_change",
+                     description="A plan that changes a partition's number of replicas is refused unless this "
+                                 "is on (or the goal is replication-factor): a typo should not drop a replica.")),
+    RunParam(
+        "allow_internal_topics", bool, False, "accept moves of internal topics",
+        cli=CliFlag("--allow-internal-topics"),
+        dag=DagField("Allow internal topics", SAFETY,
+                     description="Moving replicas of __consumer_offsets or __transaction_state is refused "
+                                 "unless this is on.")),
+    RunParam(
+        # KIP-73 leader and follower replication throttle set on every broker that sends or receives.
+        "throttle_bytes_per_sec", int, 50_000_000, "replication throttle per broker",
+        minimum=MIN_THROTTLE_BYTES_PER_SEC, nullable=True, unit="bytes/s", planner=True,
+        cli=CliFlag("--throttle", metavar="RATE", off_flag="--no-throttle",
+                    off_help="do not throttle (not recommended)"),
+        dag=DagField("Replication throttle (bytes/s)", HOW, refuse_null=True,
+                     description="KIP-73 replication throttle set on every broker that sends or receives a "
+                                 "replica (leader and follower rates). It must be above the produce rate of "
+                                 "the moving partitions or they never catch up."),
+        readme="Replication throttle"),
+    RunParam(
+        "log_dir_throttle_bytes_per_sec", int, None,
+        "throttle for moves between log dirs of one broker (default: --throttle)",
+        minimum=MIN_THROTTLE_BYTES_PER_SEC, nullable=True, unit="bytes/s", planner=True,
+        cli=CliFlag("--log-dir-throttle", metavar="RATE"),
+        dag=DagField("Log-dir move throttle (bytes/s)", HOW,
+                     description="replica.alter.log.dirs.io.max.bytes.per.second for moves between disks of "
+                                 "one broker (KIP-113). Null = same as the replication throttle.")),
+    RunParam(
+        "max_partition_movements", int, 1250, "partition moves (KIP-435 steps) in flight in the whole cluster",
+        minimum=1, maximum=INT_MAX, planner=True, cli=CliFlag("--max-partition-movements"),
+        dag=DagField("Partition moves at once", HOW,
+                     description="At most this many partition moves (KIP-435 steps) in flight at once in the "
+                                 "whole cluster (Cruise Control's max.num.cluster.partition.movements)."),
+        readme="Partition moves in flight, whole cluster"),
+    RunParam(
+        # The throttle caps each broker's bandwidth whatever this is; the cap decides how well it is
+        # used. A move runs at the smaller of its leader's and its new replica's share of their
+        # throttles: rehearsing 2,000 moves on 60 brokers (benchmarks/rehearsal.py, largest-first)
+        # took 1.36x the throttle bound at 5, 1.16x at 10 and 1.02x at 20.
+        "max_movements_per_broker", int, 20, "moves at once adding to, removing from or copying from one broker",
+        minimum=1, maximum=INT_MAX, planner=True, cli=CliFlag("--max-movements-per-broker"),
+        dag=DagField("Moves per broker at once", HOW,
+                     description="At most this many moves at once that add a replica to, remove one from, or "
+                                 "copy from (as the leader) any one broker (Cruise Control's "
+                                 "num.concurrent.partition.movements.per.broker). The throttle caps each "
+                                 "broker's bandwidth whatever this is; fewer moves leave some of it unused."),
+        readme="Moves in flight per broker (in, out or leader copying)"),
+    RunParam(
+        "max_leader_movements", int, 1000, "preferred-leader changes at once",
+        minimum=1, maximum=INT_MAX, planner=True, cli=CliFlag("--max-leader-movements"),
+        dag=DagField("Leader movements at once", HOW,
+                     description="Cap on partitions whose preferred leader changes at once (Cruise Control's "
+                                 "num.concurrent.leader.movements)."),
+        readme="Leader movements at once"),
+    RunParam(
+        # Generous: a 500 GB partition takes about 3 h at 50 MB/s, so size it to the largest
+        # partition; the stall window catches a move that makes no progress much sooner.
+        "move_timeout_minutes", float, 120.0, "fail a move (KIP-435 step) not done this long after its submission",
+        minimum=0, exclusive_minimum=True, unit="min", old_name="batch_timeout_minutes",
+        cli=CliFlag("--move-timeout-minutes", metavar="MINUTES"),
+        dag=DagField("Move timeout (minutes)", SAFETY,
+                     description="A move (KIP-435 step) not finished this long after its submission fails the "
+                                 "run (then cancel_on_failure and the throttle removal apply)."),
+        readme="Move timeout"),
+    RunParam(
+        "poll_interval_seconds", float, 10.0, "how often progress (reassignments, ISR, lag) is read",
+        minimum=0, exclusive_minimum=True, unit="s", cli=CliFlag("--poll-interval-seconds", metavar="SECONDS"),
+        dag=DagField("Progress poll interval (seconds)", HOW,
+                     description="How often the execute task's trigger reads the moves in flight (reassignments, "
+                                 "lag); a finished move's successor starts at most this long after it."),
+        readme="Progress poll interval"),
+    RunParam(
+        "stall_window_seconds", float, 600.0, "fail when bytes left do not fall for this long",
+        minimum=0, exclusive_minimum=True, unit="s", cli=CliFlag("--stall-window-seconds", metavar="SECONDS"),
+        dag=DagField("Stall window (minutes)", SAFETY, name="stall_window_minutes", per_domain_unit=60.0,
+                     description="Fail a move when its bytes left have not fallen for this long (KIP-73: a "
+                                 "throttle below the produce rate never catches up), or when a broker it needs "
+                                 "has been offline this long (shorter outages are waited out)."),
+        readme="Stall window (bytes left not falling)"),
+    RunParam(
+        "dry_run", bool, False, "validate and print the steps and config changes only",
+        cli=CliFlag("--dry-run", execute_only=True),
+        dag=DagField("Dry run", SAFETY,
+                     description="Validate, print the plan, the steps and the exact config changes, and "
+                                 "stop without writing anything to the cluster.")),
+    RunParam(
+        "cancel_on_failure", bool, True,
+        "leave in-flight moves running when the run fails (default: cancel ours)",
+        cli=CliFlag("--no-cancel-on-failure", execute_only=True),
+        dag=DagField("Cancel on failure", SAFETY,
+                     description="When a move fails, cancel (revert) this run's in-flight moves before the "
+                                 "throttle is removed. Off: moves keep going, unthrottled."),
+        readme="Cancel this run's moves on failure"),
+    RunParam(
+        "allow_stalling_moves", bool, False,
+        "start moves the pre-flight finds would never catch up at this throttle (default: refuse)",
+        cli=CliFlag("--allow-stalling-moves"),
+        dag=DagField("Allow moves that would stall", SAFETY,
+                     description="The pre-flight refuses a run when a moving partition's produce rate plus the "
+                                 "in-sync replication Kafka counts in the throttle exceed it (the new replica "
+                                 "would never catch up and the partition stays under-replicated). On: start "
+                                 "such moves anyway.")),
+    RunParam(
+        "produce_sample_seconds", float, 3.0,
+        "measure the moving partitions' produce rates over this window before the run "
+        "(0 = use --snapshot rates or skip the stall check)",
+        minimum=0, unit="s", cli=CliFlag("--produce-sample-seconds", metavar="SECONDS"),
+        dag=DagField("Produce-rate sampling (seconds)", HOW,
+                     description="Before the run, the moving partitions' produce rates are measured over this "
+                                 "window (log-end offsets and leader log growth) for the stall check and the "
+                                 "estimate. 0 = do not measure (the stall check is skipped).")),
+    RunParam(
+        # Largest first: a big partition started late is the tail of the run. Rehearsing 60-broker
+        # plans at 20 moves per broker (benchmarks/rehearsal.py), largest-first took 1.02x / 1.04x /
+        # 1.17x the throttle bound at 2k / 4k / 20k moves, busiest-brokers 1.09x / 1.13x / 1.46x;
+        # on the 6-broker executor benchmark both take 0.99x.
+        "movement_strategy", str, "largest-first",
+        f"order of the moves: {_strategy_choices()}, or several separated by commas "
+        "(the first decides, the next break ties)",
+        choices=MOVEMENT_STRATEGIES, planner=True, cli=CliFlag("--strategy"),
+        dag=DagField("Move order", HOW,
+                     description="Which moves start first when the window has room (Cruise Control's replica "
+                                 "movement strategies): largest-first (the run's tail stays short); "
+                                 "busiest-brokers keeps the brokers with the most bytes left busy; "
+                                 "smallest-first; postpone-urp starts under-replicated partitions last. Several, "
+                                 "comma-separated: the first decides, the next break ties."),
+        readme="Which moves start first",
+        readme_note=" (" + ", ".join(f"`{s}`" for s in MOVEMENT_STRATEGIES if s != "largest-first")
+                    + ", or a comma list)"),
+    RunParam(
+        "rehearse", bool, False,
+        "rehearse the run on a simulated copy of the cluster first; its prediction is the estimate",
+        cli=CliFlag("--rehearse", execute_only=True),
+        dag=DagField("Rehearse first", HOW,
+                     description="Before moving anything, run the plan on a simulated copy of the cluster (a "
+                                 "snapshot read now: brokers, racks, sizes, produce rates, throttles) with the "
+                                 "same limits. Its predicted moving time becomes the estimate, and its report "
+                                 "(timeline, slowest partitions, ISR risks, peak moves per broker) is in the "
+                                 "prepare task's log and XCom.")),
+)
+
+#: name -> row.
+PARAMS_BY_NAME: dict[str, RunParam] = {p.name: p for p in RUN_PARAMS}
+#: Every run parameter (``validate_params`` names) with its default.
+RUN_DEFAULTS: dict[str, ParamValue] = {p.name: p.default for p in RUN_PARAMS}
+#: Former name -> name (accepted for one release; giving both is an error).
+OLD_NAMES: dict[str, str] = {p.old_name: p.name for p in RUN_PARAMS if p.old_name}
+#: Keys a DAG run or caller carries that belong to other layers (connections, planning inputs):
+#: not run parameters, so the run ignores them.
+OTHER_LAYER_KEYS: frozenset[str] = frozenset({
+    "kafka_conn_id", "spark_conn_id", "plan", "goal", "brokers", "replication_factor", "snapshot",
+    "bootstrap_servers", "run_id"})
+#: Run parameters the planner takes as options (time estimate, warnings).
+PLANNER_LIMITS: tuple[str, ...] = tuple(p.name for p in RUN_PARAMS if p.planner)
+
+
+def _default(name: str) -> Any:
+    return PARAMS_BY_NAME[name].default
+
+
+THROTTLE_BYTES_PER_SEC: int = _default("throttle_bytes_per_sec")
+LOG_DIR_THROTTLE_BYTES_PER_SEC: int | None = _default("log_dir_throttle_bytes_per_sec")
+MAX_PARTITION_MOVEMENTS: int = _default("max_partition_movements")
+MAX_MOVEMENTS_PER_BROKER: int = _default("max_movements_per_broker")
+MAX_LEADER_MOVEMENTS: int = _default("max_leader_movements")
+MOVE_TIMEOUT_MINUTES: float = _default("move_timeout_minutes")
+POLL_INTERVAL_SECONDS: float = _default("poll_interval_seconds")
+STALL_WINDOW_SECONDS: float = _default("stall_window_seconds")
+CANCEL_ON_FAILURE: bool = _default("cancel_on_failure")
+DRY_RUN: bool = _default("dry_run")
+ALLOW_STALLING_MOVES: bool = _default("allow_stalling_moves")
+PRODUCE_SAMPLE_SECONDS: float = _default("produce_sample_seconds")
+REHEARSE: bool = _default("rehearse")
+MOVEMENT_STRATEGY: str = _default("movement_strategy")
+
+
+def drop_defaults_beside_old_names(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` as a surface that fills in every default (CLI, DAG params) hands them on: an
+    old name given (not None) stands for its parameter unless that was given too (differs from
+    its default); an old name not given is dropped. Giving both is left for ``validate_params``.
+
+    :param values: run parameters by domain name, defaults filled in, old names possibly present
+    """
+    out = dict(values)
+    for old, name in OLD_NAMES.items():
+        if out.get(old) is None:
+            out.pop(old, None)
+        elif out.get(name) == PARAMS_BY_NAME[name].default:
+            out.pop(name, None)
+    return out
+
+
+def format_value(param: RunParam, value: ParamValue, *, per_unit: float = 1.0, unit: str | None = None) -> str:
+    """A value as help and docs show it: ``50.0 MB/s``, ``120 min``, ``on``.
+
+    :param param: its row
+    :param value: the value (in the domain's unit)
+    :param per_unit: shown value = value / this (seconds shown as minutes: 60)
+    :param unit: the unit shown, default the row's
+    """
+    from kafka_reassign.units import format_rate
+
+    unit = param.unit if unit is None else unit
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if unit == "bytes/s":
+        return format_rate(value)  # type: ignore[arg-type]
+    if isinstance(value, (int, float)):
+        return f"{value / per_unit:g}" + (f" {unit}" if unit else "")
+    return str(value)
+
+
+def _cli_type(param: RunParam) -> Any:
+    from kafka_reassign.units import rate_argument
+
+    return rate_argument if param.unit == "bytes/s" else {int: int, float: float}.get(param.kind)
+
+
+def add_run_arguments(parser: "argparse.ArgumentParser", names: tuple[str, ...] | None = None, *,
+                      execute: bool = True, off_flags: bool = True, purpose: str = "") -> None:
+    """The run parameters' flags, values landing in their domain names (``args.move_timeout_minutes``).
+
+    :param parser: the (sub)command's parser
+    :param names: the parameters to add (default: every one with a CLI flag)
+    :param execute: include the flags only ``execute`` takes (dry run, cancel, rehearse)
+    :param off_flags: include the switches that set a value to None (``--no-throttle``)
+    :param purpose: appended to the throttle's help, e.g. " for the time estimate"
+    """
+    for param in RUN_PARAMS if names is None else tuple(PARAMS_BY_NAME[n] for n in names):
+        flag = param.cli
+        if flag is None or (flag.execute_only and not execute):
+            continue
+        if param.kind is bool:
+            parser.add_argument(flag.flag, dest=param.name, default=param.default,
+                                action="store_false" if param.default else "store_true", help=param.help)
+            continue
+        shown = "" if param.default is None else f" (default {format_value(param, param.default)})"
+        extra = purpose if param.name == "throttle_bytes_per_sec" else ""
+        parser.add_argument(flag.flag, dest=param.name, default=param.default, type=_cli_type(param),
+                            metavar=flag.metavar, help=f"{param.help}{extra}{shown}")
+        if flag.off_flag and off_flags:
+            parser.add_argument(flag.off_flag, dest=f"no_{param.name}", action="store_true", help=flag.off_help)
+        if param.old_name:
+            parser.add_argument("--" + param.old_name.replace("_", "-"), dest=param.old_name, default=None,
+                                type=_cli_type(param), metavar=flag.metavar,
+                                help=f"old name of {flag.flag} (accepted for one release)")
 
 
 def add_movement_arguments(parser: "argparse.ArgumentParser", *, purpose: str = "") -> None:
-    """The throttle and movement-limit options, with these defaults, for a command line.
+    """The planner's limit flags (:data:`PLANNER_LIMITS`), with the run's defaults.
 
-    Values land in the run parameters' names (``args.throttle_bytes_per_sec`` ...).
-
-    :param parser: the (sub)command's parser
-    :param purpose: appended to the throttle's help, e.g. "for the time estimate"
+    :param parser: the planner's parser
+    :param purpose: appended to the throttle's help, e.g. " for the time estimate"
     """
-    from kafka_reassign.units import format_rate, rate_argument
+    add_run_arguments(parser, PLANNER_LIMITS, off_flags=False, purpose=purpose)
 
-    parser.add_argument("--throttle", type=rate_argument, default=THROTTLE_BYTES_PER_SEC,
-                        dest="throttle_bytes_per_sec", metavar="RATE",
-                        help=f"replication throttle per broker{purpose}: 50MB/s, 10MiB/s or bytes/s "
-                             f"(default {format_rate(THROTTLE_BYTES_PER_SEC)})")
-    parser.add_argument("--log-dir-throttle", type=rate_argument, default=LOG_DIR_THROTTLE_BYTES_PER_SEC,
-                        dest="log_dir_throttle_bytes_per_sec", metavar="RATE",
-                        help="throttle for moves between log dirs of one broker (default: --throttle)")
-    parser.add_argument("--max-partition-movements", type=int, default=MAX_PARTITION_MOVEMENTS,
-                        help=f"partition moves in flight in the whole cluster (default {MAX_PARTITION_MOVEMENTS})")
-    parser.add_argument("--max-movements-per-broker", type=int, default=MAX_MOVEMENTS_PER_BROKER,
-                        help=f"moves at once adding to, removing from or copying from one broker "
-                             f"(default {MAX_MOVEMENTS_PER_BROKER})")
-    parser.add_argument("--max-leader-movements", type=int, default=MAX_LEADER_MOVEMENTS,
-                        help=f"preferred-leader changes at once (default {MAX_LEADER_MOVEMENTS})")
-    parser.add_argument("--strategy", default=MOVEMENT_STRATEGY, dest="movement_strategy",
-                        help=f"order of the moves: {', '.join(MOVEMENT_STRATEGIES)}, or several separated by "
-                             f"commas (the first decides, the next break ties; default {MOVEMENT_STRATEGY})")
+
+def run_values_from_args(args: "argparse.Namespace") -> dict[str, Any]:
+    """The run parameters a parsed command line gives, by domain name (flags it lacks: defaults).
+
+    :param args: parsed by a parser with :func:`add_run_arguments`
+    """
+    values: dict[str, Any] = {}
+    for param in RUN_PARAMS:
+        value = getattr(args, param.name, param.default)
+        values[param.name] = None if getattr(args, f"no_{param.name}", False) else value
+        if param.old_name:
+            values[param.old_name] = getattr(args, param.old_name, None)
+    return drop_defaults_beside_old_names(values)
+
+
+def planner_flags(limits: Mapping[str, Any]) -> list[str]:
+    """The planner's command-line options for run limits given by name (None values left out).
+
+    :param limits: :data:`PLANNER_LIMITS` names -> value
+    """
+    args: list[str] = []
+    for name, value in limits.items():
+        param = PARAMS_BY_NAME.get(name)
+        if value is not None and param is not None and param.planner and param.cli is not None:
+            args += [param.cli.flag, str(value)]
+    return args
+
+
+def readme_defaults_table() -> str:
+    """README.md's defaults table (Setting | Default | CLI option / DAG param), from the rows."""
+    lines = ["| Setting | Default | CLI option / DAG param |", "|---|---|---|"]
+    for param in RUN_PARAMS:
+        if param.readme is None or param.cli is None:
+            continue
+        per_unit = param.dag.per_domain_unit if param.dag else 1.0
+        unit = {60.0: "min"}.get(per_unit, param.unit)
+        value = format_value(param, param.default, per_unit=per_unit, unit=unit)
+        if param.unit == "bytes/s":
+            value = value.replace(".0 ", " ") + " per broker"
+        lines.append(f"| {param.readme} | {value} | `{param.cli.flag}` / `{param.dag_name}`{param.readme_note} |")
+    return "\n".join(lines) + "\n"

@@ -72,7 +72,7 @@ class PlanValidationError(ProblemListError):
 
 
 class ParamError(ProblemListError):
-    """Run parameters (throttle, batch limits, timeouts) are invalid."""
+    """Run parameters (throttle, movement limits, timeouts) are invalid."""
 
     headline = "invalid parameters"
 

@@ -20,11 +20,14 @@ import re
 from typing import Any, Mapping
 from urllib.parse import unquote
 
+from kafka_reassign import defaults as D
+
 log = logging.getLogger(__name__)
 
 _TRIGGER_PATH = re.compile(r"^/api/v2/dags/([^/]+)/dagRuns/?$")
-#: Names users reach for that are not params, and the param they mean.
-_ALIASES = {"allow_rf_change": "allow_replication_factor_change", "stall_window_seconds": "stall_window_minutes",
+#: Names users reach for that are not params, and the param they mean: the run parameters' domain
+#: names where the DAG names them otherwise (from their table), and a few guesses.
+_ALIASES = {**{p.name: p.dag_name for p in D.RUN_PARAMS if p.dag is not None and p.dag_name != p.name},
             "throttle": "throttle_bytes_per_sec", "rate": "throttle_bytes_per_sec", "broker_ids": "brokers",
             "rf": "replication_factor", "conn_id": "kafka_conn_id", "dryrun": "dry_run"}
 _BROKER_GOALS = {"add-brokers": "fill", "remove-brokers": "drain"}
@@ -50,6 +53,9 @@ def conf_problems(dag_id: str, defaults: Mapping[str, Any], conf: Mapping[str, A
         guess = guess or next(iter(difflib.get_close_matches(key, list(defaults), n=1, cutoff=0.6)), None)
         hint = f" - did you mean '{guess}'?" if guess else ""
         problems.append(f"unknown parameter '{key}'{hint} ({dag_id} takes: {', '.join(sorted(defaults))})")
+    for old, name in sorted(D.OLD_NAMES.items()):
+        if old in conf and name in conf:
+            problems.append(f"'{old}' is the old name of '{name}': give one of them, not both")
     merged = {**defaults, **conf}
     if "plan" in defaults and "goal" in defaults and merged.get("plan") is None and merged.get("goal") is None:
         problems.append("give either 'plan' (a reassignment JSON) or 'goal' (what the planner should achieve): "

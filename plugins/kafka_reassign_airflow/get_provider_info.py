@@ -26,8 +26,6 @@ CONFIG_OPTIONS: dict[str, dict[str, Any]] = {
     "kafka_client_log_level": _option(
         "Log level of the Kafka client libraries (kafka-python) in task logs. WARNING keeps the "
         "logs to the run's story; INFO or DEBUG show every connection and request.", "string", "WARNING", "INFO"),
-    "min_return_seconds": _option("Earliest return of a batch task that rescheduled or deferred itself "
-                                  "(seconds; apache/airflow#10790).", "float", 15.0),
     "work_dir": _option("Directory of snapshots, plans, summaries and charts; empty = "
                         "$AIRFLOW_HOME/kafka_reassign.", "string", "", "/data/kafka_reassign"),
     "rebalance_schedule": _option("Schedule of the kafka_rebalance DAG; none = only when triggered.",

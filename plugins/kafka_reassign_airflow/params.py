@@ -1,6 +1,7 @@
 """Typed DAG params of the reassignment DAGs, with the descriptions the trigger form shows.
 
-Defaults come from :mod:`kafka_reassign.defaults` (shared with the CLI). JSON-schema types
+The run parameters' params (names, defaults, bounds, descriptions) are derived from the table
+:data:`kafka_reassign.defaults.RUN_PARAMS` (shared with the CLI). JSON-schema types
 let Airflow refuse a wrong type (a string for a rate, a negative movement limit) before a run even
 exists; :func:`run_options` then turns the resolved params into the keyword dict the domain
 layer's ``prepare`` validates again (the REST API and ``dag.test`` can pass what the form
@@ -13,7 +14,6 @@ from typing import Any
 from airflow.sdk import Param
 
 from kafka_reassign import defaults as D
-from kafka_reassign.units import format_rate
 
 GOALS = ["rebalance", "add-brokers", "remove-brokers", "replication-factor", "rack-repair"]
 
@@ -37,14 +37,12 @@ PLAN_SCHEMA: dict[str, Any] = {
     },
 }
 
-#: Section names used by the trigger form to group the fields.
-_WHAT = "What to move"
-_HOW = "How fast and how much at once"
-_SAFETY = "Safety"
+#: Section names used by the trigger form to group the fields (the run parameters' table has them).
+_WHAT = D.WHAT
 
 
-def reassign_params() -> dict[str, Param]:
-    """The params of ``kafka_reassign`` (a fresh dict of Param objects for each DAG)."""
+def _planning_params() -> dict[str, Param]:
+    """The params of other layers: the connections and what to move."""
     return {
         "kafka_conn_id": Param(
             "kafka_default", type="string", minLength=1, title="Kafka connection",
@@ -80,131 +78,90 @@ def reassign_params() -> dict[str, Param]:
                         "spark; host = master: local[2], spark://spark-master with port 7077, yarn...). "
                         "When the connection does not exist the planner runs local[2] on the worker.",
             section=_WHAT),
-        "allow_replication_factor_change": Param(
-            False, type="boolean", title="Allow replication factor changes",
-            description="A plan that changes a partition's number of replicas is refused unless this "
-                        "is on (or the goal is replication-factor): a typo should not drop a replica.",
-            section=_SAFETY),
-        "allow_internal_topics": Param(
-            False, type="boolean", title="Allow internal topics",
-            description="Moving replicas of __consumer_offsets or __transaction_state is refused "
-                        "unless this is on.",
-            section=_SAFETY),
-        "throttle_bytes_per_sec": Param(
-            D.THROTTLE_BYTES_PER_SEC, type="integer", minimum=1024, title="Replication throttle (bytes/s)",
-            description="KIP-73 replication throttle set on every broker that sends or receives a "
-                        "replica (leader and follower rates). It must be above the produce rate of "
-                        "the moving partitions or they never catch up. Default "
-                        f"{format_rate(D.THROTTLE_BYTES_PER_SEC)}.",
-            section=_HOW),
-        "log_dir_throttle_bytes_per_sec": Param(
-            D.LOG_DIR_THROTTLE_BYTES_PER_SEC, type=["null", "integer"], minimum=1024,
-            title="Log-dir move throttle (bytes/s)",
-            description="replica.alter.log.dirs.io.max.bytes.per.second for moves between disks of "
-                        "one broker (KIP-113). Null = same as the replication throttle.",
-            section=_HOW),
-        "max_partition_movements": Param(
-            D.MAX_PARTITION_MOVEMENTS, type="integer", minimum=1, title="Partition moves at once",
-            description="At most this many partition moves (KIP-435 steps) in flight at once in the "
-                        "whole cluster (Cruise Control's max.num.cluster.partition.movements).",
-            section=_HOW),
-        "max_movements_per_broker": Param(
-            D.MAX_MOVEMENTS_PER_BROKER, type="integer", minimum=1, title="Moves per broker at once",
-            description="At most this many moves at once that add a replica to, remove one from, or copy "
-                        "from (as the leader) any one broker (Cruise Control's "
-                        "num.concurrent.partition.movements.per.broker). The throttle caps each broker's "
-                        "bandwidth whatever this is; fewer moves leave some of it unused.",
-            section=_HOW),
-        "max_leader_movements": Param(
-            D.MAX_LEADER_MOVEMENTS, type="integer", minimum=1, title="Leader movements at once",
-            description="Cap on partitions whose preferred leader changes at once (Cruise Control's "
-                        "num.concurrent.leader.movements).",
-            section=_HOW),
-        "batch_timeout_minutes": Param(
-            D.BATCH_TIMEOUT_MINUTES, type="number", exclusiveMinimum=0, title="Move timeout (minutes)",
-            description="A move (KIP-435 step) not finished this long after its submission fails the "
-                        "run (then cancel_on_failure and the throttle removal apply).",
-            section=_SAFETY),
-        "poll_interval_seconds": Param(
-            D.POLL_INTERVAL_SECONDS, type="number", exclusiveMinimum=0, title="Progress poll interval (seconds)",
-            description="How often the execute task's trigger reads the moves in flight (reassignments, "
-                        "lag); a finished move's successor starts at most this long after it.",
-            section=_HOW),
-        "stall_window_minutes": Param(
-            D.STALL_WINDOW_SECONDS / 60, type="number", exclusiveMinimum=0, title="Stall window (minutes)",
-            description="Fail a move when its bytes left have not fallen for this long (KIP-73: a "
-                        "throttle below the produce rate never catches up), or when a broker it needs has "
-                        "been offline this long (shorter outages are waited out).",
-            section=_SAFETY),
-        "dry_run": Param(
-            D.DRY_RUN, type="boolean", title="Dry run",
-            description="Validate, print the plan, the steps and the exact config changes, and "
-                        "stop without writing anything to the cluster.",
-            section=_SAFETY),
-        "cancel_on_failure": Param(
-            D.CANCEL_ON_FAILURE, type="boolean", title="Cancel on failure",
-            description="When a move fails, cancel (revert) this run's in-flight moves before the "
-                        "throttle is removed. Off: moves keep going, unthrottled.",
-            section=_SAFETY),
-        "allow_stalling_moves": Param(
-            D.ALLOW_STALLING_MOVES, type="boolean", title="Allow moves that would stall",
-            description="The pre-flight refuses a run when a moving partition's produce rate plus the "
-                        "in-sync replication Kafka counts in the throttle exceed it (the new replica "
-                        "would never catch up and the partition stays under-replicated). On: start "
-                        "such moves anyway.",
-            section=_SAFETY),
-        "produce_sample_seconds": Param(
-            D.PRODUCE_SAMPLE_SECONDS, type="number", minimum=0, title="Produce-rate sampling (seconds)",
-            description="Before the run, the moving partitions' produce rates are measured over this "
-                        "window (log-end offsets and leader log growth) for the stall check and the "
-                        "estimate. 0 = do not measure (the stall check is skipped).",
-            section=_HOW),
-        "movement_strategy": Param(
-            D.MOVEMENT_STRATEGY, type="string", title="Move order",
-            pattern=f"^({'|'.join(D.MOVEMENT_STRATEGIES)})(,({'|'.join(D.MOVEMENT_STRATEGIES)}))*$",
-            description="Which moves start first when the window has room (Cruise Control's replica "
-                        "movement strategies): largest-first (the run's tail stays short); "
-                        "busiest-brokers keeps the brokers with the most bytes left busy; smallest-first; "
-                        "postpone-urp starts under-replicated partitions last. Several, comma-separated: "
-                        "the first decides, the next break ties.",
-            section=_HOW),
-        "rehearse": Param(
-            D.REHEARSE, type="boolean", title="Rehearse first",
-            description="Before moving anything, run the plan on a simulated copy of the cluster (a "
-                        "snapshot read now: brokers, racks, sizes, produce rates, throttles) with the "
-                        "same limits. Its predicted moving time becomes the estimate, and its report "
-                        "(timeline, slowest partitions, ISR risks, peak moves per broker) is in the "
-                        "prepare task's log and XCom.",
-            section=_HOW),
     }
 
 
-#: DAG param name -> domain (``kafka_reassign.planning.validate.validate_params``) name, where they differ.
-_RENAMED = {"allow_replication_factor_change": "allow_rf_change"}
-#: Params the domain layer does not take (the connections and planning inputs).
-_NOT_DOMAIN = frozenset({"kafka_conn_id", "spark_conn_id", "plan", "goal", "brokers", "replication_factor"})
+def _schema_type(param: D.RunParam) -> str | list[str]:
+    name = {bool: "boolean", int: "integer", float: "number", str: "string"}[param.kind]
+    return ["null", name] if param.nullable and not (param.dag and param.dag.refuse_null) else name
 
 
-def run_options(params: dict[str, Any]) -> dict[str, Any]:
+def _schema(param: D.RunParam) -> dict[str, Any]:
+    """The JSON schema of a run parameter's DAG param (bounds in the DAG's unit)."""
+    schema: dict[str, Any] = {"type": _schema_type(param)}
+    if param.minimum is not None:
+        schema["exclusiveMinimum" if param.exclusive_minimum else "minimum"] = param.minimum
+    if param.maximum is not None:
+        schema["maximum"] = param.maximum
+    if param.choices:
+        one = "|".join(param.choices)
+        schema["pattern"] = f"^({one})(,({one}))*$"
+    return schema
+
+
+def _dag_value(param: D.RunParam, value: Any) -> Any:
+    """A domain value in the DAG param's unit (seconds shown as minutes)."""
+    assert param.dag is not None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or param.dag.per_domain_unit == 1:
+        return value
+    return value / param.dag.per_domain_unit
+
+
+def _run_params() -> dict[str, Param]:
+    """The DAG params of the run parameters' table (with the old names still accepted)."""
+    out: dict[str, Param] = {}
+    for param in D.RUN_PARAMS:
+        dag = param.dag
+        if dag is None:
+            continue
+        description = dag.description
+        if param.unit == "bytes/s" and param.default is not None:
+            description += f" Default {D.format_value(param, param.default)}."
+        out[param.dag_name] = Param(_dag_value(param, param.default), title=dag.title, description=description,
+                                    section=dag.section, **_schema(param))
+        if param.old_name:
+            schema = {**_schema(param), "type": ["null", _schema_type(param)]}
+            out[param.old_name] = Param(
+                None, title=f"{dag.title}, old name", section=dag.section, **schema,
+                description=f"Old name of {param.dag_name}, accepted for this release: give "
+                            f"{param.dag_name} instead (giving both is an error).")
+    return out
+
+
+def reassign_params() -> dict[str, Param]:
+    """The params of ``kafka_reassign`` (a fresh dict of Param objects for each DAG)."""
+    return {**_planning_params(), **_run_params()}
+
+
+#: DAG param name -> its row of the run parameters' table.
+_BY_DAG_NAME = {p.dag_name: p for p in D.RUN_PARAMS if p.dag is not None}
+#: Goals whose plans change replication factors on purpose (so allow_rf_change is implied).
+RF_CHANGING_GOALS = frozenset({"replication-factor"})
+
+
+def run_options(params: dict[str, Any], goal: str | None = None) -> dict[str, Any]:
     """The run's params as the domain layer's ``validate_params`` names them.
 
     Unknown keys (a typo in a REST API conf) are passed on, so the domain validation rejects
-    them by name instead of silently running with a default.
+    them by name instead of silently running with a default; so are old names, which it maps.
+    The replication-factor goal implies ``allow_rf_change`` (decided here only).
 
     :param params: the run's resolved params (``context["params"]``), JSON values
+    :param goal: the run's goal, when not among ``params``
     """
     out: dict[str, Any] = {}
     for key, value in params.items():
-        if key in _NOT_DOMAIN:
+        if key in D.OTHER_LAYER_KEYS:
             continue
-        if key == "stall_window_minutes":
-            num = isinstance(value, (int, float)) and not isinstance(value, bool)
-            out["stall_window_seconds"] = value * 60 if num else value
+        row = _BY_DAG_NAME.get(key)
+        if row is None or row.dag is None:
+            out[key] = value
             continue
-        out[_RENAMED.get(key, key)] = value
-    if params.get("goal") == "replication-factor":
+        num = isinstance(value, (int, float)) and not isinstance(value, bool)
+        out[row.name] = value * row.dag.per_domain_unit if num and row.dag.per_domain_unit != 1 else value
+    if (goal or params.get("goal")) in RF_CHANGING_GOALS:
         out["allow_rf_change"] = True
-    return out
+    return D.drop_defaults_beside_old_names(out)
 
 
 def dag_schedule(setting: str, default: str) -> str | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import signal
 import sys
 import threading
@@ -21,85 +20,15 @@ from typing import Any, Sequence
 from kafka_reassign import defaults as D
 from kafka_reassign.errors import KafkaAdminError, ProblemListError, ReassignError
 from kafka_reassign.execution.control import CancelRequested
-from kafka_reassign.units import rate_argument
+from kafka_reassign.cli.connection import BadInput, admin_from_args as _admin
+from kafka_reassign.cli.connection import properties_to_admin_kwargs  # noqa: F401 (public, tested)
+from kafka_reassign.cli.parser import build_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-DEFAULT_RECORD_DIR = os.environ.get("KAFKA_REASSIGN_RECORD_DIR") or str(
-    Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "kafka-reassign" / "records")
-
-
-class BadInput(Exception):
-    """A command-line value that cannot be used (exit 2)."""
 
 
 def _err(msg: str) -> None:
     print(f"kafka-reassign: error: {msg}", file=sys.stderr)
-
-
-# -- connection ---------------------------------------------------------------------------
-
-def properties_to_admin_kwargs(props: dict[str, str]) -> dict[str, Any]:
-    """Map Kafka client properties (as in kafka-*.sh --command-config) to kafka-python kwargs.
-
-    :param props: e.g. {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", ...}
-    """
-    from kafka_reassign.cluster.auth import AuthConfigError, client_kwargs
-
-    try:
-        # The file is the user's own: an oauth_cb it names is trusted (no allowlist).
-        return client_kwargs(props, callback_allowlist=None, strict=True)
-    except AuthConfigError as exc:
-        raise BadInput(f"--command-config: {exc}") from None
-
-
-def _read_properties(path: str) -> dict[str, str]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read --command-config {path}: {exc.strerror or exc}") from None
-    props = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        k, sep, v = line.partition("=")
-        if not sep:
-            raise BadInput(f"--command-config {path}: not a key=value line: {line!r}")
-        props[k.strip()] = v.strip()
-    return props
-
-
-def _admin(args: argparse.Namespace):
-    from kafka_reassign.cluster.admin import KafkaAdmin
-    kwargs: dict[str, Any] = {}
-    if getattr(args, "command_config", None):
-        kwargs.update(properties_to_admin_kwargs(_read_properties(args.command_config)))
-    if args.bootstrap_server:
-        kwargs["bootstrap_servers"] = args.bootstrap_server
-    kwargs["bootstrap_timeout_ms"] = int(args.connect_timeout * 1000)
-    if not kwargs.get("bootstrap_servers"):
-        raise BadInput("--bootstrap-server is required")
-    return KafkaAdmin(**kwargs)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return v
-
-
-def _add_conn(p: argparse.ArgumentParser, required: bool = True) -> None:
-    p.add_argument("--bootstrap-server", required=required, metavar="HOST:PORT[,...]",
-                   help="Kafka brokers to connect to")
-    p.add_argument("--command-config", metavar="FILE",
-                   help="client properties (security.protocol, sasl.*, ssl.*) as for kafka-*.sh")
-    p.add_argument("--connect-timeout", type=_positive_float, default=D.CONNECT_TIMEOUT_SECONDS, metavar="SECONDS",
-                   help=f"give up reaching the cluster after this long (default {D.CONNECT_TIMEOUT_SECONDS:g})")
 
 
 def _load_plan(path: str):
@@ -131,23 +60,6 @@ def _drift_warnings(current: Any, state: Any) -> list[str]:
     return [f"the cluster changed since the plan was generated: {'; '.join(drift[:5])}{more}"]
 
 
-def _params(args: argparse.Namespace) -> dict[str, Any]:
-    return {"throttle_bytes_per_sec": None if args.no_throttle else args.throttle_bytes_per_sec,
-            "log_dir_throttle_bytes_per_sec": args.log_dir_throttle_bytes_per_sec,
-            "max_partition_movements": args.max_partition_movements,
-            "max_movements_per_broker": args.max_movements_per_broker,
-            "max_leader_movements": args.max_leader_movements,
-            "batch_timeout_minutes": args.batch_timeout_minutes,
-            "stall_window_seconds": args.stall_window_seconds,
-            "poll_interval_seconds": args.poll_interval_seconds,
-            "allow_rf_change": args.allow_rf_change, "allow_internal_topics": args.allow_internal_topics,
-            "dry_run": getattr(args, "dry_run", False),
-            "cancel_on_failure": not getattr(args, "no_cancel_on_failure", False),
-            "allow_stalling_moves": args.allow_stalling_moves, "produce_sample_seconds": args.produce_sample_seconds,
-            "rehearse": getattr(args, "rehearse", False),
-            "movement_strategy": getattr(args, "movement_strategy", None) or D.MOVEMENT_STRATEGY}
-
-
 # -- subcommands --------------------------------------------------------------------------
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -168,7 +80,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from kafka_reassign.rehearsal.rehearse import rehearse_live
     from kafka_reassign.run.reassign import prepare
     from kafka_reassign.planning.validate import validate_params
-    params = validate_params(_params(args))
+    params = validate_params(D.run_values_from_args(args))
     raw, current = _raw_plan(args.plan)
     if args.snapshot:
         from kafka_reassign.planning.preflight import SnapshotView
@@ -202,7 +114,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
     from kafka_reassign.run.reassign import new_run_id
     from kafka_reassign.throttle.record import FileRecordStore
     from kafka_reassign.planning.validate import validate_params
-    params = validate_params(_params(args))          # bad parameters: exit 2 before connecting
+    params = validate_params(D.run_values_from_args(args))          # bad parameters: exit 2 before connecting
     raw, current = _raw_plan(args.plan)
     run_id = args.run_id or new_run_id()
     store = FileRecordStore(args.record_dir)
@@ -276,18 +188,10 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
     return EXIT_OK
 
 
-#: execute's options that are run parameters (``_params``), shared with ``validate`` and ``rehearse``
-#: (not dry-run, cancel or rehearse: those two never write, and a rehearsal never rehearses).
-_RUN_OPTION_DESTS = frozenset({
-    "throttle_bytes_per_sec", "no_throttle", "log_dir_throttle_bytes_per_sec", "max_partition_movements", "max_movements_per_broker",
-    "max_leader_movements", "batch_timeout_minutes", "stall_window_seconds", "poll_interval_seconds",
-    "allow_rf_change", "allow_internal_topics", "allow_stalling_moves", "produce_sample_seconds", "json"})
-
-
 def cmd_rehearse(args: argparse.Namespace) -> int:
     from kafka_reassign.rehearsal.rehearse import read_rehearsal_snapshot, rehearse
     from kafka_reassign.planning.validate import validate_params
-    params = validate_params(_params(args))
+    params = validate_params(D.run_values_from_args(args))
     raw, _ = _raw_plan(args.plan)
     if args.snapshot:
         from kafka_reassign.cluster.snapshot import load_snapshot
@@ -504,112 +408,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return int(planner_cli.run(args) or 0)
 
 
-# -- parser -------------------------------------------------------------------------------
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kafka-reassign", description=(
-        "Safe Kafka partition reassignment: KIP-435 incremental batches under a KIP-73 throttle "
-        "that is always restored."))
-    parser.add_argument("-v", "--verbose", action="store_true", help="log Kafka calls")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-
-    p = sub.add_parser("snapshot", help="write the cluster's placement, sizes and configs as a snapshot")
-    _add_conn(p)
-    p.add_argument("--out", required=True, help="snapshot file ('-' = stdout)")
-    p.add_argument("--sample-seconds", type=float, default=0.0,
-                   help="estimate produce rates from log growth over this many seconds (default 0: skip)")
-    p.set_defaults(func=cmd_snapshot)
-
-    p = sub.add_parser("plan", help="compute a plan on Spark (see its --help)")
-    try:
-        from kafka_reassign.planning.spark import command as planner_cli
-        planner_cli.add_arguments(p)
-    except ImportError:
-        p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    p.set_defaults(func=cmd_plan)
-
-    p = sub.add_parser("validate", help="check a plan against the cluster (or a snapshot); writes nothing")
-    _add_conn(p, required=False)
-    p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
-    p.add_argument("--snapshot", help="validate against this snapshot instead of a live cluster")
-    p.add_argument("--allow-rf-change", action="store_true", help="accept replication-factor changes")
-    p.add_argument("--allow-internal-topics", action="store_true", help="accept moves of internal topics")
-    p.set_defaults(func=cmd_validate)
-    validate = p
-
-    p = sub.add_parser("execute", help="run a plan: throttle, a window of moves in flight, restore the throttle")
-    _add_conn(p)
-    p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
-    D.add_movement_arguments(p)
-    p.add_argument("--no-throttle", action="store_true", help="do not throttle (not recommended)")
-    p.add_argument("--batch-timeout-minutes", type=float, default=D.BATCH_TIMEOUT_MINUTES,
-                   help=f"fail a move not done after this (default {D.BATCH_TIMEOUT_MINUTES:g})")
-    p.add_argument("--stall-window-seconds", type=float, default=D.STALL_WINDOW_SECONDS,
-                   help=f"fail when bytes left do not fall for this long (default {D.STALL_WINDOW_SECONDS:g})")
-    p.add_argument("--poll-interval-seconds", type=float, default=D.POLL_INTERVAL_SECONDS,
-                   help=f"progress poll interval (default {D.POLL_INTERVAL_SECONDS:g})")
-    p.add_argument("--print-interval", type=float, default=30.0, help="seconds between progress tables")
-    p.add_argument("--allow-rf-change", action="store_true", help="accept replication-factor changes")
-    p.add_argument("--allow-internal-topics", action="store_true", help="accept moves of internal topics")
-    p.add_argument("--dry-run", action="store_true", help="validate and print the steps and config changes only")
-    p.add_argument("--no-cancel-on-failure", action="store_true",
-                   help="leave in-flight moves running when the run fails (default: cancel ours)")
-    p.add_argument("--allow-stalling-moves", action="store_true",
-                   help="start moves the pre-flight finds would never catch up at this throttle (default: refuse)")
-    p.add_argument("--rehearse", action="store_true",
-                   help="rehearse the run on a simulated copy of the cluster first; its prediction is the estimate")
-    p.add_argument("--produce-sample-seconds", type=float, default=D.PRODUCE_SAMPLE_SECONDS,
-                   help="measure the moving partitions' produce rates over this window before the run "
-                        f"(default {D.PRODUCE_SAMPLE_SECONDS:g}; 0 = use --snapshot rates or skip the stall check)")
-    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"throttle records (default {DEFAULT_RECORD_DIR})")
-    p.add_argument("--run-id", help="run id (default: generated); re-use one to resume a run (its execution state "
-                                    "is saved in --record-dir after every poll)")
-    p.add_argument("--snapshot", help="snapshot with bytes_in_per_sec (snapshot --sample-seconds) for time "
-                                      "estimates and throttle-below-produce-rate warnings")
-    p.add_argument("--json", action="store_true", help="JSON lines instead of tables")
-    p.set_defaults(func=cmd_execute)
-
-    execute = p
-    p = sub.add_parser("rehearse", help="run a plan on a simulated copy of the cluster (or a snapshot) and "
-                                        "report its moving time and risks; writes nothing to the cluster")
-    _add_conn(p, required=False)
-    p.add_argument("--plan", required=True, help="reassignment JSON ('-' = stdin)")
-    p.add_argument("--snapshot", help="rehearse on this snapshot (offline) instead of reading the live cluster")
-    p.add_argument("--sample-seconds", type=float, default=5.0,
-                   help="live cluster: measure produce rates over this many seconds (default 5)")
-    p.add_argument("--network-bytes-per-sec", type=rate_argument, default=None, metavar="RATE",
-                   help="broker network capacity where the snapshot does not say (default 1 Gbit/s)")
-    p.add_argument("--out", help="also write the report as JSON to this file")
-    p.set_defaults(func=cmd_rehearse)
-    # validate (pre-flight) and rehearse take execute's run options, so they check what execute would run.
-    for target in (validate, p):
-        have = {a.dest for a in target._actions}
-        for action in execute._actions:
-            if action.dest in _RUN_OPTION_DESTS and action.dest not in have:
-                target._add_action(action)
-
-    p = sub.add_parser("status", help="progress of a running execute (or every reassignment in flight) and throttles")
-    _add_conn(p)
-    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"the execute's --record-dir (default {DEFAULT_RECORD_DIR})")
-    p.add_argument("--run-id", help="the run to show (default: the running execute, else every move in flight)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_status)
-
-    p = sub.add_parser("restore", help="restore throttle configs recorded by earlier runs")
-    _add_conn(p)
-    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"(default {DEFAULT_RECORD_DIR})")
-    p.add_argument("--run-id", help="only this run (default: every unrestored record)")
-    p.set_defaults(func=cmd_restore)
-
-    p = sub.add_parser("cancel", help="stop a running execute: revert its in-flight moves, restore the throttle")
-    _add_conn(p, required=False)
-    p.add_argument("--record-dir", default=DEFAULT_RECORD_DIR, help=f"the execute's --record-dir (default {DEFAULT_RECORD_DIR})")
-    p.add_argument("--run-id", help="the run to cancel (default: the one running execute)")
-    p.add_argument("--wait", type=_positive_float, default=300.0, metavar="SECONDS",
-                   help="how long to wait for the execute to revert and restore (default 300)")
-    p.set_defaults(func=cmd_cancel)
-    return parser
+#: subcommand -> its function
+COMMANDS = {"snapshot": cmd_snapshot, "plan": cmd_plan, "validate": cmd_validate, "execute": cmd_execute,
+            "rehearse": cmd_rehearse, "status": cmd_status, "restore": cmd_restore, "cancel": cmd_cancel}
 
 
 def _quiet_kafka_client(verbose: bool) -> None:
@@ -625,7 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _quiet_kafka_client(args.verbose)
     try:
-        return int(args.func(args) or 0)
+        return int(COMMANDS[args.command](args) or 0)
     except (ProblemListError, BadInput) as exc:
         _err(str(exc))
         return EXIT_BAD_INPUT

@@ -32,7 +32,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from kafka_reassign.defaults import MAX_MOVEMENTS_PER_BROKER
+from kafka_reassign import defaults as D
 from kafka_reassign.errors import ParamError, Problem
 from kafka_reassign.execution.cluster_io import classify, elect_leaders, observe, read_cluster, submit
 from kafka_reassign.execution.order import DEFAULT_STRATEGY, OrderContext, ReadyQueue, parse_strategy
@@ -61,20 +61,20 @@ class ExecutionLimits:
     :param strategy: ordering strategy, see :mod:`kafka_reassign.execution.order`
     """
 
-    max_partition_movements: int = 1250
-    max_movements_per_broker: int = MAX_MOVEMENTS_PER_BROKER
-    max_leader_movements: int = 1000
-    step_timeout_seconds: float = 7200.0
-    stall_window_seconds: float = 600.0
+    max_partition_movements: int = D.MAX_PARTITION_MOVEMENTS
+    max_movements_per_broker: int = D.MAX_MOVEMENTS_PER_BROKER
+    max_leader_movements: int = D.MAX_LEADER_MOVEMENTS
+    step_timeout_seconds: float = D.MOVE_TIMEOUT_MINUTES * 60.0
+    stall_window_seconds: float = D.STALL_WINDOW_SECONDS
     strategy: str = DEFAULT_STRATEGY
 
     @classmethod
     def from_params(cls, params: Any, strategy: str | None = None) -> "ExecutionLimits":
-        """From validated run params (``batch_timeout_minutes`` is the per-step timeout)."""
+        """From validated run params (``move_timeout_minutes`` is the per-step timeout)."""
         return cls(max_partition_movements=params.max_partition_movements,
                    max_movements_per_broker=params.max_movements_per_broker,
                    max_leader_movements=params.max_leader_movements,
-                   step_timeout_seconds=float(params.batch_timeout_minutes) * 60.0,
+                   step_timeout_seconds=float(params.move_timeout_minutes) * 60.0,
                    stall_window_seconds=float(params.stall_window_seconds),
                    strategy=strategy or getattr(params, "movement_strategy", None) or cls.strategy)
 

@@ -208,8 +208,8 @@ def step_outcome(name: str, target: tuple[int, ...], obs: StepObservation, watch
         watch.diverged_since = None
     if now - watch.submitted_at >= rules.step_timeout:
         return Outcome.TIMED_OUT, (f"{name} not finished {rules.step_timeout / 60:g} minute(s) after its "
-                                   f"submission ({fmt_bytes(watch.bytes_left)} left): raise batch_timeout_minutes "
-                                   "or throttle_bytes_per_sec")
+                                   f"submission ({fmt_bytes(watch.bytes_left)} left): raise move_timeout_minutes "
+                                   "(formerly batch_timeout_minutes) or throttle_bytes_per_sec")
     if watch.offline_since is not None:
         if now - watch.offline_since >= rules.stall_window:
             brokers = ", ".join(map(str, watch.offline))

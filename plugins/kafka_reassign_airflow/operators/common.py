@@ -79,9 +79,3 @@ class RunStepOperator(BaseOperator):
             raise AirflowSkipException("prepare did not produce a run (it failed or was skipped)")
         return data
 
-
-def truthy(v: Any) -> bool:
-    if isinstance(v, str):
-        return v.strip().lower() in ("true", "1", "yes", "on")
-    return bool(v)
-

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from kafka_reassign import defaults
 from kafka_reassign_airflow.links import PlanChartLink
 from kafka_reassign_airflow.operators.common import admin_client
 
@@ -23,13 +24,8 @@ SNAPSHOT_FILE = "snapshot.jsonl"
 #: the planning job's own deadline (``--timeout``); the task's execution_timeout leaves room for
 #: the Spark start and the writing of the plan
 PLAN_TIMEOUT_SECONDS = 900
-#: Run params the planner takes as options (time estimate, batch packing of the summary).
-PLANNER_LIMITS = ("throttle_bytes_per_sec", "log_dir_throttle_bytes_per_sec", "max_partition_movements",
-                  "max_movements_per_broker", "max_leader_movements")
-_LIMIT_FLAGS = {"throttle_bytes_per_sec": "--throttle", "log_dir_throttle_bytes_per_sec": "--log-dir-throttle",
-                "max_partition_movements": "--max-partition-movements",
-                "max_movements_per_broker": "--max-movements-per-broker",
-                "max_leader_movements": "--max-leader-movements"}
+#: Run params the planner takes as options (time estimate, warnings): rows of the run-parameter table.
+PLANNER_LIMITS = defaults.PLANNER_LIMITS
 
 
 def planning_dir(dag_id: str, run_id: str) -> Path:
@@ -182,9 +178,7 @@ class PlannerSubmitOperator(BaseOperator):
             args += ["--brokers", ",".join(str(int(b)) for b in self.brokers)]
         if self.replication_factor:
             args += ["--replication-factor", str(int(self.replication_factor))]
-        for name, value in (self.limits or {}).items():
-            if value is not None and name in _LIMIT_FLAGS:
-                args += [_LIMIT_FLAGS[name], str(value)]
+        args += defaults.planner_flags(self.limits or {})
         if self.timeout_seconds:
             args += ["--timeout", str(float(self.timeout_seconds))]
         if self.planner_options:

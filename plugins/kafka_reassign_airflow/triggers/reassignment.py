@@ -24,6 +24,8 @@ from typing import Any, AsyncIterator
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from kafka_reassign.defaults import POLL_INTERVAL_SECONDS
+
 #: consecutive failed polls tolerated before the trigger gives up (brief network blips, a
 #: controller failover) - the admin client already retries each call.
 MAX_CONSECUTIVE_ERRORS = 5
@@ -49,7 +51,7 @@ class ReassignmentWatchTrigger(BaseTrigger):
         step needs it)
     """
 
-    def __init__(self, kafka_conn_id: str, spec: dict[str, Any], poll_interval: float = 10.0,
+    def __init__(self, kafka_conn_id: str, spec: dict[str, Any], poll_interval: float = POLL_INTERVAL_SECONDS,
                  run_id: str = "", refresh_seconds: float = PROGRESS_REFRESH_SECONDS) -> None:
         super().__init__()
         self.kafka_conn_id = kafka_conn_id
