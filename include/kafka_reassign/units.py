@@ -2,13 +2,17 @@
 
 Decimal prefixes (kB, MB, GB) are powers of 1000 and binary ones (KiB, MiB, GiB) powers of
 1024, as kafka-reassign-partitions.sh's ``--throttle`` is in bytes/s and Kafka's docs write
-rates in MB/s. Printed rates use decimal units, the way Kafka's own tools and dashboards do.
+rates in MB/s. Printed sizes and rates use decimal units, the way Kafka's own tools and
+dashboards do. The one place sizes, rates and durations are parsed and printed, and where the
+broker network capacity assumed when a snapshot does not say lives.
 """
 from __future__ import annotations
 
+import math
 import re
 
-from kafka_reassign.throttle.specs import fmt_bytes
+#: Network capacity assumed per broker when the snapshot does not say (1 Gbit/s).
+DEFAULT_NETWORK_BYTES_PER_SEC = 125_000_000.0
 
 _MULTIPLIERS = {
     "": 1, "b": 1,
@@ -54,15 +58,33 @@ def rate_argument(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def fmt_bytes(n: float) -> str:
+    """Decimal units: ``999 B``, ``1.0 KB``, ``50.0 MB``, ``3.5 GB``.
+
+    :param n: bytes (Kafka throttles are talked about in decimal units: 1 MB/s = 1e6 B/s)
+    """
+    n = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
 def format_rate(bytes_per_sec: float | None) -> str:
     """``50.0 MB/s``; ``unthrottled`` for None."""
     return "unthrottled" if bytes_per_sec is None else f"{fmt_bytes(bytes_per_sec)}/s"
 
 
 def format_duration(seconds: float | None) -> str:
-    """``45s``, ``12m05s``, ``3h20m``; ``?`` when unknown."""
-    if seconds is None or seconds != seconds or seconds == float("inf"):
-        return "?"
+    """``45s``, ``12m05s``, ``3h20m``; ``never (stalls)`` for inf, ``unknown`` for None.
+
+    No spaces inside, so a duration stays one word in a sentence or a log line.
+    """
+    if seconds is None or math.isnan(seconds):
+        return "unknown"
+    if math.isinf(seconds):
+        return "never (stalls)"
     s = int(round(max(0.0, seconds)))
     if s < 60:
         return f"{s}s"

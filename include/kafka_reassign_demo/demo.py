@@ -28,8 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-from kafka_reassign.throttle.specs import fmt_bytes
-from kafka_reassign.units import format_duration, format_rate, rate_argument
+from kafka_reassign.units import fmt_bytes, format_duration, format_rate, rate_argument
 
 #: The bundled scenario, shipped inside the package (no repository needed once installed).
 SCENARIO = "demo_scenario.json"

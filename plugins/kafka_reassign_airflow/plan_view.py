@@ -9,8 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from kafka_reassign.throttle.specs import fmt_bytes as format_bytes
-from kafka_reassign.units import format_duration
+from kafka_reassign.units import fmt_bytes, format_duration
 
 
 def planned_files(xcom_values: Iterable[Any]) -> dict[str, str] | None:
@@ -41,7 +40,7 @@ def plan_summary_view(summary: Mapping[str, Any]) -> dict[str, Any]:
         ("Partitions moved", str(summary.get("partitions_moved", "–"))),
         ("Replica movements", f"{summary.get('replica_movements', '–')} between brokers, "
                               f"{summary.get('log_dir_movements', 0)} between disks"),
-        ("Data to copy", format_bytes(summary.get("data_to_move_bytes") or 0)
+        ("Data to copy", fmt_bytes(summary.get("data_to_move_bytes") or 0)
          + (f" ({float(bound):.2f} × the least any plan must move)" if bound is not None else "")),
         ("Leader changes", str(summary.get("leader_movements", "–"))),
         ("Disk balance (max / mean)", _ratio(summary.get("balance_before"), summary.get("balance_after"))),
@@ -54,7 +53,7 @@ def plan_summary_view(summary: Mapping[str, Any]) -> dict[str, Any]:
     brokers = [{
         "broker": r.get("broker"), "rack": r.get("rack"),
         "disk_before": _pct(r.get("util_before")), "disk_after": _pct(r.get("util_after")),
-        "data_before": format_bytes(r.get("bytes_before") or 0), "data_after": format_bytes(r.get("bytes_after") or 0),
+        "data_before": fmt_bytes(r.get("bytes_before") or 0), "data_after": fmt_bytes(r.get("bytes_after") or 0),
         "replicas": f"{r.get('replicas_before', 0)} → {r.get('replicas_after', 0)}",
         "leaders": f"{r.get('leaders_before', 0)} → {r.get('leaders_after', 0)}",
         "change": round(100.0 * (float(r.get("util_after") or 0) - float(r.get("util_before") or 0)), 1),

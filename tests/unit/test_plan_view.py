@@ -19,7 +19,7 @@ def test_headline_and_broker_rows_read_like_an_operator_writes():
     rows = {h["label"]: h["value"] for h in view["headline"]}
     assert rows["Data to copy"] == "3.5 GB (1.04 × the least any plan must move)"
     assert rows["Disk balance (max / mean)"] == "1.310 → 1.020"
-    assert rows["Estimated time"] == "12m34s"
+    assert rows["Estimated time"] == "12m34s"  # units.format_duration
     assert "Batches" not in rows, "no batch exists since the sliding window"
     assert rows["Replica movements"] == "14 between brokers, 1 between disks"
     assert view["brokers"] == [{"broker": 7, "rack": "a", "disk_before": "50.0 %", "disk_after": "0.0 %",

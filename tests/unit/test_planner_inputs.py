@@ -200,13 +200,14 @@ def test_estimate_follows_kip73_and_warns_when_throttle_below_bytes_in(assignors
                throttle_bytes_per_sec=10_000_000)
     assert res.summary["estimated_seconds"] == pytest.approx(100.0, rel=1e-3)
     assert res.summary["warnings"] == []
-    # leader 1 takes 5 MB/s of produce: 5 MB/s left for catching up -> 200 s
-    res = plan(tiny(rate=5_000_000), "custom", engine="local", assignor=f"{assignors}.MoveToSix",
+    # t-0 written at 2 MB/s: leader 1's quota also records its 2 in-sync followers' 4 MB/s and
+    # the new replica must keep up with the 2 MB/s written: 10 - 3 x 2 = 4 MB/s -> 250 s
+    res = plan(tiny(rate=2_000_000), "custom", engine="local", assignor=f"{assignors}.MoveToSix",
                throttle_bytes_per_sec=10_000_000)
-    assert res.summary["estimated_seconds"] == pytest.approx(200.0, rel=1e-3)
-    # throttle at the produce rate: never finishes
-    res = plan(tiny(rate=5_000_000), "custom", engine="local", assignor=f"{assignors}.MoveToSix",
-               throttle_bytes_per_sec=5_000_000)
+    assert res.summary["estimated_seconds"] == pytest.approx(250.0, rel=1e-3)
+    # throttle at (k+1)P = 6 MB/s: never finishes
+    res = plan(tiny(rate=2_000_000), "custom", engine="local", assignor=f"{assignors}.MoveToSix",
+               throttle_bytes_per_sec=6_000_000)
     assert res.summary["estimated_seconds"] is None
     assert any("never finish" in w and "broker 1" in w for w in res.summary["warnings"])
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping, Sequence
 
-from kafka_reassign.throttle.specs import fmt_bytes
+from kafka_reassign.units import fmt_bytes
 
 
 class Outcome(str, Enum):
@@ -254,4 +254,3 @@ def outcome_of(value: Any) -> Outcome:
         return Outcome(str(value))
     except ValueError:
         return Outcome[str(value).upper()]
-

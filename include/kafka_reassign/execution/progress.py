@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
-from kafka_reassign.throttle.specs import fmt_bytes
+from kafka_reassign.units import fmt_bytes
 
 #: Per-step rows kept in a view: the steps in flight and the dead ones are always shown;
 #: this many recently finished ones besides.

@@ -31,29 +31,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
+from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC, format_duration
 
-#: Network capacity assumed per broker when the snapshot does not say (1 Gbit/s), as the simulator.
-DEFAULT_NETWORK_BYTES_PER_SEC = 125_000_000.0
 INF = math.inf
 
 SOURCE_FORMULA = "formula"
 SOURCE_REHEARSAL = "rehearsal"
-
-
-def fmt_seconds(seconds: float | None) -> str:
-    """``3725`` -> ``1h 02m 05s``; ``inf`` -> ``never (stalls)``."""
-    if seconds is None:
-        return "unknown"
-    if math.isinf(seconds):
-        return "never (stalls)"
-    s = int(round(seconds))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    if h:
-        return f"{h}h {m:02d}m {sec:02d}s"
-    if m:
-        return f"{m}m {sec:02d}s"
-    return f"{seconds:.1f}s" if seconds < 10 else f"{sec}s"
 
 
 @dataclass(frozen=True)
@@ -192,10 +175,10 @@ class Estimate:
                     f"({', '.join(self.stalled[:5])}{'...' if len(self.stalled) > 5 else ''}) [{how}]")
         extra = ""
         if self.ratio is not None:
-            extra = f", {self.ratio:.2f}x the throttle bound {fmt_seconds(self.bound_seconds)}"
+            extra = f", {self.ratio:.2f}x the throttle bound {format_duration(self.bound_seconds)}"
             if self.busiest_broker is not None:
                 extra += f" (broker {self.busiest_broker})"
-        return f"estimated moving time: {fmt_seconds(self.seconds)}{extra} [{how}]"
+        return f"estimated moving time: {format_duration(self.seconds)}{extra} [{how}]"
 
     def to_json(self) -> dict[str, Any]:
         return {"seconds": None if math.isinf(self.seconds) else round(self.seconds, 3),
@@ -337,6 +320,97 @@ def estimate_batches(batches: Sequence[Sequence[Any]], state: ClusterState, limi
     return (Estimate(seconds=seconds, bound_seconds=bound, busiest_broker=busiest,
                      bytes_total=sum(ld.size_bytes * (len(ld.adding) or len(ld.dir_brokers)) for ld in everything),
                      broker_seconds=whole, stalled=stalled), batch_secs)
+
+
+def estimate_run(steps: Sequence[Any], state: ClusterState, limits: Limits) -> Estimate:
+    """The estimate of a run as the executor makes it, shared by the dry run, the planner's
+    summary, the rehearsal's comparison and the UI.
+
+    The executor runs every KIP-435 step in one sliding window (pipelined) and names only the
+    moves in flight as throttled replicas (per step).
+
+    :param steps: the run's StepMove-like steps, in executor order
+    :param state: leaders, ISR and produce rates before the run
+    :param limits: throttles and capacities
+    """
+    return estimate_batches([list(steps)], state, limits, pipelined=True, per_step=True)[0]
+
+
+@dataclass(frozen=True)
+class PlannedMove:
+    """One partition move as the planner holds it: plain data, no cluster connection.
+
+    :param topic: topic name
+    :param partition: partition index
+    :param current: replicas now, preferred leader first
+    :param target: replicas after the move
+    :param size_bytes: the partition's size
+    :param produce: bytes/s written to it (0 when unknown)
+    :param leader: current leader (-1 or not a current replica: the first in-sync one)
+    :param offline: current replicas on dead brokers (not in sync)
+    :param min_isr: the topic's min.insync.replicas (shapes the KIP-435 steps)
+    :param current_dirs: log dir of each current replica (empty: unknown)
+    :param log_dirs: the plan's log dir per target replica (``any`` or a path; None: no preference)
+    """
+
+    topic: str
+    partition: int
+    current: tuple[int, ...]
+    target: tuple[int, ...]
+    size_bytes: float
+    produce: float = 0.0
+    leader: int = -1
+    offline: tuple[int, ...] = ()
+    min_isr: int = 1
+    current_dirs: tuple[str, ...] = ()
+    log_dirs: tuple[str, ...] | None = None
+
+
+def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
+    """The moving partitions as the executor would read them from the cluster."""
+    from kafka_reassign.cluster.state import BrokerInfo, PartitionInfo, TopicInfo
+
+    topics: dict[str, TopicInfo] = {}
+    brokers: dict[int, BrokerInfo] = {}
+    for m in moves:
+        isr = tuple(b for b in m.current if b not in m.offline)
+        info = PartitionInfo(topic=m.topic, partition=m.partition, replicas=m.current, isr=isr,
+                             leader=m.leader if m.leader in m.current else (isr[0] if isr else -1),
+                             offline=m.offline, size_bytes=int(m.size_bytes), bytes_in_per_sec=m.produce,
+                             replica_dirs=dict(zip(m.current, m.current_dirs)))
+        topic = topics.setdefault(m.topic, TopicInfo(name=m.topic, partitions={},
+                                                     configs={"min.insync.replicas": str(m.min_isr)}))
+        topic.partitions[m.partition] = info
+        for b in (*m.current, *m.target):
+            brokers.setdefault(b, BrokerInfo(id=b, alive=b not in m.offline))
+    return ClusterState(brokers=brokers, topics=topics)
+
+
+def estimate_plan(moves: Sequence[PlannedMove], rate: float | None, log_dir_rate: float | None = None,
+                  network: Mapping[int, float] | None = None) -> Estimate:
+    """:func:`estimate_run` for a plan the planner holds (same KIP-435 steps as the executor's).
+
+    :param moves: the plan's partition moves with their sizes and produce rates
+    :param rate: the replication throttle the run will use (None: unthrottled)
+    :param log_dir_rate: the KIP-113 throttle (None: ``rate``)
+    :param network: broker -> network bytes/s where the snapshot says
+    """
+    # Steps are the executor's (execution builds on planning.plan; imported here, not at load).
+    from kafka_reassign.execution.steps import plan_all_steps
+    from kafka_reassign.planning.plan import PartitionMove
+
+    state = planned_state(moves)
+    wanted = [PartitionMove(topic=m.topic, partition=m.partition, replicas=m.target, log_dirs=m.log_dirs)
+              for m in moves]
+    limits = Limits(rate=rate, log_dir_rate=log_dir_rate, network=dict(network or {}))
+    steps = plan_all_steps(wanted, state)
+    estimate = estimate_run(steps, state, limits)
+    loads = step_loads(steps, state)
+    # Where each stalled move runs out of quota, for the planner's warnings.
+    estimate.detail["stalls"] = [
+        {"partition": p.name, "broker": p.broker, "side": p.side, "needed": p.needed, "throttle": p.throttle}
+        for p in stall_points(loads, limits, quota_load(loads, per_step=True)) if p.stalls]
+    return estimate
 
 
 def stalled_moves(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | None = None) -> list[str]:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from kafka_reassign.errors import PreflightError, Problem
 from kafka_reassign.planning.estimate import Limits, StallPoint, quota_load, stall_points, step_loads
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
-from kafka_reassign.throttle.specs import fmt_bytes
+from kafka_reassign.units import fmt_bytes
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from kafka_reassign.errors import ReassignError
-from kafka_reassign.planning.estimate import SOURCE_REHEARSAL, Estimate, fmt_seconds
-from kafka_reassign.throttle.specs import BROKER_KEYS, TOPIC_KEYS, fmt_bytes
+from kafka_reassign.planning.estimate import SOURCE_REHEARSAL, Estimate
+from kafka_reassign.throttle.specs import BROKER_KEYS, TOPIC_KEYS
+from kafka_reassign.units import fmt_bytes, format_duration
 
 log = logging.getLogger(__name__)
 
@@ -96,27 +97,27 @@ class RehearsalReport:
         ratio = f"{self.ratio:.2f}x" if self.ratio is not None else "-"
         lines = [f"Rehearsal of {self.partitions} partition(s), {self.steps} step(s), {fmt_bytes(self.bytes_total)} "
                  f"to copy, throttle {fmt_bytes(self.throttle) + '/s' if self.throttle else 'none'}",
-                 f"  predicted moving time: {fmt_seconds(self.predicted_seconds)} ({ratio} the throttle bound "
-                 f"{fmt_seconds(self.bound_seconds)}); outcome: {self.outcome}"]
+                 f"  predicted moving time: {format_duration(self.predicted_seconds)} ({ratio} the throttle bound "
+                 f"{format_duration(self.bound_seconds)}); outcome: {self.outcome}"]
         if self.formula:
             lines.append(f"  formula said: {Estimate.from_json(self.formula).describe()}")
         lines.append(f"  rehearsal cost: {self.cpu_seconds:.1f} s CPU, {self.wall_seconds:.1f} s wall for "
-                     f"{fmt_seconds(self.sim_seconds)} simulated")
+                     f"{format_duration(self.sim_seconds)} simulated")
         if self.timeline:
             lines.append("Bytes copied over time:")
             step = max(1, len(self.timeline) // 10)
             for t, b in self.timeline[::step] + ([self.timeline[-1]] if (len(self.timeline) - 1) % step else []):
                 share = b / self.bytes_total if self.bytes_total else 1.0
-                lines.append(f"  {fmt_seconds(t):>12}  {fmt_bytes(b):>10}  {'#' * int(share * 40)}")
+                lines.append(f"  {format_duration(t):>12}  {fmt_bytes(b):>10}  {'#' * int(share * 40)}")
         if self.slowest:
             lines.append("Slowest partitions:")
             for s in self.slowest:
-                lines.append(f"  {s['partition']}: {fmt_seconds(s['seconds'])} moving, {fmt_bytes(s['bytes'])}")
+                lines.append(f"  {s['partition']}: {format_duration(s['seconds'])} moving, {fmt_bytes(s['bytes'])}")
         lines.append(f"Under-replicated partitions at most: {self.urp_peak} (moving partitions count until their "
                      "new replicas are in sync)")
         if self.isr_risks:
             lines.append("ISR risks:")
-            lines += [f"  {r['partition']}: {r['what']} at {fmt_seconds(r['at'])}" for r in self.isr_risks[:20]]
+            lines += [f"  {r['partition']}: {r['what']} at {format_duration(r['at'])}" for r in self.isr_risks[:20]]
             if len(self.isr_risks) > 20:
                 lines.append(f"  ... and {len(self.isr_risks) - 20} more")
         else:

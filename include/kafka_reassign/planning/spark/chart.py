@@ -5,6 +5,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from kafka_reassign.units import fmt_bytes
+
 
 def chart_path_for(plan_path: str | os.PathLike[str]) -> Path:
     """``/x/PLAN.json`` -> ``/x/PLAN.chart.png`` (written beside the plan)."""
@@ -50,7 +52,7 @@ def write_chart(summary: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     title = (f"{summary.get('goal')}: balance {summary.get('balance_before')} -> "
              f"{summary.get('balance_after')} (max/mean utilisation), "
              f"{summary.get('replica_movements')} replica moves, "
-             f"{(summary.get('data_to_move_bytes') or 0) / 1e9:,.1f} GB")
+             f"{fmt_bytes(summary.get('data_to_move_bytes') or 0)}")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     out = Path(path)

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 from kafka_reassign.planning.plan import ANY_LOG_DIR as ANY
 from kafka_reassign.planning.plan import TopicPartitionName
 from kafka_reassign.cluster.snapshot import validate_snapshot
+from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Broker:
     id: int
     rack: str | None
     log_dirs: tuple[LogDir, ...]
-    network_bytes_per_sec: float = 125_000_000.0
+    network_bytes_per_sec: float = DEFAULT_NETWORK_BYTES_PER_SEC
     alive: bool = True
 
     @property
@@ -113,7 +114,7 @@ class Cluster:
         for b in snapshot["brokers"]:
             dirs = tuple(LogDir(d["path"], float(d["capacity_bytes"])) for d in b["log_dirs"])
             brokers[b["id"]] = Broker(b["id"], b.get("rack"), dirs,
-                                      float(b.get("network_bytes_per_sec", 125_000_000)),
+                                      float(b.get("network_bytes_per_sec", DEFAULT_NETWORK_BYTES_PER_SEC)),
                                       b.get("alive", True) is not False)
         partitions: list[Partition] = []
         configs: dict[str, dict[str, str]] = {}

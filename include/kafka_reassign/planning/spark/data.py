@@ -160,7 +160,8 @@ class SparkData:
         else:
             parts = (parts.withColumn("mpos", F.lit(None).cast("array<int>"))
                      .withColumn("mdst", F.lit(None).cast("array<int>")))
-        cols = parts.select("lgrp", "topic", "partition", "replicas", "mpos", "mdst", "size_bytes")
+        cols = parts.select("lgrp", "topic", "partition", "replicas", "mpos", "mdst", "size_bytes",
+                            "bytes_in_per_sec", "leader")
         out = cols.groupBy("lgrp").applyInPandas(_task(choose_leaders, inputs), CHANGE_SCHEMA)
         return out.toPandas()
 

@@ -18,7 +18,7 @@ from kafka_reassign.errors import (AssignorError, ConstraintError, GoalError, Pr
                                            SnapshotError)
 from kafka_reassign.planning.spark.goals import GOALS, BuiltinGoal
 from kafka_reassign.planning.spark.options import CUSTOM_GOAL
-from kafka_reassign.planning.spark import driver_summary as _summary
+from kafka_reassign.planning.spark.driver_summary import build_summary
 
 
 def check_goal(cluster: Cluster, opts: PlanOptions) -> list[str]:
@@ -26,8 +26,24 @@ def check_goal(cluster: Cluster, opts: PlanOptions) -> list[str]:
 
     :raises GoalError: listing every problem
     """
-    problems: list[Problem] = []
+    problems = _option_problems(cluster, opts)
     warnings: list[str] = []
+    excl_b, goal_b = set(opts.exclude_brokers), set(opts.brokers)
+    placeable = [b for b in cluster.brokers if b not in excl_b
+                 and not (opts.goal == "remove-brokers" and b in goal_b)]
+    racks = {cluster.rack_of(b) for b in placeable}
+    if opts.goal == "remove-brokers" and goal_b and not problems:
+        _check_drain(cluster, opts, placeable, racks, problems, warnings)
+    if opts.goal == "replication-factor":
+        _check_replication_factor(cluster, opts, placeable, racks, problems, warnings)
+    if problems:
+        raise GoalError(problems)
+    return warnings
+
+
+def _option_problems(cluster: Cluster, opts: PlanOptions) -> list[Problem]:
+    """Unknown brokers or topics, brokers both targeted and excluded, a missing --brokers."""
+    problems: list[Problem] = []
     for name in ("brokers", "exclude_brokers"):
         unknown = [b for b in getattr(opts, name) if b not in cluster.brokers]
         if unknown:
@@ -37,57 +53,54 @@ def check_goal(cluster: Cluster, opts: PlanOptions) -> list[str]:
         unknown = [t for t in getattr(opts, name) if t not in cluster.topic_configs]
         if unknown:
             problems.append(Problem(name, f"unknown topics {unknown}", "unknown_topic"))
-    excl_b, excl_t = set(opts.exclude_brokers), set(opts.exclude_topics)
-    goal_b = set(opts.brokers)
-    if goal_b & excl_b:
-        problems.append(Problem("brokers", f"brokers {sorted(goal_b & excl_b)} are both targeted and "
-                                           "excluded", "conflict"))
-    if opts.goal in ("add-brokers", "remove-brokers") and not goal_b:
+    both = set(opts.brokers) & set(opts.exclude_brokers)
+    if both:
+        problems.append(Problem("brokers", f"brokers {sorted(both)} are both targeted and excluded", "conflict"))
+    if opts.goal in ("add-brokers", "remove-brokers") and not opts.brokers:
         problems.append(Problem("brokers", f"{opts.goal} needs --brokers", "missing_option"))
-    placeable = [b for b in cluster.brokers if b not in excl_b
-                 and not (opts.goal == "remove-brokers" and b in goal_b)]
-    racks = {cluster.rack_of(b) for b in placeable}
-    if opts.goal == "remove-brokers" and goal_b and not problems:
-        stuck = sorted({p.topic for p in cluster.partitions
-                        if p.topic in excl_t and set(p.replicas) & goal_b})
-        if stuck:
-            problems.append(Problem("exclude_topics", f"excluded topics {stuck[:10]} have replicas on "
-                                                      "brokers to drain", "conflict"))
-        max_rf = max((len(p.replicas) for p in cluster.partitions if set(p.replicas) & goal_b),
-                     default=0)
-        if max_rf > len(placeable) + len(excl_b):
-            problems.append(Problem("brokers", f"draining {sorted(goal_b)} leaves "
-                                               f"{len(placeable)} brokers for partitions with "
-                                               f"replication factor {max_rf}", "not_enough_brokers"))
-        if cluster.has_racks and max_rf > len(racks):
-            warnings.append(f"after draining only {len(racks)} racks remain for replication factor "
-                            f"{max_rf}: some partitions will share a rack")
-    if opts.goal == "replication-factor":
-        rf = opts.replication_factor
-        if not isinstance(rf, int) or isinstance(rf, bool) or rf < 1:
-            problems.append(Problem("replication_factor", f"replication-factor needs an integer >= 1, "
-                                                          f"got {rf!r}", "missing_option"))
-        else:
-            if rf > len(placeable):
-                problems.append(Problem("replication_factor", f"replication factor {rf} is above the "
-                                                              f"{len(placeable)} brokers available",
-                                        "rf_above_brokers"))
-            if cluster.has_racks and rf > len(racks):
-                warnings.append(f"replication factor {rf} is above the {len(racks)} racks: some "
-                                "replicas will share a rack")
-            scope = set(opts.topics) or set(cluster.topic_configs) - excl_t
-            for t in sorted(scope):
-                idx = cluster.topic_partitions.get(t, [])
-                if not idx:
-                    continue
-                min_isr = cluster.partitions[idx[0]].min_isr
-                if rf < min_isr:
-                    problems.append(Problem(f"topic {t}", f"replication factor {rf} is below its "
-                                                          f"min.insync.replicas={min_isr}: producers "
-                                                          "with acks=all would fail", "rf_below_min_isr"))
-    if problems:
-        raise GoalError(problems)
-    return warnings
+    return problems
+
+
+def _check_drain(cluster: Cluster, opts: PlanOptions, placeable: list[int], racks: set[str],
+                 problems: list[Problem], warnings: list[str]) -> None:
+    """remove-brokers: excluded topics on the drained brokers, enough brokers and racks left."""
+    goal_b, excl_b = set(opts.brokers), set(opts.exclude_brokers)
+    stuck = sorted({p.topic for p in cluster.partitions
+                    if p.topic in set(opts.exclude_topics) and set(p.replicas) & goal_b})
+    if stuck:
+        problems.append(Problem("exclude_topics", f"excluded topics {stuck[:10]} have replicas on "
+                                                  "brokers to drain", "conflict"))
+    max_rf = max((len(p.replicas) for p in cluster.partitions if set(p.replicas) & goal_b), default=0)
+    if max_rf > len(placeable) + len(excl_b):
+        problems.append(Problem("brokers", f"draining {sorted(goal_b)} leaves "
+                                           f"{len(placeable)} brokers for partitions with "
+                                           f"replication factor {max_rf}", "not_enough_brokers"))
+    if cluster.has_racks and max_rf > len(racks):
+        warnings.append(f"after draining only {len(racks)} racks remain for replication factor "
+                        f"{max_rf}: some partitions will share a rack")
+
+
+def _check_replication_factor(cluster: Cluster, opts: PlanOptions, placeable: list[int], racks: set[str],
+                              problems: list[Problem], warnings: list[str]) -> None:
+    """replication-factor: a valid factor, enough brokers and racks, not below min.insync.replicas."""
+    rf = opts.replication_factor
+    if not isinstance(rf, int) or isinstance(rf, bool) or rf < 1:
+        problems.append(Problem("replication_factor", f"replication-factor needs an integer >= 1, "
+                                                      f"got {rf!r}", "missing_option"))
+        return
+    if rf > len(placeable):
+        problems.append(Problem("replication_factor", f"replication factor {rf} is above the "
+                                                      f"{len(placeable)} brokers available", "rf_above_brokers"))
+    if cluster.has_racks and rf > len(racks):
+        warnings.append(f"replication factor {rf} is above the {len(racks)} racks: some "
+                        "replicas will share a rack")
+    for t in sorted(set(opts.topics) or set(cluster.topic_configs) - set(opts.exclude_topics)):
+        idx = cluster.topic_partitions.get(t, [])
+        if idx and rf < cluster.partitions[idx[0]].min_isr:
+            min_isr = cluster.partitions[idx[0]].min_isr
+            problems.append(Problem(f"topic {t}", f"replication factor {rf} is below its "
+                                                  f"min.insync.replicas={min_isr}: producers "
+                                                  "with acks=all would fail", "rf_below_min_isr"))
 
 
 def _normalize(result: Any, cluster: Cluster, allowed: set[tuple[str, int]], name: str,
@@ -155,11 +168,8 @@ def _python_aggregates(cluster: Cluster, placement) -> dict[str, dict]:
     a.replicas = [list(r) for r, _ in placement]
     a.dirs = [list(d) for _, d in placement]
     a.compute_counters()
-    bytes_in: dict[int, float] = {b: 0.0 for b in cluster.brokers}
-    for p, (reps, _) in zip(cluster.partitions, placement):
-        bytes_in[reps[0]] += p.bytes_in_per_sec
     return {"bytes": dict(a.broker_bytes), "count": dict(a.broker_count),
-            "leaders": dict(a.broker_leaders), "bytes_in": bytes_in, "dir_bytes": dict(a.dir_bytes),
+            "leaders": dict(a.broker_leaders), "dir_bytes": dict(a.dir_bytes),
             "topic_broker": dict(a.topic_broker)}
 
 
@@ -267,72 +277,3 @@ def plan_snapshot(snapshot: Any, opts: PlanOptions) -> tuple[ReassignmentPlan, d
     summary["timings"] = timings
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
     return reassignment, summary
-
-
-def build_summary(cluster: Cluster, opts: PlanOptions, final, reassignment,
-                  before: dict, after: dict, lower_bound: float | None, warnings: list[str],
-                  assignor: str) -> dict[str, Any]:
-    """The summary dict (see :mod:`kafka_reassign.planning.spark.driver_summary` for the definitions)."""
-    replica_moves = 0
-    data = 0.0
-    leader_moves = 0
-    dir_moves = 0
-    dir_bytes: dict[int, float] = {}
-    changed: list[int] = []
-    for p, (reps, dirs) in zip(cluster.partitions, final):
-        if tuple(reps) == p.replicas and tuple(dirs) == p.log_dirs:
-            continue
-        changed.append(p.index)
-        added = [r for r in reps if r not in p.replicas]
-        replica_moves += len(added)
-        data += p.size_bytes * len(added)
-        if reps and reps[0] != p.replicas[0]:
-            leader_moves += 1
-        old = dict(zip(p.replicas, p.log_dirs))
-        for r, d in zip(reps, dirs):
-            if r in old and old[r] != d:
-                dir_moves += 1
-                data += p.size_bytes
-                dir_bytes[r] = dir_bytes.get(r, 0.0) + p.size_bytes
-    drained = set(opts.brokers) if opts.goal == "remove-brokers" else set()
-    caps = {b: cluster.brokers[b].capacity_bytes for b in cluster.brokers}
-    bal_before, cv_before = _summary._stats({b: before["bytes"].get(b, 0.0) for b in caps}, caps)
-    after_bytes = {b: after["bytes"].get(b, 0.0) for b in caps if b not in drained}
-    bal_after, cv_after = _summary._stats(after_bytes, caps)
-    live = [b for b in caps if b not in drained]
-
-    # no fixed batches: the executor's window decides; the estimate assumes every broker busy
-    batches = [[(pi, cluster.partitions[pi].replicas, tuple(final[pi][0])) for pi in changed]]
-    seconds, est_warnings, _ = _summary.estimate_seconds(cluster, batches, opts, before["bytes_in"],
-                                                         dir_bytes)
-    return {
-        "goal": opts.goal,
-        "assignor": assignor,
-        "partitions_moved": len(reassignment.moves),
-        "replica_movements": replica_moves,
-        "log_dir_movements": dir_moves,
-        "data_to_move_bytes": round(data),
-        "lower_bound_bytes": None if lower_bound is None else round(lower_bound),
-        "moved_over_lower_bound": (round(data / lower_bound, 4) if lower_bound else
-                                   (1.0 if lower_bound == 0 and data == 0 else None)),
-        "leader_movements": leader_moves,
-        "batches": None,
-        "batching": "none: the executor's sliding window of KIP-435 steps",
-        "balance_metric": "max broker utilisation / mean utilisation (1.0 = perfect)",
-        "balance_before": round(bal_before, 4),
-        "balance_after": round(bal_after, 4),
-        "cv_before": round(cv_before, 4),
-        "cv_after": round(cv_after, 4),
-        "replica_count_balance_before": round(_summary._count_balance(
-            {b: before["count"].get(b, 0) for b in caps}), 4),
-        "replica_count_balance_after": round(_summary._count_balance(
-            {b: after["count"].get(b, 0) for b in live}), 4),
-        "leader_balance_before": round(_summary._count_balance(
-            {b: before["leaders"].get(b, 0) for b in caps}), 4),
-        "leader_balance_after": round(_summary._count_balance(
-            {b: after["leaders"].get(b, 0) for b in live}), 4),
-        "throttle_bytes_per_sec": opts.throttle_bytes_per_sec,
-        "estimated_seconds": None if seconds is None else round(seconds, 1),
-        "warnings": warnings + est_warnings,
-        "brokers": _summary.broker_rows(cluster, before, after),
-    }

@@ -14,24 +14,24 @@ Definitions (also in the README):
   total bytes / total capacity) over the brokers that hold data after the plan (drained brokers
   are left out of ``balance_after``). 1.0 is perfect; 1.05 = the fullest broker is 5% above the
   mean. ``cv`` (coefficient of variation of utilisation) is reported beside it.
-* ``estimated_seconds`` follows KIP-73 with every move in one window: it lasts as long as the
-  slowest broker, and a
-  broker copies ``max(bytes in, bytes out)`` of the batch at ``min(throttle, NIC) - BytesIn``,
-  where BytesIn is the produce rate of the partitions it leads (throttled replication must also
-  keep up with new writes). When that rate is <= 0 the move never finishes: a warning says so
-  and the estimate is null.
+* ``estimated_seconds`` is the run's own KIP-73 estimate (:mod:`.eta`): the executor's KIP-435
+  steps in one sliding window, each move's new replica catching up at the throttle less its
+  produce rate and the in-sync replication its leader's quota records (``R - (k+1)P``). The dry
+  run shows the same figure for the same snapshot and throttle. When some move never finishes
+  a warning names the broker and the estimate is null.
 """
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
+from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.cluster import Cluster
+from kafka_reassign.planning.spark.eta import cluster_moves, network_of, plan_eta
 
 Placement = Sequence[tuple[Sequence[int], Sequence[str]]]
-DEFAULT_NIC = 125_000_000.0
 
 
 def _stats(values: dict[int, float], caps: dict[int, float]) -> tuple[float, float]:
@@ -56,57 +56,90 @@ def _count_balance(values: dict[int, int] | dict[int, float]) -> float:
     return (max(values.values()) / mean) if mean else 1.0
 
 
-def estimate_seconds(cluster: Cluster, batches: list[list[tuple[int, tuple[int, ...], tuple[int, ...]]]],
-                     options: PlanOptions, bytes_in_led: dict[int, float],
-                     dir_moves: dict[int, float]) -> tuple[float | None, list[str], dict[int, float]]:
-    """KIP-73 estimate over sequential batches plus intra-broker log-dir copies.
+@dataclass
+class Movement:
+    """What a plan copies, counted per replica (definitions in the module docstring)."""
 
-    :param bytes_in_led: produce bytes/s of the partitions each broker leads (BytesInPerSec)
-    :param dir_moves: bytes each broker copies between its own log dirs
-    :returns: (seconds or None when some move never finishes, warnings, effective rate per broker)
+    replica_moves: int = 0
+    log_dir_moves: int = 0
+    leader_moves: int = 0
+    data_bytes: float = 0.0
+
+
+def movement(cluster: Cluster, final: Placement) -> Movement:
+    """Replicas created, replicas moved between log dirs, preferred-leader changes, bytes copied.
+
+    :param final: each partition's (replicas, log dirs) after the plan, in cluster order
     """
-    warnings: list[str] = []
-    rate: dict[int, float] = {}
-    for b, info in cluster.brokers.items():
-        cap = min(options.throttle_bytes_per_sec or info.network_bytes_per_sec, info.network_bytes_per_sec)
-        rate[b] = cap - bytes_in_led.get(b, 0.0)
-    involved: set[int] = set()
-    total = 0.0
-    for batch in batches:
-        inc: dict[int, float] = defaultdict(float)
-        out: dict[int, float] = defaultdict(float)
-        for pi, current, target in batch:
-            p = cluster.partitions[pi]
-            added = [b for b in target if b not in current]
-            if not added:
-                continue
-            leader = p.leader if p.leader in current else current[0]
-            for b in added:
-                inc[b] += p.size_bytes
-            out[leader] += p.size_bytes * len(added)
-            involved.update(added)
-            involved.add(leader)
-        slow = 0.0
-        for b in set(inc) | set(out):
-            need = max(inc.get(b, 0.0), out.get(b, 0.0))
-            if need > 0 and rate[b] > 0:
-                slow = max(slow, need / rate[b])
-        total += slow
-    dir_rate = options.log_dir_throttle_bytes_per_sec or options.throttle_bytes_per_sec
-    # log-dir copies (KIP-113) run on every broker at once, each at the log-dir throttle
-    dir_time = 0.0
-    for b, nbytes in dir_moves.items():
-        if nbytes > 0:
-            r = dir_rate or cluster.brokers[b].network_bytes_per_sec
-            dir_time = max(dir_time, nbytes / r)
-    total += dir_time
-    never = sorted(b for b in involved if rate[b] <= 0)
-    for b in never:
-        thr = options.throttle_bytes_per_sec or cluster.brokers[b].network_bytes_per_sec
-        warnings.append(f"throttle {thr:.0f} B/s is at or below broker {b}'s produce bytes-in "
-                        f"{bytes_in_led.get(b, 0.0):.0f} B/s: its moves would never finish; "
-                        "raise the throttle")
-    return (None if never else total), warnings, rate
+    out = Movement()
+    for p, (reps, dirs) in zip(cluster.partitions, final):
+        if tuple(reps) == p.replicas and tuple(dirs) == p.log_dirs:
+            continue
+        added = [r for r in reps if r not in p.replicas]
+        out.replica_moves += len(added)
+        out.data_bytes += p.size_bytes * len(added)
+        if reps and reps[0] != p.replicas[0]:
+            out.leader_moves += 1
+        old = dict(zip(p.replicas, p.log_dirs))
+        moved_dirs = sum(1 for r, d in zip(reps, dirs) if r in old and old[r] != d)
+        out.log_dir_moves += moved_dirs
+        out.data_bytes += p.size_bytes * moved_dirs
+    return out
+
+
+def balance_figures(cluster: Cluster, before: Mapping[str, Mapping[int, float]],
+                    after: Mapping[str, Mapping[int, float]], drained: set[int]) -> dict[str, float]:
+    """Disk balance and cv, replica-count and leader balance before and after (rounded).
+
+    :param drained: brokers left out of the after-figures (remove-brokers)
+    """
+    caps = {b: cluster.brokers[b].capacity_bytes for b in cluster.brokers}
+    live = [b for b in caps if b not in drained]
+    bal_before, cv_before = _stats({b: before["bytes"].get(b, 0.0) for b in caps}, caps)
+    bal_after, cv_after = _stats({b: after["bytes"].get(b, 0.0) for b in live}, caps)
+    figures = {
+        "balance_before": bal_before, "balance_after": bal_after, "cv_before": cv_before, "cv_after": cv_after,
+        "replica_count_balance_before": _count_balance({b: before["count"].get(b, 0) for b in caps}),
+        "replica_count_balance_after": _count_balance({b: after["count"].get(b, 0) for b in live}),
+        "leader_balance_before": _count_balance({b: before["leaders"].get(b, 0) for b in caps}),
+        "leader_balance_after": _count_balance({b: after["leaders"].get(b, 0) for b in live}),
+    }
+    return {k: round(v, 4) for k, v in figures.items()}
+
+
+def build_summary(cluster: Cluster, opts: PlanOptions, final: Placement, reassignment: ReassignmentPlan,
+                  before: dict[str, dict], after: dict[str, dict], lower_bound: float | None,
+                  warnings: list[str], assignor: str) -> dict[str, Any]:
+    """The summary dict (keys defined in the module docstring).
+
+    :param final: each partition's (replicas, log dirs) after the plan, in cluster order
+    :param reassignment: the plan
+    :param before: per-broker aggregates (bytes, count, leaders) before the plan
+    :param after: the same after the plan
+    :param lower_bound: bytes any plan reaching the goal must move (None: unknown)
+    :param warnings: the goal's warnings so far
+    :param assignor: the assignor's name
+    """
+    moved = movement(cluster, final)
+    drained = set(opts.brokers) if opts.goal == "remove-brokers" else set()
+    # no fixed batches: the executor's window decides, and the estimate is the run's own
+    seconds, stall_warnings = plan_eta(cluster_moves(cluster, reassignment), opts, network_of(cluster))
+    return {
+        "goal": opts.goal, "assignor": assignor, "partitions_moved": len(reassignment.moves),
+        "replica_movements": moved.replica_moves, "log_dir_movements": moved.log_dir_moves,
+        "data_to_move_bytes": round(moved.data_bytes),
+        "lower_bound_bytes": None if lower_bound is None else round(lower_bound),
+        "moved_over_lower_bound": (round(moved.data_bytes / lower_bound, 4) if lower_bound else
+                                   (1.0 if lower_bound == 0 and moved.data_bytes == 0 else None)),
+        "leader_movements": moved.leader_moves,
+        "batches": None, "batching": "none: the executor's sliding window of KIP-435 steps",
+        "balance_metric": "max broker utilisation / mean utilisation (1.0 = perfect)",
+        **balance_figures(cluster, before, after, drained),
+        "throttle_bytes_per_sec": opts.throttle_bytes_per_sec,
+        "estimated_seconds": seconds,
+        "warnings": warnings + stall_warnings,
+        "brokers": broker_rows(cluster, before, after),
+    }
 
 
 def broker_rows(cluster: Cluster, before: dict[str, dict], after: dict[str, dict]) -> list[dict[str, Any]]:

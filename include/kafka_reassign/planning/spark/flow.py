@@ -24,10 +24,13 @@ from typing import Any
 from kafka_reassign.errors import Problem, SnapshotError
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.errors import ConstraintError, GoalError
+from kafka_reassign.planning.plan import ReassignmentPlan
+from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
 from kafka_reassign.planning.spark.guard import check_task_sizes, deadline
 from kafka_reassign.planning.spark.leaders import LeaderInputs, duplicates_in, leader_groups
 from kafka_reassign.planning.spark.loads import Loads, broker_infos, loads_after, loads_from_frame
 from kafka_reassign.planning.spark.finish import ordered_plan, rule_problems
+from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
 from kafka_reassign.planning.spark.report import build_summary
 from kafka_reassign.planning.spark.search import SearchInputs
 from kafka_reassign.planning.spark.snapshot_file import read_header
@@ -203,11 +206,14 @@ def reconcile(run: Run, before: Loads, targets: Targets, changes: Any) -> tuple[
     return ordered_plan(changes, run.dirs, before), after
 
 
-def summarise(run: Run, targets: Targets, before: Loads, after: Loads, changes: Any) -> dict[str, Any]:
+def summarise(run: Run, targets: Targets, before: Loads, after: Loads, changes: Any,
+              plan: ReassignmentPlan) -> dict[str, Any]:
     """Stage 7: the summary, with a warning when balance stays above the tolerance."""
     opts = run.opts
-    nic = {int(b["id"]): float(b.get("network_bytes_per_sec") or 125_000_000) for b in run.header["brokers"]}
-    summary = build_summary(opts, run.brokers, targets, before, after, changes, nic, [])
+    nic = {int(b["id"]): float(b.get("network_bytes_per_sec") or DEFAULT_NETWORK_BYTES_PER_SEC)
+           for b in run.header["brokers"]}
+    moves = change_moves(changes, plan, min_isr_of(run.header["topics"]))
+    summary = build_summary(opts, run.brokers, targets, before, after, changes, moves, nic, [])
     if summary["balance_after"] > 1 + opts.balance_tolerance:
         summary["warnings"].append(
             f"the fullest broker stays {summary['balance_after'] - 1:.1%} above the mean utilisation "
@@ -232,6 +238,6 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
     finally:
         engine.close()
     plan, after = run.timed("reconcile_s", reconcile, run, before, targets, changes)
-    summary = summarise(run, targets, before, after, changes)
+    summary = summarise(run, targets, before, after, changes, plan)
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
     return plan, summary

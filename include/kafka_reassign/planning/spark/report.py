@@ -15,18 +15,19 @@ Definitions (also in the README):
   ``balance_before`` / ``balance_after`` are the disk figures.
 * ``batches``: null - the planner no longer cuts batches; the executor's sliding window of
   KIP-435 steps decides at run time what runs together. The plan file is ordered for it.
-* ``estimated_seconds``: the busiest broker's copy time, max(bytes in, bytes out) at
-  min(throttle, NIC), assuming the window keeps every broker busy (KIP-73 throttles each broker).
+* ``estimated_seconds``: the run's own KIP-73 estimate (:mod:`.eta`, the same figure as the dry
+  run's on the same snapshot and throttle: produce rates and in-sync replication counted). Null
+  when some move never finishes; a warning then names the broker.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from kafka_reassign.planning.estimate import PlannedMove
 from kafka_reassign.planning.spark.assignor import PlanOptions
+from kafka_reassign.planning.spark.eta import plan_eta
 from kafka_reassign.planning.spark.loads import Loads
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
-
-DEFAULT_NIC = 125_000_000.0
 
 
 def disk_balance(bytes_: dict[int, float], brokers: dict[int, BrokerInfo], ids: list[int]) -> float:
@@ -42,31 +43,25 @@ def count_balance(values: dict[int, int], ids: list[int]) -> float:
     return max(values[b] for b in ids) / mean if mean else 1.0
 
 
-def _movement(changes: Any) -> tuple[int, float, int, dict[int, float], dict[int, float]]:
-    """Replica movements, bytes copied, leader changes, bytes into and out of each broker."""
+def _movement(changes: Any) -> tuple[int, float, int]:
+    """Replica movements, bytes copied, leader changes."""
     n_added = changes["added"].str.len().fillna(0)
     copied = changes["size_bytes"] * n_added
     leaders = int((changes["orig"].str[0] != changes["final"].str[0]).sum())
-    x = changes[["added", "size_bytes"]].explode("added").dropna(subset=["added"])
-    into = {int(b): float(v) for b, v in x.groupby(x["added"].astype(int))["size_bytes"].sum().items()}
-    src = changes["orig"].str[0][n_added > 0]
-    out_of = {int(b): float(v) for b, v in copied[n_added > 0].groupby(src.astype(int)).sum().items()}
-    return int(n_added.sum()), float(copied.sum()), leaders, into, out_of
-
-
-def estimate_seconds(into: dict[int, float], out_of: dict[int, float], nic: dict[int, float],
-                     throttle: float | None) -> float | None:
-    busiest = 0.0
-    for b in set(into) | set(out_of):
-        rate = min(throttle, nic.get(b, DEFAULT_NIC)) if throttle else nic.get(b, DEFAULT_NIC)
-        busiest = max(busiest, max(into.get(b, 0.0), out_of.get(b, 0.0)) / rate)
-    return round(busiest, 1)
+    return int(n_added.sum()), float(copied.sum()), leaders
 
 
 def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets, before: Loads,
-                  after: Loads, changes: Any, nic: dict[int, float], warnings: list[str]) -> dict[str, Any]:
-    """The summary dict (keys documented in the module docstring)."""
-    replicas, data, leaders, into, out_of = _movement(changes)
+                  after: Loads, changes: Any, moves: list[PlannedMove], nic: dict[int, float],
+                  warnings: list[str]) -> dict[str, Any]:
+    """The summary dict (keys documented in the module docstring).
+
+    :param changes: the changed partitions (pandas: topic, partition, orig, final, size_bytes, added)
+    :param moves: the plan's moves as the estimate takes them (:func:`.eta.change_moves`)
+    :param nic: broker -> network bytes/s
+    """
+    replicas, data, leaders = _movement(changes)
+    seconds, stall_warnings = plan_eta(moves, opts, nic)
     live = [b for b in brokers if b not in t.drained and brokers[b].alive]
     everyone = sorted(brokers)
     bound = t.rack_aware_lower_bound
@@ -96,8 +91,8 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
         "leader_balance_after": balance["leaders"]["after"],
         "racks_capped": t.rack_capped,
         "throttle_bytes_per_sec": opts.throttle_bytes_per_sec,
-        "estimated_seconds": estimate_seconds(into, out_of, nic, opts.throttle_bytes_per_sec),
-        "warnings": warnings,
+        "estimated_seconds": seconds,
+        "warnings": warnings + stall_warnings,
         "brokers": broker_rows(brokers, before, after),
     }
 

@@ -1,0 +1,90 @@
+"""The plan summary's ``estimated_seconds``: the run's own estimate, fed with what the planner holds.
+
+Both summaries (:mod:`.report` for the balancing goals, :mod:`.driver_summary` for the others)
+call :func:`plan_eta`, which is :func:`kafka_reassign.planning.estimate.estimate_plan`: the
+KIP-73 model the dry run, the rehearsal's comparison and the UI show (in-sync replication
+counted in the throttle, the executor's KIP-435 steps in one sliding window). So a plan gets the
+same estimate in its summary as in ``prepare`` on the same snapshot and throttle.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
+
+from kafka_reassign.planning.estimate import PlannedMove, estimate_plan
+from kafka_reassign.planning.plan import ReassignmentPlan
+from kafka_reassign.planning.spark.assignor import PlanOptions
+from kafka_reassign.planning.spark.cluster import Cluster
+from kafka_reassign.units import fmt_bytes
+
+#: Stalled partitions named per warning (the rest are counted).
+NAMED_STALLS = 5
+
+
+def plan_eta(moves: Sequence[PlannedMove], opts: PlanOptions,
+             network: Mapping[int, float]) -> tuple[float | None, list[str]]:
+    """(estimated seconds rounded to 0.1, None when some move never finishes; stall warnings).
+
+    :param moves: the plan's partition moves
+    :param opts: the planner options (throttles)
+    :param network: broker -> network bytes/s
+    """
+    estimate = estimate_plan(moves, opts.throttle_bytes_per_sec, opts.log_dir_throttle_bytes_per_sec, network)
+    seconds = None if math.isinf(estimate.seconds) else round(estimate.seconds, 1)
+    return seconds, stall_warnings(estimate.detail.get("stalls") or [])
+
+
+def stall_warnings(stalls: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One warning per broker quota that some moves cannot get past."""
+    by_quota: dict[tuple[int, str], list[Mapping[str, Any]]] = {}
+    for s in stalls:
+        by_quota.setdefault((int(s["broker"]), str(s["side"])), []).append(s)
+    out = []
+    for (broker, side), points in sorted(by_quota.items()):
+        names = sorted({str(p["partition"]) for p in points})
+        more = f" and {len(names) - NAMED_STALLS} more" if len(names) > NAMED_STALLS else ""
+        worst = max(points, key=lambda p: float(p["needed"]))
+        out.append(f"throttle {fmt_bytes(worst['throttle'])}/s is at or below the {fmt_bytes(worst['needed'])}/s "
+                   f"that produce and in-sync replication take of broker {broker}'s {side.replace('_', '-')} "
+                   f"quota: {', '.join(names[:NAMED_STALLS])}{more} would never finish; raise the throttle")
+    return out
+
+
+def cluster_moves(cluster: Cluster, plan: ReassignmentPlan) -> list[PlannedMove]:
+    """The plan's moves with what the snapshot says of each partition (driver-side goals)."""
+    out = []
+    for m in plan.moves:
+        p = cluster.partitions[cluster.index[m.key]]
+        offline = tuple(b for b in p.replicas if not cluster.brokers[b].alive)
+        out.append(PlannedMove(topic=m.topic, partition=m.partition, current=p.replicas, target=m.replicas,
+                               size_bytes=p.size_bytes, produce=p.bytes_in_per_sec, leader=p.leader,
+                               offline=offline, min_isr=p.min_isr,
+                               current_dirs=p.log_dirs if p.dirs_known else (), log_dirs=m.log_dirs))
+    return out
+
+
+def change_moves(changes: Any, plan: ReassignmentPlan, min_isr: Mapping[str, int]) -> list[PlannedMove]:
+    """The plan's moves with the balancing goals' changed partitions.
+
+    :param changes: pandas frame: topic, partition, orig, size_bytes, bytes_in_per_sec, leader
+    :param plan: the plan made of them
+    :param min_isr: topic -> min.insync.replicas (1 where absent)
+    """
+    now = {(str(t), int(p)): PlannedMove(topic=str(t), partition=int(p), current=tuple(int(b) for b in orig),
+                                         target=(), size_bytes=float(size), produce=float(rate), leader=int(lead),
+                                         min_isr=min_isr.get(str(t), 1))
+           for t, p, orig, size, rate, lead in zip(changes["topic"], changes["partition"], changes["orig"],
+                                                   changes["size_bytes"], changes["bytes_in_per_sec"],
+                                                   changes["leader"])}
+    return [replace(now[m.key], target=m.replicas, log_dirs=m.log_dirs) for m in plan.moves]
+
+
+def min_isr_of(topics: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Topic -> min.insync.replicas from the snapshot's topic entries (``configs``)."""
+    return {str(t["name"]): max(1, int((t.get("configs") or {}).get("min.insync.replicas", 1))) for t in topics}
+
+
+def network_of(cluster: Cluster) -> dict[int, float]:
+    """Broker -> network bytes/s of the snapshot (its default where the snapshot does not say)."""
+    return {b: info.network_bytes_per_sec for b, info in cluster.brokers.items()}
