@@ -68,6 +68,16 @@ def test_a_payload_of_another_version_is_refused_naming_both_versions(version):
     assert ("no schema_version" in msg) if version is None else (f"schema_version {version!r}" in msg)
 
 
+def test_the_payload_is_one_flat_object_the_ui_reads():
+    from kafka_reassign.rehearsal.rehearse import estimate_view
+
+    wire = PreparedPayload(run=_run([STEP])).to_json()
+    assert wire["cluster_id"] == "c-1" and wire["steps"] and "schema_version" in wire
+    assert estimate_view([wire]) is None  # no estimate JSON in this run; with one, the UI finds it
+    est = {"source": "formula", "text": "about 12s", "seconds": 12.0}
+    assert estimate_view([{**wire, "estimate": est}])["estimate"] == est
+
+
 def test_the_unversioned_payload_of_the_previous_release_is_refused():
     # What prepare pushed before payloads were versioned: the PreparedRun flat, plus run keys.
     old = {**_run([STEP]).to_json(), "dry_run": False, "before": {}, "started_at": 1.0}

@@ -91,9 +91,12 @@ class PreparedPayload:
         return not self.run.steps
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema_version": self.schema_version, "run": self.run.to_json(),
-                "before": {name: (None if r is None else list(r)) for name, r in self.before.items()},
-                "started_at": self.started_at}
+        """One flat JSON object: the run's fields (what the UI reads, e.g. ``estimate``) and the payload's."""
+        own = {"schema_version": self.schema_version, "started_at": self.started_at,
+               "before": {name: (None if r is None else list(r)) for name, r in self.before.items()}}
+        run = self.run.to_json()
+        assert not own.keys() & run.keys(), "a PreparedRun field would shadow a payload field"
+        return {**run, **own}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | str) -> PreparedPayload:
@@ -105,6 +108,6 @@ class PreparedPayload:
             d = json.loads(d)
         check_version(d)
         started = d.get("started_at")
-        return cls(run=PreparedRun.from_json(d["run"]),
+        return cls(run=PreparedRun.from_json(d),
                    before={str(k): (None if v is None else [int(b) for b in v]) for k, v in d["before"].items()},
                    started_at=None if started is None else float(started))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -156,6 +157,8 @@ class ReassignmentPrepareOperator(BaseOperator):
 
 def _summary(payload: PreparedPayload) -> dict[str, Any]:
     """The task's return value: partitions, steps, dry run and the estimate."""
-    run = payload.to_json()["run"]
+    run = payload.run
     return {"partitions": len(payload.moves), "steps": len(payload.steps), "dry_run": payload.dry_run,
-            "estimated_seconds": run["estimated_seconds"], "estimate": (run["estimate"] or {}).get("text")}
+            # JSON has no infinity: a run that would stall has no estimate
+            "estimated_seconds": None if math.isinf(run.estimated_seconds) else run.estimated_seconds,
+            "estimate": (run.estimate or {}).get("text")}
