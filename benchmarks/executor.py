@@ -162,7 +162,7 @@ def per_poll(n_partitions: int, window: int = 200) -> dict[str, Any]:
     from kafka_reassign.cluster.admin import KafkaAdmin
     from kafka_reassign.execution.store import MemoryExecutionStore
     from kafka_reassign.execution.executor import MoveExecutor, ExecutionLimits
-    from kafka_reassign.run.reassign import prepare
+    from kafka_reassign.run.prepare import prepare
     from kafka_sim import SimulatedCluster
     from kafka_sim.generate import GenerateOptions, generate_snapshot
 

@@ -204,7 +204,9 @@ def _run(env: Env, plan: dict[str, Any], params: dict[str, Any], run_id: str, **
 def _moves_done_then(env: Env, plan: dict[str, Any], params: dict[str, Any], run_id: str) -> Any:
     """Prepare, throttle, run the executor (submissions recorded) to the end: a run up to its teardown."""
     from kafka_reassign.execution.executor import run_execution
-    from kafka_reassign.run.reassign import apply_throttle, executor_for, prepare
+    from kafka_reassign.run.prepare import prepare
+    from kafka_reassign.run.reassign import executor_for
+    from kafka_reassign.throttle.apply import apply_throttle
 
     env.outcome.runs += 1
     prepared = prepare(env.admin, plan, {**FAST, **params}, run_id=run_id)

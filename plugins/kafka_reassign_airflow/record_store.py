@@ -105,7 +105,7 @@ class VariableRecordStore(RecordStoreBase):
     """:class:`kafka_reassign.throttle.record.RecordStore` on Airflow Variables (the metadata DB).
 
     A put is one committed write through the API server, so once ``put`` returns the record
-    survives the worker; that is the ordering :func:`kafka_reassign.run.reassign.apply_throttle`
+    survives the worker; that is the ordering :func:`kafka_reassign.throttle.apply.apply_throttle`
     relies on (record first, then config writes).
     """
 

@@ -13,7 +13,9 @@ from typing import Any, Callable, Mapping
 import pytest
 
 from kafka_reassign.cluster.admin import KafkaAdmin
-from kafka_reassign.run.reassign import apply_throttle, prepare, restore_throttle
+from kafka_reassign.run.prepare import prepare
+from kafka_reassign.throttle.apply import apply_throttle
+from kafka_reassign.throttle.restore import restore_throttle
 from kafka_reassign.throttle.record import FileRecordStore
 from kafka_reassign.throttle.specs import (BROKER_KEYS, CLUSTER_DEFAULT, FOLLOWER_RATE, LEADER_RATE, ConfigChange,
                                      Inherited)

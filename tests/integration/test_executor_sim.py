@@ -212,7 +212,10 @@ def test_kill_9_mid_run_then_resume_resubmits_nothing_complete(sim_cluster, tmp_
 def test_resume_with_the_same_steps_continues_from_the_saved_state(sim_cluster):
     """The DAG's resume: same prepared steps, state from the store; done steps stay done."""
     from kafka_reassign.execution.executor import run_execution
-    from kafka_reassign.run.reassign import apply_throttle, executor_for, prepare, restore_throttle
+    from kafka_reassign.run.prepare import prepare
+    from kafka_reassign.run.reassign import executor_for
+    from kafka_reassign.throttle.apply import apply_throttle
+    from kafka_reassign.throttle.restore import restore_throttle
 
     cluster = sim_cluster(snapshot([20_000_000] * 8), time_scale=20.0)
     records, store = MemoryRecordStore(), MemoryExecutionStore()

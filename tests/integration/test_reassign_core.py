@@ -12,8 +12,12 @@ import pytest
 from kafka_reassign.cluster.admin import KafkaAdmin
 from kafka_reassign.errors import PlanValidationError, PreflightError
 from kafka_reassign.execution.executor import run_execution
-from kafka_reassign.run.reassign import (RunFailed, apply_throttle, cancel_in_flight, executor_for, prepare,
-                                     restore_throttle, run_reassignment)
+from kafka_reassign.execution.ownership import run_submitted
+from kafka_reassign.run.cancel import cancel_in_flight
+from kafka_reassign.run.prepare import prepare
+from kafka_reassign.run.reassign import RunFailed, executor_for, run_reassignment
+from kafka_reassign.throttle.apply import apply_throttle
+from kafka_reassign.throttle.restore import restore_throttle
 from kafka_reassign.throttle.record import FileRecordStore
 from kafka_reassign.throttle.specs import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS,
                                      ConfigChange)
@@ -167,7 +171,7 @@ def test_executor_adopts_its_moves_and_cancel_touches_only_ours(env):
     again.tick(admin)
     assert again.outcome().value == "in_progress"
     assert all(w.bytes_left > 0 and w.lagging for w in again.watches.values())
-    out = cancel_in_flight(admin, prepared)
+    out = cancel_in_flight(admin, prepared, submitted=run_submitted(store, "ours"))
     assert sorted(out["cancelled"]) == ["orders-0", "orders-1"] and out["left"] == []
     assert not set(admin.list_partition_reassignments()) & {("orders", 0), ("orders", 1)}
     # Theirs was not cancelled (a cancel would revert it to [1,2]): it reaches its target.
@@ -367,7 +371,7 @@ def test_cancel_stops_our_log_dir_move(env):
     ex.tick(admin)
     (watch,) = ex.watches.values()
     assert ex.outcome().value == "in_progress" and watch.lagging and watch.lagging[0][0] == 3
-    out = cancel_in_flight(admin, prepared)
+    out = cancel_in_flight(admin, prepared, submitted=run_submitted(store, "dircancel"))
     assert out["cancelled"] == ["orders-2@3"]
     st = cluster.partition_state("orders", 2)
     assert st["future_log_dirs"] == {} and st["log_dirs"][3] == "/data/d0"

@@ -12,7 +12,9 @@ from typing import Any, Callable
 import pytest
 
 from kafka_reassign.cluster.admin import KafkaAdmin
-from kafka_reassign.run.reassign import apply_throttle, executor_for, prepare
+from kafka_reassign.run.prepare import prepare
+from kafka_reassign.run.reassign import executor_for
+from kafka_reassign.throttle.apply import apply_throttle
 from kafka_reassign.throttle.reconciler import reconcile
 from kafka_reassign.throttle.record import FileRecordStore
 from kafka_reassign.throttle.specs import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS

@@ -9,7 +9,7 @@ import pytest
 
 from kafka_reassign.cluster.admin import KafkaAdmin
 from kafka_reassign.errors import PreflightError
-from kafka_reassign.run.reassign import prepare
+from kafka_reassign.run.prepare import prepare
 from kafka_reassign.rehearsal.rehearse import RehearsalReport, read_rehearsal_snapshot, rehearse, rehearse_live
 from sim_snapshots import make_snapshot
 

@@ -50,7 +50,9 @@ def screenshot_stats(path: Path) -> dict[str, float]:
 def start_slow_move(cluster: Any, run_id: str = "ui-test-move") -> None:
     """Start a throttled reassignment directly through the domain package (no Airflow)."""
     from kafka_reassign.cluster.admin import KafkaAdmin
-    from kafka_reassign.run.reassign import apply_throttle, executor_for, prepare
+    from kafka_reassign.run.prepare import prepare
+    from kafka_reassign.run.reassign import executor_for
+    from kafka_reassign.throttle.apply import apply_throttle
     from kafka_reassign.throttle.record import MemoryRecordStore
 
     admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers.split(","))

@@ -34,7 +34,9 @@ def _first_event(trigger: ReassignmentWatchTrigger, timeout: float) -> tuple[dic
 @pytest.fixture
 def moving(sim_cluster: Any, monkeypatch: pytest.MonkeyPatch):
     """A 200 MB move under a 1 MB/s throttle (minutes long), submitted; yields (cluster, spec)."""
-    from kafka_reassign.run.reassign import apply_throttle, executor_for, prepare
+    from kafka_reassign.run.prepare import prepare
+    from kafka_reassign.run.reassign import executor_for
+    from kafka_reassign.throttle.apply import apply_throttle
 
     cluster = sim_cluster(make_snapshot(brokers=4, topics={"t": {"partitions": 1, "rf": 3, "size_bytes": 200_000_000,
                                                                  "replicas": [[1, 2, 3]]}}), time_scale=1.0)

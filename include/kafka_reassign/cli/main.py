@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kafka_reassign import defaults as D
+from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.errors import KafkaAdminError, ProblemListError, ReassignError
 from kafka_reassign.execution.control import CancelRequested
+from kafka_reassign.execution.ownership import SubmittedTargets
 from kafka_reassign.cli.connection import BadInput, admin_from_args as _admin
 from kafka_reassign.cli.connection import properties_to_admin_kwargs  # noqa: F401 (public, tested)
 from kafka_reassign.cli.parser import build_parser
@@ -78,7 +80,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     """The plan against the cluster (or a snapshot), then the pre-flight stall check; writes nothing."""
     from kafka_reassign.rehearsal.rehearse import rehearse_live
-    from kafka_reassign.run.reassign import prepare
+    from kafka_reassign.run.prepare import prepare
     from kafka_reassign.planning.validate import validate_params
     params = validate_params(D.run_values_from_args(args))
     raw, current = _raw_plan(args.plan)
@@ -111,7 +113,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_execute(args: argparse.Namespace) -> int:
     from kafka_reassign.execution.progress import ProgressView
-    from kafka_reassign.run.reassign import new_run_id
+    from kafka_reassign.run.prepare import new_run_id
     from kafka_reassign.throttle.record import FileRecordStore
     from kafka_reassign.planning.validate import validate_params
     params = validate_params(D.run_values_from_args(args))          # bad parameters: exit 2 before connecting
@@ -151,6 +153,7 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
     from kafka_reassign.rehearsal.rehearse import rehearse_live
     from kafka_reassign.run.reassign import run_reassignment
     from kafka_reassign.execution.control import CancelRequested, RunControl
+    from kafka_reassign.execution.ownership import run_submitted
     exec_store = FileExecutionStore(store.directory)
     control = RunControl(store.directory)
 
@@ -177,7 +180,7 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
                                       should_stop=should_stop, rehearser=rehearse_live)
         except CancelRequested:
             if not params.cancel_on_failure:   # an explicit cancel reverts even so
-                _cancel_moves(admin, raw, on_event)
+                _cancel_moves(admin, raw, on_event, submitted=run_submitted(store, run_id))
             raise
         finally:
             control.unregister(run_id)
@@ -208,7 +211,7 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
     return EXIT_OK if report.outcome == "done" else EXIT_FAILED
 
 
-def _replicas_now(admin: Any, raw: Any) -> dict[str, list[int]]:
+def _replicas_now(admin: KafkaAdminPort, raw: Any) -> dict[str, list[int]]:
     """"topic-partition" -> replicas now, for the partitions of a plan (what a cancel goes back to)."""
     from kafka_reassign.planning.plan import ReassignmentPlan
     keys = {m.key for m in ReassignmentPlan.from_json(raw).moves}
@@ -217,14 +220,15 @@ def _replicas_now(admin: Any, raw: Any) -> dict[str, list[int]]:
             if (info := state.partition(t, p)) is not None}
 
 
-def _cancel_moves(admin: Any, raw: Any, say: Any, *, submitted: Any = None, original: Any = None) -> None:
+def _cancel_moves(admin: KafkaAdminPort, raw: Any, say: Any, *, submitted: SubmittedTargets | None,
+                  original: Any = None) -> None:
     """Revert the in-flight moves of a plan (ours only), in their original replica order.
 
-    :param submitted: the run's recorded submissions (its KIP-435 steps), when known
+    :param submitted: the run's recorded submissions (``run_submitted``): only those are ours
     :param original: (topic, partition) -> replicas before the run, when known
     """
     from kafka_reassign.planning.plan import ReassignmentPlan
-    from kafka_reassign.run.reassign import cancel_in_flight
+    from kafka_reassign.run.cancel import cancel_in_flight
     done = cancel_in_flight(admin, ReassignmentPlan.from_json(raw), submitted=submitted, original=original)
     say(f"in-flight moves reverted: {', '.join(done['cancelled']) or 'none'}")
     if done["errors"]:
@@ -237,8 +241,9 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     When its process is gone, do both here from what it registered and recorded.
     """
     from kafka_reassign.throttle.record import FileRecordStore
-    from kafka_reassign.run.reassign import restore_throttle
+    from kafka_reassign.throttle.restore import restore_throttle
     from kafka_reassign.execution.control import RunControl, original_replicas
+    from kafka_reassign.execution.ownership import run_submitted
     control = RunControl(args.record_dir)
     entries = [e for e in control.running() if args.run_id in (None, e["run_id"])]
     if not entries:
@@ -263,7 +268,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         print(f"run {run_id}: its process {entry['pid']} is gone; reverting its moves from here", flush=True)
         record = FileRecordStore(args.record_dir).get(run_id)
         with _admin(args) as admin:
-            _cancel_moves(admin, entry["plan"], print, submitted=record.submitted if record else None,
+            _cancel_moves(admin, entry["plan"], print, submitted=run_submitted(FileRecordStore(args.record_dir), run_id),
                           original=original_replicas(entry))
             if record is not None:
                 restore_throttle(admin, FileRecordStore(args.record_dir), run_id)
@@ -294,7 +299,7 @@ def _saved_run(record_dir: str, run_id: str | None) -> tuple[str, Any] | None:
     return run_id, ProgressView.from_json(saved["progress"])
 
 
-def _live_rows(admin: Any, rows: list[Any]) -> int:
+def _live_rows(admin: KafkaAdminPort, rows: list[Any]) -> int:
     """Bytes left of the rows in flight, read now (as the UI's progress page does).
 
     :returns: how many bytes more (or fewer, negative) are left than the rows said
@@ -364,7 +369,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from kafka_reassign.run.reassign import restore_throttle
+    from kafka_reassign.throttle.restore import restore_throttle
     from kafka_reassign.throttle.record import FileRecordStore
     if not Path(args.record_dir).is_dir():
         raise BadInput(f"--record-dir {args.record_dir} is not a directory")

@@ -351,7 +351,7 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
     :raises PreflightError, PlanValidationError, ParamError: as the real run would refuse
     """
     from kafka_reassign.cluster.admin import KafkaAdmin
-    from kafka_reassign.run.reassign import prepare
+    from kafka_reassign.run.prepare import prepare
     from kafka_reassign.throttle.record import MemoryRecordStore
     from kafka_reassign.cluster.state import rates_from_snapshot
     from kafka_reassign.planning.validate import validate_params

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping
 
 from kafka_reassign.cluster.port import KafkaAdminPort
+from kafka_reassign.cluster.state import ClusterState
+from kafka_reassign.execution.ownership import ours_among, partition_names
 from kafka_reassign.throttle.restore import restore_throttle
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
 from kafka_reassign.throttle.specs import (
@@ -209,7 +211,7 @@ def _owned_by(setting: tuple[str, str, str, str], active: list[ThrottleRecord]) 
     return None
 
 
-def _dead_record_changes(rec: ThrottleRecord, state: Any, rr: RunRestore) -> list[ConfigChange]:
+def _dead_record_changes(rec: ThrottleRecord, state: ClusterState, rr: RunRestore) -> list[ConfigChange]:
     """The record's changes that still apply; the others (topic deleted, broker gone) go to ``rr.dropped``."""
     applicable: list[ConfigChange] = []
     for c in rec.changes:
@@ -222,7 +224,7 @@ def _dead_record_changes(rec: ThrottleRecord, state: Any, rr: RunRestore) -> lis
     return applicable
 
 
-def _restore_record(admin: KafkaAdminPort, store: RecordStore, rec: ThrottleRecord, state: Any,
+def _restore_record(admin: KafkaAdminPort, store: RecordStore, rec: ThrottleRecord, state: ClusterState,
                     configs: dict[ConfigKey, dict[str, str | None]], dry_run: bool) -> RunRestore:
     """Restore one dead run's record (what is reachable); the rest stays pending in the record."""
     rr = RunRestore(run_id=rec.run_id)
@@ -261,14 +263,32 @@ def reconcile(admin: KafkaAdminPort, store: RecordStore, *, active_run_ids: Coll
     report.cluster_id = state.cluster_id
     read = admin.read_configs(sorted(state.alive_brokers), sorted(state.topics), keys=THROTTLE_KEYS)
     configs: dict[ConfigKey, dict[str, str | None]] = {k: dict(v) for k, v in read.values.items()}
-    in_flight = state.in_flight
+    kept, to_restore = _sort_records(store.list_unrestored(), state, set(active_run_ids), report)
+    # Newest first: undoing in reverse order of application leaves the oldest prior value.
+    for rec in sorted(to_restore, key=lambda r: r.created_at, reverse=True):
+        rr = _restore_record(admin, store, rec, state, configs, dry_run)
+        _apply(configs, rr.changes)
+        report.restored.append(rr)
+        if rr.pending:
+            kept.append(rec)
+        log.info("%s throttles of run %s (%d writes, %d pending)", "would restore" if dry_run else "restored",
+                 rec.run_id, len(rr.changes), len(rr.pending))
+    for setting in throttle_settings(configs):
+        owner = _owned_by(setting, kept)
+        item = ThrottleSetting(*setting, owner=owner)
+        (report.in_use if owner else report.foreign).append(item)
+    if remove_foreign and report.foreign:
+        _remove_foreign(admin, store, report, state.cluster_id, reconciler_run_id)
+    return report
 
-    active_ids = set(active_run_ids)
+
+def _sort_records(unrestored: list[ThrottleRecord], state: ClusterState, active_ids: set[str],
+                  report: ReconcileReport) -> tuple[list[ThrottleRecord], list[ThrottleRecord]]:
+    """(records whose throttle is still in use, records to restore); the reasons go to ``report``."""
     kept: list[ThrottleRecord] = []
     to_restore: list[ThrottleRecord] = []
-    for rec in store.list_unrestored():
-        moving = sorted(f"{t}-{p}" for (t, p), inf in in_flight.items()
-                        if tuple(inf.target) in rec.submitted.get((t, p), []))
+    for rec in unrestored:
+        moving = sorted(partition_names(ours_among(state.in_flight, rec.submitted)))
         if rec.cluster_id and state.cluster_id and rec.cluster_id != state.cluster_id:
             report.left_alone.append((rec.run_id, f"belongs to cluster {rec.cluster_id}"))
         elif rec.run_id in active_ids:
@@ -281,36 +301,23 @@ def reconcile(admin: KafkaAdminPort, store: RecordStore, *, active_run_ids: Coll
                                                   f"({', '.join(moving[:5])}); restored once they finish"))
         else:
             to_restore.append(rec)
+    return kept, to_restore
 
-    # Newest first: undoing in reverse order of application leaves the oldest prior value.
-    for rec in sorted(to_restore, key=lambda r: r.created_at, reverse=True):
-        rr = _restore_record(admin, store, rec, state, configs, dry_run)
-        _apply(configs, rr.changes)
-        report.restored.append(rr)
-        if rr.pending:
-            kept.append(rec)
-        log.info("%s throttles of run %s (%d writes, %d pending)", "would restore" if dry_run else "restored",
-                 rec.run_id, len(rr.changes), len(rr.pending))
 
-    for setting in throttle_settings(configs):
-        owner = _owned_by(setting, kept)
-        item = ThrottleSetting(*setting, owner=owner)
-        (report.in_use if owner else report.foreign).append(item)
-
-    if remove_foreign and report.foreign:
-        removal = [ConfigChange(s.resource_type, s.name, s.key, s.value, None) for s in report.foreign]
-        report.foreign_removed = removal
-        if not dry_run:
-            # Record what we remove before removing it, so a person can put it back.
-            rec = ThrottleRecord.new(reconciler_run_id or f"reconciler-{int(time.time())}",
-                                     state.cluster_id, removal)
-            rec.restored, rec.restored_at = True, time.time()
-            rec.notes.append("foreign throttles removed by kafka_throttle_reconciler (remove_foreign=True); "
-                             "each change's prior is the value removed")
-            store.put(rec)
-            admin.alter_configs(removal)
-            _verify(admin, removal)
-    return report
+def _remove_foreign(admin: KafkaAdminPort, store: RecordStore, report: ReconcileReport, cluster_id: str | None,
+                    reconciler_run_id: str | None) -> None:
+    """Remove the throttles nobody of ours set (recorded first, so a person can put them back)."""
+    removal = [ConfigChange(s.resource_type, s.name, s.key, s.value, None) for s in report.foreign]
+    report.foreign_removed = removal
+    if report.dry_run:
+        return
+    rec = ThrottleRecord.new(reconciler_run_id or f"reconciler-{int(time.time())}", cluster_id, removal)
+    rec.restored, rec.restored_at = True, time.time()
+    rec.notes.append("foreign throttles removed by kafka_throttle_reconciler (remove_foreign=True); "
+                     "each change's prior is the value removed")
+    store.put(rec)
+    admin.alter_configs(removal)
+    _verify(admin, removal)
 
 
 def _verify(admin: KafkaAdminPort, changes: list[ConfigChange]) -> None:

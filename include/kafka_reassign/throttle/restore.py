@@ -10,10 +10,10 @@ retries pending restores until they are done.
 Restores are relative (:func:`kafka_reassign.throttle.restore_changes`): only the run's own
 entries and values are undone; a value someone else set during the run is kept.
 
-With ``keep_while_moving`` (a failed run whose moves were not cancelled), nothing is undone
-while a move the record lists as submitted is still in flight: the throttle is what keeps
-that move from hurting clients. The record stays pending and the reconciler restores it
-once the moves are done.
+With ``keep_while_moving`` (:func:`restore_after_run`, the end of a run), nothing is undone
+while a move of the run (:mod:`kafka_reassign.execution.ownership`) is still in flight: the
+throttle is what keeps that move from hurting clients. The record stays pending and the
+reconciler restores it once the moves are done.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from kafka_reassign.cluster.port import KafkaAdminPort
+from kafka_reassign.execution.ownership import own_moves_in_flight, partition_names
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
 from kafka_reassign.throttle.specs import BROKER_KEYS, TOPIC_KEYS, ConfigChange, restore_changes
 
@@ -80,16 +82,7 @@ def _label(res: ConfigKey) -> str:
     return f"{res[0]} {res[1]}"
 
 
-def own_moves_in_flight(admin: Any, record: ThrottleRecord) -> list[str]:
-    """Partitions the record says we submitted that are still moving to one of those targets."""
-    if not record.submitted:
-        return []
-    in_flight = admin.list_partition_reassignments(sorted(record.submitted))
-    return [f"{t}-{p}" for (t, p), inf in sorted(in_flight.items())
-            if tuple(inf.target) in record.submitted.get((t, p), [])]
-
-
-def _read_back(admin: Any, written: list[ConfigChange], sleep: Callable[[float], None]) -> dict[ConfigKey, str]:
+def _read_back(admin: KafkaAdminPort, written: list[ConfigChange], sleep: Callable[[float], None]) -> dict[ConfigKey, str]:
     """Resources whose written values do not read back: unreachable ones at once, stale ones
     after :data:`READ_BACK_SECONDS` of re-reading.
 
@@ -118,7 +111,7 @@ def _read_back(admin: Any, written: list[ConfigChange], sleep: Callable[[float],
     return {}
 
 
-def _settled_read(admin: Any, changes: list[ConfigChange], sleep: Callable[[float], None]) -> Any:
+def _settled_read(admin: KafkaAdminPort, changes: list[ConfigChange], sleep: Callable[[float], None]) -> Any:
     """The values now of the resources ``changes`` touch, re-read while one still differs from
     the last value the run wrote, for up to :data:`READ_BACK_SECONDS`.
 
@@ -140,7 +133,7 @@ def _settled_read(admin: Any, changes: list[ConfigChange], sleep: Callable[[floa
         sleep(0.2)
 
 
-def _restore_pass(admin: Any, record: ThrottleRecord, resources: set[ConfigKey],
+def _restore_pass(admin: KafkaAdminPort, record: ThrottleRecord, resources: set[ConfigKey],
                   result: RestoreResult, sleep: Callable[[float], None] = time.sleep) -> dict[ConfigKey, str]:
     """Restore ``resources`` once; return the ones that failed, with the error."""
     read = _settled_read(admin, [c for c in record.changes if c.resource in resources], sleep)
@@ -167,7 +160,22 @@ def _restore_pass(admin: Any, record: ThrottleRecord, resources: set[ConfigKey],
     return failed
 
 
-def restore_throttle(admin: Any, store: RecordStore, run_id: str, *, attempts: int = 3,
+def _kept_for_moves(admin: KafkaAdminPort, store: RecordStore, record: ThrottleRecord,
+                    result: RestoreResult) -> bool:
+    """Whether moves of the run are still in flight; then the record is left pending for them."""
+    moving = partition_names(own_moves_in_flight(admin, record.submitted))
+    if not moving:
+        return False
+    result.pending = {MOVES_PENDING: f"{len(moving)} move(s) of this run still in flight "
+                                     f"({', '.join(moving[:10])}{' ...' if len(moving) > 10 else ''}); "
+                                     "the throttle stays until they finish"}
+    record.pending = dict(result.pending)
+    store.put(record)
+    log.warning("%s", result.message())
+    return True
+
+
+def restore_throttle(admin: KafkaAdminPort, store: RecordStore, run_id: str, *, attempts: int = 3,
                      wait_max_seconds: float = 10.0, keep_while_moving: bool = False,
                      sleep: Callable[[float], None] = time.sleep) -> RestoreResult:
     """Undo the run's throttle per resource; keep what could not be undone pending in its record.
@@ -190,16 +198,8 @@ def restore_throttle(admin: Any, store: RecordStore, run_id: str, *, attempts: i
         log.info("throttle of run %s already restored", run_id)
         return RestoreResult(run_id, already_restored=True)
     result = RestoreResult(run_id)
-    if keep_while_moving:
-        moving = own_moves_in_flight(admin, record)
-        if moving:
-            result.pending = {MOVES_PENDING: f"{len(moving)} move(s) of this run still in flight "
-                                             f"({', '.join(moving[:10])}{' ...' if len(moving) > 10 else ''}); "
-                                             "the throttle stays until they finish"}
-            record.pending = dict(result.pending)
-            store.put(record)
-            log.warning("%s", result.message())
-            return result
+    if keep_while_moving and _kept_for_moves(admin, store, record, result):
+        return result
     remaining: set[ConfigKey] = {c.resource for c in record.changes}
     if record.pending and MOVES_PENDING not in record.pending:
         # An earlier pass restored the rest: retry only what it left (no false "changed" warnings).
@@ -222,3 +222,17 @@ def restore_throttle(admin: Any, store: RecordStore, run_id: str, *, attempts: i
     store.put(record)
     log.info("%s", result.message())
     return result
+
+
+def restore_after_run(admin: KafkaAdminPort, store: RecordStore, run_id: str) -> RestoreResult:
+    """Restore a run's throttle at its end, but never from under its moves: the one rule of a
+    run's ``finally`` (:func:`kafka_reassign.run.reassign.run_reassignment`) and of the DAG's
+    teardown task.
+
+    Whatever happened before (the run finished, failed with its moves left going because
+    ``cancel_on_failure`` is off, or a cancel that did not take), while a move the run's
+    record lists is still in flight the throttle is what keeps it from hurting clients: it
+    stays, the record is left pending (:data:`MOVES_PENDING`) and the reconciler restores it
+    once the moves are done. With none in flight the throttle is restored at once.
+    """
+    return restore_throttle(admin, store, run_id, keep_while_moving=True)
