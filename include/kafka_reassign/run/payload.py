@@ -104,10 +104,9 @@ class PreparedPayload:
 
         :param d: the payload as :meth:`to_json` wrote it, or its JSON text
         """
-        if isinstance(d, str):
-            d = json.loads(d)
-        check_version(d)
-        started = d.get("started_at")
-        return cls(run=PreparedRun.from_json(d),
-                   before={str(k): (None if v is None else [int(b) for b in v]) for k, v in d["before"].items()},
+        wire: Mapping[str, Any] = json.loads(d) if isinstance(d, str) else d
+        check_version(wire)
+        started = wire.get("started_at")
+        return cls(run=PreparedRun.from_json(wire),
+                   before={str(k): (None if v is None else [int(b) for b in v]) for k, v in wire["before"].items()},
                    started_at=None if started is None else float(started))
