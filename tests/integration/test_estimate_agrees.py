@@ -14,7 +14,7 @@ from kafka_reassign.cluster.admin import KafkaAdmin
 from kafka_reassign.cluster.state import rates_from_snapshot
 from kafka_reassign.planning.estimate import Estimate
 from kafka_reassign.planning.spark import plan
-from kafka_reassign.run.reassign import prepare
+from kafka_reassign.run.prepare import prepare
 from kafka_reassign.units import format_duration
 from kafka_reassign_airflow.plan_view import plan_summary_view
 from sim_snapshots import make_snapshot
