@@ -1,0 +1,80 @@
+"""The executor's poll: read the steps in flight and judge each (done, in progress, dead).
+
+:meth:`StepPoller.poll` is the executor's; :func:`watch_poll` is the same reading and judging
+for a deferrable trigger, which holds only the steps in flight (:meth:`StepStates.watch_spec`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_reassign.cluster.port import KafkaAdminPort
+from kafka_reassign.cluster.state import TopicPartition
+from kafka_reassign.execution.cluster_io import observe, read_cluster
+from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepWatch, step_outcome
+from kafka_reassign.execution.step_state import StepStates
+from kafka_reassign.execution.steps import StepMove
+
+
+class StepPoller(StepStates):
+    """The poll half of :class:`~kafka_reassign.execution.executor.MoveExecutor`."""
+
+    def poll(self, admin: KafkaAdminPort, now: float) -> list[TopicPartition]:
+        """Read the steps in flight and judge each; returns partitions whose last step finished."""
+        self.started_at = self.started_at if self.started_at is not None else now
+        self.polls += 1
+        flying = self.in_flight
+        if not flying:
+            self._listing = None
+            return []
+        view = read_cluster(admin, [self.steps[i] for i in flying])
+        self._listing = view.in_flight
+        finished: list[TopicPartition] = []
+        for i in flying:
+            s = self.steps[i]
+            obs = observe(s, view)
+            w = self.watches[i]
+            w.observe(obs, now)
+            outcome, msg = step_outcome(s.name, s.target, obs, w, self.rules, now,
+                                        log_dir_only=s.is_log_dir_only, produce_rate=self.produce_rates.get(s.key, 0.0))
+            if outcome is Outcome.DONE:
+                self._finish(i)
+                # Leadership moves by itself when the old leader leaves; otherwise elect the new
+                # preferred leader once the partition's last step is done (not mid-chain, where
+                # it would make one new broker the source of every later copy).
+                if self.next_of[i] < 0 and s.target and self.leaders.get(s.key, s.target[0]) != s.target[0] \
+                        and self.leaders.get(s.key) in s.target:
+                    finished.append(s.key)
+            elif outcome.final:
+                self._kill(i, outcome, msg)
+        self._finished_leaders = finished
+        return finished
+
+
+def watch_poll(admin: KafkaAdminPort, spec: dict[str, Any], now: float, seen_offline: set[int] | None = None
+               ) -> tuple[dict[str, Any], list[str]]:
+    """One poll of a trigger's steps (see :meth:`MoveExecutor.watch_spec`), judged like the executor's.
+
+    :param seen_offline: step indices already reported waiting on an offline broker
+    :returns: (the spec with updated watches, reasons to hand back to the executor: a step
+        finished or died, or a broker it needs just went offline; empty = keep waiting)
+    """
+    steps = {int(i): StepMove.from_json(d) for i, d in spec["steps"].items()}
+    watches = {int(i): StepWatch.from_json(w) for i, w in spec["watch"].items()}
+    rules = OutcomeRules.from_json(spec["rules"])
+    reasons: list[str] = []
+    if steps:
+        view = read_cluster(admin, list(steps.values()))
+        for i, s in steps.items():
+            obs = observe(s, view)
+            was_offline = watches[i].offline_since is not None
+            watches[i].observe(obs, now)
+            outcome, msg = step_outcome(s.name, s.target, obs, watches[i], rules, now,
+                                        log_dir_only=s.is_log_dir_only)
+            if outcome is not Outcome.IN_PROGRESS:
+                reasons.append(msg)
+            elif obs.offline and not was_offline and (seen_offline is None or i not in seen_offline):
+                reasons.append(msg)
+                if seen_offline is not None:
+                    seen_offline.add(i)
+    spec = {**spec, "watch": {str(i): w.to_json() for i, w in watches.items()}}
+    return spec, reasons

@@ -1,0 +1,61 @@
+"""The executor's progress view: counts, bytes moved and left, rate, ETA and the rows worth showing."""
+from __future__ import annotations
+
+import time
+
+from kafka_reassign.execution.outcome import Outcome
+from kafka_reassign.execution.progress import ProgressView, StepRow
+from kafka_reassign.execution.step_state import DEAD, DONE, IN_FLIGHT, QUEUED, StepStates
+
+IN_FLIGHT_NAME = "in_flight"
+
+
+class ProgressReporting(StepStates):
+    """The progress half of :class:`~kafka_reassign.execution.executor.MoveExecutor`."""
+
+    def progress(self, now: float | None = None) -> ProgressView:
+        """Counts, bytes moved and left, rate, ETA and the rows of the steps worth showing."""
+        now = time.time() if now is None else now
+        moving = sum(max(0, w.bytes_total - w.bytes_left) for w in self.watches.values())
+        moved = int(self.done_bytes + moving)
+        if not self._rate_samples or self._rate_samples[-1][0] < now:
+            self._rate_samples.append((now, float(moved)))
+        rate = None
+        (t0, m0), (t1, m1) = self._rate_samples[0], self._rate_samples[-1]
+        if t1 > t0:
+            rate = max(0.0, (m1 - m0) / (t1 - t0))
+        # Left: what each step in flight still lacks as last observed (a log written to meanwhile
+        # grows it), plus the planned bytes of the steps not submitted yet.
+        queued = self.bytes_total - self.done_bytes - sum(self.step_bytes[i] for i in self.watches)
+        left = int(max(0.0, queued) + sum(self._watch_left(i) for i in self.watches))
+        outcome = self.outcome()
+        eta = 0.0 if outcome is Outcome.DONE else (left / rate if rate else None)
+        return ProgressView(
+            run_id=self.run_id, outcome=outcome.value, message=self.message, steps_total=len(self.steps),
+            steps_done=self.counts[DONE], steps_in_flight=self.counts[IN_FLIGHT], steps_queued=self.counts[QUEUED],
+            steps_dead=self.counts[DEAD], partitions_total=self.partitions_total,
+            partitions_done=self.partitions_done, bytes_total=max(self.bytes_total, moved + left), bytes_moved=moved,
+            bytes_left=left,
+            rate_bytes_per_sec=rate, eta_seconds=eta, started_at=self.started_at,
+            first_submit_at=self.first_submit_at, updated_at=now, polls=self.polls,
+            throttle_bytes_per_sec=self.rules.throttle_rate, rows=self._rows())
+
+    def _watch_left(self, i: int) -> int:
+        """Bytes step ``i`` still lacks: as last observed, or all of it before its first observation."""
+        w = self.watches[i]
+        return int(w.bytes_left if w.bytes_total else self.step_bytes[i])
+
+    def _rows(self) -> list[StepRow]:
+        out = []
+        for i in [*sorted(self.dead), *self.in_flight, *reversed(self._recent_done)]:
+            s, w = self.steps[i], self.watches.get(i)
+            if i in self.dead:
+                status, msg = self.dead[i][0].value, self.dead[i][1]
+            else:
+                status, msg = (IN_FLIGHT_NAME, "") if w is not None else ("done", "")
+            out.append(StepRow(name=s.name, step=f"{s.step_index + 1}/{s.step_count}", status=status,
+                               current=list(s.current), target=list(s.target),
+                               bytes_total=w.bytes_total if w and w.bytes_total else int(self.step_bytes[i]),
+                               bytes_left=self._watch_left(i) if w else 0,
+                               submitted_at=w.submitted_at if w else None, message=msg))
+        return out

@@ -1,0 +1,110 @@
+"""The executor's window: which eligible steps fit the caps now, and submitting them.
+
+:meth:`AdmissionWindow.refill` picks steps in strategy order within ``max_partition_movements``,
+``max_movements_per_broker`` and ``max_leader_movements``, checks them against the cluster
+(:func:`~kafka_reassign.execution.cluster_io.classify`: done already, ours in flight, or to
+submit), records them as submitted, widens the throttled-replica lists and submits them in one
+AlterPartitionReassignments.
+"""
+from __future__ import annotations
+
+from kafka_reassign.cluster.port import KafkaAdminPort
+from kafka_reassign.execution.cluster_io import classify, elect_leaders, submit
+from kafka_reassign.execution.outcome import Outcome, StepWatch
+from kafka_reassign.execution.step_state import IN_FLIGHT, StepStates, log
+from kafka_reassign.throttle.record import note_submitted
+
+
+class AdmissionWindow(StepStates):
+    """The refill half of :class:`~kafka_reassign.execution.executor.MoveExecutor`."""
+
+    def pick(self) -> list[int]:
+        """The eligible steps that fit the caps now, in strategy order (slots are taken)."""
+        room = self.limits.max_partition_movements - self.counts[IN_FLIGHT]
+        if room <= 0 or not len(self.ready) or self.dead:
+            return []
+        cap_b, cap_l = self.limits.max_movements_per_broker, self.limits.max_leader_movements
+        chosen: list[int] = []
+        for bucket in self.ready.walk():
+            for _, i in bucket:
+                full = [b for b in self.touched[i] if self.broker_load.get(b, 0) >= cap_b]
+                if full:
+                    if self.ready.by_brokers and any(b in self.data[i] for b in full):
+                        break  # a receiving broker of the whole bucket is full
+                    continue
+                if self.steps[i].moves_leader and self.leader_load >= cap_l:
+                    continue
+                self._hold(i, +1)
+                chosen.append(i)
+                if len(chosen) >= room:
+                    return chosen
+        return chosen
+
+    def refill(self, admin: KafkaAdminPort, now: float) -> list[int]:
+        """Submit the next eligible steps that fit; returns the indices now in flight because of it."""
+        started: list[int] = []
+        for _ in range(8):  # steps found already done free their slot and their successor: look again
+            chosen = self.pick()
+            if not chosen:
+                break
+            admitted, skipped = self._admit(admin, chosen, now)
+            started += admitted
+            if not skipped:
+                break
+        to_send = {i: self.steps[i] for i in started if i not in self._adopted}
+        # Adopted moves are noted too: this run's record is what makes them ours from now on
+        # (kafka_reassign.execution.ownership), for its cancel and its restore.
+        targets = {self.steps[i].key: self.steps[i].target for i in started if not self.steps[i].is_log_dir_only}
+        # Recorded as submitted (with the replica lists, one record write) before submitting.
+        self._sync_throttle(admin, started, targets)
+        if self.record_store is not None and self.replica_throttle is None and targets:
+            note_submitted(self.record_store, self.run_id, self.cluster_id, targets,
+                           {self.steps[i].key for i in (*self.watches, *self._dead_moving)})
+        if to_send:
+            refused = submit(admin, to_send, self._dir_moves)
+            for i, err in refused.items():
+                self._kill(i, Outcome.FAILED, err, moving=False)
+                self._touched_topics.add(self.steps[i].topic)
+            if refused:
+                self._sync_throttle(admin, [])
+            self.submissions += 1
+        if started:
+            self.first_submit_at = self.first_submit_at if self.first_submit_at is not None else now
+        self._adopted.clear()
+        self._dir_moves = {}
+        elect_leaders(admin, self._finished_leaders)
+        self._finished_leaders = []
+        return started
+
+    def _admit(self, admin: KafkaAdminPort, chosen: list[int], now: float) -> tuple[list[int], bool]:
+        """Classify the chosen steps against the cluster; (indices now in flight, any found done)."""
+        if self._listing is None:
+            self._listing = admin.list_partition_reassignments(None)
+        adm = classify({i: self.steps[i] for i in chosen}, self._listing, admin, verify=self._verify)
+        self._verify = False
+        for i in adm.skipped:
+            self._hold(i, -1)
+            self.ready.discard(i)
+            self._finish(i)
+        for i, msg in adm.refused.items():
+            self._hold(i, -1)
+            self._kill(i, Outcome.FAILED, msg, moving=False)
+        admitted = adm.submit + adm.adopted
+        self._adopted.update(adm.adopted)
+        self._dir_moves.update(adm.dir_moves)
+        for i in admitted:
+            self.ready.discard(i)
+            self._set(i, IN_FLIGHT)
+            self.watches[i] = StepWatch.start(now)
+        if adm.adopted:
+            log.info("run %s: adopted %d step(s) already in flight to their target", self.run_id, len(adm.adopted))
+        return admitted, bool(adm.skipped)
+
+    def _sync_throttle(self, admin: KafkaAdminPort, started: list[int], submitting: dict | None = None) -> None:
+        """One update of the throttled-replica lists: entries of what is in flight, nothing else."""
+        topics = self._touched_topics | {self.steps[i].topic for i in started}
+        self._touched_topics = set()
+        if self.replica_throttle is None or not (topics or submitting):
+            return
+        moving = [self.steps[i] for i in (*self.watches, *self._dead_moving)]
+        self.replica_throttle.update(admin, moving, topics, submitting)
