@@ -81,14 +81,16 @@ def _planning_params() -> dict[str, Param]:
     }
 
 
-def _schema_type(param: D.RunParam) -> str | list[str]:
+def _schema(param: D.RunParam, *, null: bool | None = None) -> dict[str, Any]:
+    """The JSON schema of a run parameter's DAG param (bounds in the DAG's unit).
+
+    :param param: its row
+    :param null: whether null is accepted (default: where the domain takes it and the DAG does not refuse it)
+    """
     name = {bool: "boolean", int: "integer", float: "number", str: "string"}[param.kind]
-    return ["null", name] if param.nullable and not (param.dag and param.dag.refuse_null) else name
-
-
-def _schema(param: D.RunParam) -> dict[str, Any]:
-    """The JSON schema of a run parameter's DAG param (bounds in the DAG's unit)."""
-    schema: dict[str, Any] = {"type": _schema_type(param)}
+    if null is None:
+        null = param.nullable and not (param.dag is not None and param.dag.refuse_null)
+    schema: dict[str, Any] = {"type": ["null", name] if null else name}
     if param.minimum is not None:
         schema["exclusiveMinimum" if param.exclusive_minimum else "minimum"] = param.minimum
     if param.maximum is not None:
@@ -99,12 +101,17 @@ def _schema(param: D.RunParam) -> dict[str, Any]:
     return schema
 
 
-def _dag_value(param: D.RunParam, value: Any) -> Any:
-    """A domain value in the DAG param's unit (seconds shown as minutes)."""
-    assert param.dag is not None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or param.dag.per_domain_unit == 1:
+def _scaled(param: D.RunParam, value: Any, *, to_domain: bool) -> Any:
+    """A value in the domain's unit from the DAG param's (seconds from minutes), or back.
+
+    :param param: its row
+    :param value: the value (left alone unless a number)
+    :param to_domain: DAG -> domain; False: domain -> DAG
+    """
+    per = param.dag.per_domain_unit if param.dag is not None else 1.0
+    if per == 1 or isinstance(value, bool) or not isinstance(value, (int, float)):
         return value
-    return value / param.dag.per_domain_unit
+    return value * per if to_domain else value / per
 
 
 def _run_params() -> dict[str, Param]:
@@ -117,12 +124,11 @@ def _run_params() -> dict[str, Param]:
         description = dag.description
         if param.unit == "bytes/s" and param.default is not None:
             description += f" Default {D.format_value(param, param.default)}."
-        out[param.dag_name] = Param(_dag_value(param, param.default), title=dag.title, description=description,
+        out[param.dag_name] = Param(_scaled(param, param.default, to_domain=False), title=dag.title, description=description,
                                     section=dag.section, **_schema(param))
         if param.old_name:
-            schema = {**_schema(param), "type": ["null", _schema_type(param)]}
             out[param.old_name] = Param(
-                None, title=f"{dag.title}, old name", section=dag.section, **schema,
+                None, title=f"{dag.title}, old name", section=dag.section, **_schema(param, null=True),
                 description=f"Old name of {param.dag_name}, accepted for this release: give "
                             f"{param.dag_name} instead (giving both is an error).")
     return out
@@ -154,11 +160,10 @@ def run_options(params: dict[str, Any], goal: str | None = None) -> dict[str, An
         if key in D.OTHER_LAYER_KEYS:
             continue
         row = _BY_DAG_NAME.get(key)
-        if row is None or row.dag is None:
+        if row is None:
             out[key] = value
-            continue
-        num = isinstance(value, (int, float)) and not isinstance(value, bool)
-        out[row.name] = value * row.dag.per_domain_unit if num and row.dag.per_domain_unit != 1 else value
+        else:
+            out[row.name] = _scaled(row, value, to_domain=True)
     if (goal or params.get("goal")) in RF_CHANGING_GOALS:
         out["allow_rf_change"] = True
     return D.drop_defaults_beside_old_names(out)

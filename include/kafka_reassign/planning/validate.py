@@ -47,8 +47,8 @@ class ReassignParams:
     max_movements_per_broker: int = D.MAX_MOVEMENTS_PER_BROKER
     max_leader_movements: int = D.MAX_LEADER_MOVEMENTS
     move_timeout_minutes: float = D.MOVE_TIMEOUT_MINUTES
-    allow_rf_change: bool = D.RUN_DEFAULTS["allow_rf_change"]  # type: ignore[assignment]
-    allow_internal_topics: bool = D.RUN_DEFAULTS["allow_internal_topics"]  # type: ignore[assignment]
+    allow_rf_change: bool = D.ALLOW_RF_CHANGE
+    allow_internal_topics: bool = D.ALLOW_INTERNAL_TOPICS
     dry_run: bool = D.DRY_RUN
     cancel_on_failure: bool = D.CANCEL_ON_FAILURE
     stall_window_seconds: float = D.STALL_WINDOW_SECONDS
