@@ -91,7 +91,7 @@ def real_run(snapshot: dict[str, Any], plan: dict[str, Any], params: dict[str, A
                    "--snapshot", snap_file, "--produce-sample-seconds", "0", "--record-dir", os.path.join(tmp, "rec"),
                    "--throttle", str(params["throttle_bytes_per_sec"]),
                    "--poll-interval-seconds", str(params["poll_interval_seconds"] / time_scale),
-                   "--stall-window-seconds", "100000", "--batch-timeout-minutes", "100000",
+                   "--stall-window-seconds", "100000", "--move-timeout-minutes", "100000",
                    "--max-movements-per-broker", str(params.get("max_movements_per_broker", D.MAX_MOVEMENTS_PER_BROKER)),
                    "--print-interval", "100000"]
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
