@@ -483,7 +483,7 @@ def _run(cluster: Any, snapshot: dict[str, Any], args: argparse.Namespace, home:
         say("Plan: computed inside the DAG by the Spark planner (goal rebalance, Spark local[2])")
     dag_loaded = False
     conf.update({"throttle_bytes_per_sec": args.throttle, "poll_interval_seconds": 0.5,
-                 "batch_timeout_minutes": 10, "dry_run": args.dry_run})
+                 "move_timeout_minutes": 10, "dry_run": args.dry_run})
 
     say(f"Running the kafka_reassign DAG (dag.test), throttle {format_rate(args.throttle)} per broker ...")
     records = RunRecords(home / "airflow.db", "kafka_reassign", since=time.time() - 1)
