@@ -13,7 +13,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from kafka_local import LocalKafka
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKERS, RACKS, LOG_DIRS = 6, 3, 2
@@ -29,7 +32,7 @@ SETTING = tuple[str, str, str]
 class Bench:
     """The running cluster, its bootstrap servers and a work directory for plans and records."""
 
-    cluster: Any
+    cluster: LocalKafka
     bootstrap: str
     work: Path
 
@@ -38,7 +41,7 @@ class Bench:
         return sorted(self.cluster.brokers)
 
 
-def start_cluster(work: Path) -> tuple[Any, bool]:
+def start_cluster(work: Path) -> tuple[LocalKafka, bool]:
     """(cluster, owned): our own 6-broker cluster, or the one ``KAFKA_LOCAL_DIR`` names (kept running)."""
     from kafka_local import LocalKafka
     if os.environ.get("KAFKA_LOCAL_DIR"):
@@ -95,7 +98,7 @@ def ours_command(bench: Bench, plan: Path, throttle: str, *extra: str) -> list[s
 
 # -- reading and writing configs as "someone else" (confluent-kafka, not the tool's client) ----
 
-def others_set(bench: Bench, values: dict[SETTING, str | None]) -> None:
+def others_set(bench: Bench, values: Mapping[SETTING, str | None]) -> None:
     """Another admin (kafka-python, incremental) writes configs; None deletes.
 
     Broker "" is the cluster-wide default, which kafka-python cannot address: Kafka's ConfigCommand writes it.
@@ -199,7 +202,7 @@ def write_plan(path: Path, topic: str, target: dict[int, list[int]]) -> Path:
     return path
 
 
-def print_table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+def print_table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     """Columns padded to their widest cell, separated by ``|``."""
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     for row in (head, tuple("-" * w for w in widths), *rows):

@@ -91,6 +91,15 @@ def launch(bench: Bench, topic: str, plan_target: dict[int, list[int]]) -> Fault
     return FaultRun(bench, topic, before, sampler, observer, proc, log)
 
 
+def launch_moving(bench: Bench, topic: str, priors: dict[SETTING, str]) -> FaultRun:
+    """A fault's topic and priors, our run on :data:`FAULT_TARGET`, returned two seconds into its move."""
+    prepare_fault(bench, topic, priors)
+    run = launch(bench, topic, FAULT_TARGET)
+    run.observer.wait_started(120, run.proc)
+    time.sleep(2)
+    return run
+
+
 def settle(run: FaultRun, fault: str, theirs_touched: str = "") -> FaultRow:
     """Wait for our run to exit, then compare every throttle config with what was there before."""
     try:
@@ -122,11 +131,7 @@ def settle(run: FaultRun, fault: str, theirs_touched: str = "") -> FaultRow:
 
 def fault_kill_broker(bench: Bench) -> FaultRow:
     """kill -9 of the receiving broker 6 two seconds into the move, then restart it at once."""
-    topic = "fault-kill"
-    prepare_fault(bench, topic, {("broker", "1", LEADER_RATE): "70000000"})
-    run = launch(bench, topic, FAULT_TARGET)
-    run.observer.wait_started(120, run.proc)
-    time.sleep(2)
+    run = launch_moving(bench, "fault-kill", {("broker", "1", LEADER_RATE): "70000000"})
     bench.cluster.kill_broker(6)
     t0 = time.monotonic()
     time.sleep(1)
@@ -144,10 +149,7 @@ def fault_kill_broker(bench: Bench) -> FaultRow:
 def fault_throttle_deleted(bench: Bench) -> FaultRow:
     """Another admin deletes our rates on the sender (1) and the receiver (6) two seconds into the move."""
     topic = "fault-deleted"
-    prepare_fault(bench, topic, {("broker", "4", LEADER_RATE): "70000000"})
-    run = launch(bench, topic, FAULT_TARGET)
-    run.observer.wait_started(120, run.proc)
-    time.sleep(2)
+    run = launch_moving(bench, topic, {("broker", "4", LEADER_RATE): "70000000"})
     others_set(bench, {("broker", "1", LEADER_RATE): None, ("broker", "6", FOLLOWER_RATE): None})
     t0 = time.monotonic()
     back = None

@@ -5,9 +5,12 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from benchmarks.real_kafka_cluster import Bench, throttles
+
+if TYPE_CHECKING:
+    from kafka import KafkaAdminClient
 
 
 @dataclass
@@ -36,7 +39,7 @@ class Observer(threading.Thread):
         self.exact_order = False
         self.stop_event = threading.Event()
 
-    def look(self, admin: Any) -> Sample:
+    def look(self, admin: KafkaAdminClient) -> Sample:
         """One sample: ListPartitionReassignments, then the topic's metadata."""
         flight = admin.list_partition_reassignments()
         n = sum(1 for tp in flight if tp.topic == self.topic)
@@ -50,7 +53,7 @@ class Observer(threading.Thread):
     def run(self) -> None:
         from kafka import KafkaAdminClient
 
-        def connect() -> Any:
+        def connect() -> KafkaAdminClient:
             return KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="bench-observer",
                                     request_timeout_ms=5000)
         admin = connect()
