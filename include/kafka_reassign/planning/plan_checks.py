@@ -27,7 +27,7 @@ from typing import Any, Iterable, Mapping
 from kafka_reassign.cluster.state import ClusterState, InFlight, PartitionInfo, TopicPartition
 from kafka_reassign.errors import PlanValidationError, Problem
 from kafka_reassign.planning.plan import ANY_LOG_DIR, PartitionMove, ReassignmentPlan, parse_plan_entries
-from kafka_reassign.execution.ownership import is_ours
+from kafka_reassign.execution.ownership import SubmittedTargets, is_ours
 
 
 def _on_the_way(now: tuple[int, ...], original: tuple[int, ...], target: tuple[int, ...]) -> bool:
@@ -61,7 +61,7 @@ class _Options:
 
     allow_rf_change: bool
     allow_internal_topics: bool
-    own_targets: Mapping[TopicPartition, Any] | None
+    own_targets: SubmittedTargets | None
     who: str
 
 
@@ -250,7 +250,7 @@ def _check_in_flight_elsewhere(moves: list[PartitionMove], state: ClusterState, 
 def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterState, *,
                   allow_rf_change: bool = False, own_run_id: str | None = None,
                   allow_internal_topics: bool = False,
-                  own_targets: Mapping[TopicPartition, Any] | None = None,
+                  own_targets: SubmittedTargets | None = None,
                   refuse_foreign_in_flight: bool = True) -> list[str]:
     """Check ``plan`` against ``state``; raise listing every problem, or return warnings.
 
