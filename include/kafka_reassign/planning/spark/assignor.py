@@ -192,5 +192,5 @@ def load_assignor(path: str) -> ReplicaAssignor:
         raise AssignorError(path, f"constructor failed: {type(exc).__name__}: {exc}") from exc
     if not hasattr(instance, "configure"):
         # duck-typed classes get the default configure so they can read the context
-        instance.configure = lambda ctx, _i=instance: setattr(_i, "context", ctx)  # type: ignore[attr-defined]
-    return instance  # type: ignore[return-value]
+        instance.configure = lambda ctx, _i=instance: setattr(_i, "context", ctx)
+    return instance

@@ -110,7 +110,7 @@ class _Receivers:
         """(quota left, broker) of the receiver of group ``g`` with most quota that fits and passes ``ok``."""
         import heapq
 
-        h = self.heaps.get(g)
+        h = self.heaps.get(g, [])
         popped: list[tuple[float, int]] = []
         found = None
         while h:
@@ -188,10 +188,10 @@ class _Pool:
 
         cut = bisect_right(self.sizes, most)
         k = bisect_right(self.sizes, want, 0, cut)
-        lo = self._find(self.left, k) - 1           # largest untried index < k
-        hi = self._find(self.right, k)              # smallest untried index >= k
-        hi = hi if hi < cut else None
-        lo = lo if lo >= 0 else None
+        below = self._find(self.left, k) - 1        # largest untried index < k
+        above = self._find(self.right, k)           # smallest untried index >= k
+        hi = above if above < cut else None
+        lo = below if below >= 0 else None
         if lo is None or (hi is not None and self.sizes[hi] - want < want - self.sizes[lo]):
             return hi
         return lo

@@ -96,18 +96,16 @@ class BuiltinGoal(ReplicaAssignor):
         current = len({rack[r] for r in reps})
         dup_ok = len(taken) >= min(self.n_racks, len(others) + 1,
                                    current + (0 if replacing is not None else 1))
-        ordered = candidates is self.placeable
-        if ordered:
-            # scan brokers by (recent) base score and stop once no later broker can win: the
-            # size and topic terms only add to the base; on 300 brokers this skips most of them
-            candidates = self._by_base()
-        for item in candidates:
-            if ordered:
-                base, b = item  # type: ignore[misc]
+        # All placeable brokers are scanned by (recent) base score, stopping once no later broker
+        # can win: the size and topic terms only add to the base; on 300 brokers this skips most.
+        scan: Iterable[int | tuple[float, int]] = self._by_base() if candidates is self.placeable else candidates
+        for item in scan:
+            if isinstance(item, tuple):
+                base, b = item
                 if best is not None and base >= best[0]:
                     break
             else:
-                b = item  # type: ignore[assignment]
+                b = item
             if b in reps or (not dup_ok and rack[b] in taken):
                 continue
             load = a.broker_bytes[b] + size
