@@ -20,20 +20,18 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, TypeGuard
 
+from kafka_reassign.cluster.port import ClusterReader
 from kafka_reassign.errors import Problem, SnapshotError
 
-if TYPE_CHECKING:
-    from kafka_reassign.cluster.admin import KafkaAdmin
 
-
-def is_int(v: Any) -> bool:
+def is_int(v: object) -> TypeGuard[int]:
     """An integer that is not a bool (``True`` is not a broker id)."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def is_num(v: Any) -> bool:
+def is_num(v: object) -> TypeGuard[int | float]:
     """A finite int or float that is not a bool (JSON allows NaN and Infinity; we do not)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -290,7 +288,7 @@ def save_snapshot(snap: dict[str, Any], path: str | os.PathLike[str]) -> None:
     os.replace(tmp, path)
 
 
-def read_cluster_snapshot(admin: "KafkaAdmin", sample_seconds: float = 0.0) -> dict[str, Any]:
+def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0) -> dict[str, Any]:
     """Take a snapshot of a live cluster.
 
     Sizes come from DescribeLogDirs (the leader's replica). Produce rates are not exposed by
