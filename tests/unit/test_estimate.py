@@ -122,3 +122,23 @@ def test_estimate_view_finds_the_prepared_run_among_a_runs_xcoms():
     view = estimate_view([{"plan_file": "p.json"}, [1, 2], prepared])
     assert view["estimate"]["source"] == "rehearsal" and view["rehearsal"] == {"predicted_seconds": 100.0, "text": "t"}
     assert estimate_view([{"plan_file": "p.json"}]) is None
+
+
+def test_planner_entry_point_is_the_executors_estimate():
+    # What the planner holds as plain data gives the estimate prepare makes from the cluster state:
+    # the same KIP-435 steps (RF 3 -> 3 moving two replicas, one RF increase), the same quotas.
+    from kafka_reassign.execution.steps import plan_all_steps
+    from kafka_reassign.planning.estimate import PlannedMove, estimate_plan, estimate_run
+    from kafka_reassign.planning.plan import PartitionMove
+
+    state = state_with(1 * MB, partitions=3)
+    targets = {0: (4, 5, 3), 1: (2, 3, 4, 6), 2: (6, 4, 5)}
+    moves = [PartitionMove("orders", p, t) for p, t in targets.items()]
+    want = estimate_run(plan_all_steps(moves, state), state, Limits(rate=10 * MB))
+    planned = [PlannedMove("orders", p, state.partition("orders", p).replicas, t, 100 * MB, produce=1 * MB,
+                           leader=state.partition("orders", p).leader) for p, t in targets.items()]
+    got, stalls = estimate_plan(planned, 10 * MB)
+    assert got.seconds == pytest.approx(want.seconds) and got.bound_seconds == pytest.approx(want.bound_seconds)
+    assert got.broker_seconds == pytest.approx(want.broker_seconds) and stalls == []
+    never, stalls = estimate_plan(planned, 3 * MB)  # 3 MB/s = (k+1)P for orders-0 on its leader
+    assert math.isinf(never.seconds) and any(s.broker == 1 and s.side == "leader" for s in stalls)

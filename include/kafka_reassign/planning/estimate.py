@@ -387,13 +387,14 @@ def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
 
 
 def estimate_plan(moves: Sequence[PlannedMove], rate: float | None, log_dir_rate: float | None = None,
-                  network: Mapping[int, float] | None = None) -> Estimate:
+                  network: Mapping[int, float] | None = None) -> tuple[Estimate, list[StallPoint]]:
     """:func:`estimate_run` for a plan the planner holds (same KIP-435 steps as the executor's).
 
     :param moves: the plan's partition moves with their sizes and produce rates
     :param rate: the replication throttle the run will use (None: unthrottled)
     :param log_dir_rate: the KIP-113 throttle (None: ``rate``)
     :param network: broker -> network bytes/s where the snapshot says
+    :returns: (the estimate, where the moves that never finish run out of quota)
     """
     # Steps are the executor's (execution builds on planning.plan; imported here, not at load).
     from kafka_reassign.execution.steps import plan_all_steps
@@ -404,13 +405,9 @@ def estimate_plan(moves: Sequence[PlannedMove], rate: float | None, log_dir_rate
               for m in moves]
     limits = Limits(rate=rate, log_dir_rate=log_dir_rate, network=dict(network or {}))
     steps = plan_all_steps(wanted, state)
-    estimate = estimate_run(steps, state, limits)
     loads = step_loads(steps, state)
-    # Where each stalled move runs out of quota, for the planner's warnings.
-    estimate.detail["stalls"] = [
-        {"partition": p.name, "broker": p.broker, "side": p.side, "needed": p.needed, "throttle": p.throttle}
-        for p in stall_points(loads, limits, quota_load(loads, per_step=True)) if p.stalls]
-    return estimate
+    stalls = [p for p in stall_points(loads, limits, quota_load(loads, per_step=True)) if p.stalls]
+    return estimate_run(steps, state, limits), stalls
 
 
 def stalled_moves(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | None = None) -> list[str]:

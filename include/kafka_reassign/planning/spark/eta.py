@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from kafka_reassign.planning.estimate import PlannedMove, estimate_plan
+from kafka_reassign.planning.estimate import PlannedMove, StallPoint, estimate_plan
 from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.cluster import Cluster
 from kafka_reassign.units import fmt_bytes
+
+if TYPE_CHECKING:  # pandas is imported where the frames are made
+    import pandas as pd
 
 #: Stalled partitions named per warning (the rest are counted).
 NAMED_STALLS = 5
@@ -30,22 +33,23 @@ def plan_eta(moves: Sequence[PlannedMove], opts: PlanOptions,
     :param opts: the planner options (throttles)
     :param network: broker -> network bytes/s
     """
-    estimate = estimate_plan(moves, opts.throttle_bytes_per_sec, opts.log_dir_throttle_bytes_per_sec, network)
+    estimate, stalls = estimate_plan(moves, opts.throttle_bytes_per_sec, opts.log_dir_throttle_bytes_per_sec,
+                                     network)
     seconds = None if math.isinf(estimate.seconds) else round(estimate.seconds, 1)
-    return seconds, stall_warnings(estimate.detail.get("stalls") or [])
+    return seconds, stall_warnings(stalls)
 
 
-def stall_warnings(stalls: Sequence[Mapping[str, Any]]) -> list[str]:
+def stall_warnings(stalls: Sequence[StallPoint]) -> list[str]:
     """One warning per broker quota that some moves cannot get past."""
-    by_quota: dict[tuple[int, str], list[Mapping[str, Any]]] = {}
+    by_quota: dict[tuple[int, str], list[StallPoint]] = {}
     for s in stalls:
-        by_quota.setdefault((int(s["broker"]), str(s["side"])), []).append(s)
+        by_quota.setdefault((s.broker, s.side), []).append(s)
     out = []
     for (broker, side), points in sorted(by_quota.items()):
-        names = sorted({str(p["partition"]) for p in points})
+        names = sorted({p.name for p in points})
         more = f" and {len(names) - NAMED_STALLS} more" if len(names) > NAMED_STALLS else ""
-        worst = max(points, key=lambda p: float(p["needed"]))
-        out.append(f"throttle {fmt_bytes(worst['throttle'])}/s is at or below the {fmt_bytes(worst['needed'])}/s "
+        worst = max(points, key=lambda p: p.needed)
+        out.append(f"throttle {fmt_bytes(worst.throttle)}/s is at or below the {fmt_bytes(worst.needed)}/s "
                    f"that produce and in-sync replication take of broker {broker}'s {side.replace('_', '-')} "
                    f"quota: {', '.join(names[:NAMED_STALLS])}{more} would never finish; raise the throttle")
     return out
@@ -64,7 +68,7 @@ def cluster_moves(cluster: Cluster, plan: ReassignmentPlan) -> list[PlannedMove]
     return out
 
 
-def change_moves(changes: Any, plan: ReassignmentPlan, min_isr: Mapping[str, int]) -> list[PlannedMove]:
+def change_moves(changes: pd.DataFrame, plan: ReassignmentPlan, min_isr: Mapping[str, int]) -> list[PlannedMove]:
     """The plan's moves with the balancing goals' changed partitions.
 
     :param changes: pandas frame: topic, partition, orig, size_bytes, bytes_in_per_sec, leader

@@ -21,13 +21,16 @@ Definitions (also in the README):
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_reassign.planning.estimate import PlannedMove
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.eta import plan_eta
 from kafka_reassign.planning.spark.loads import Loads
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
+
+if TYPE_CHECKING:  # pandas is imported where the frames are made
+    import pandas as pd
 
 
 def disk_balance(bytes_: dict[int, float], brokers: dict[int, BrokerInfo], ids: list[int]) -> float:
@@ -43,7 +46,7 @@ def count_balance(values: dict[int, int], ids: list[int]) -> float:
     return max(values[b] for b in ids) / mean if mean else 1.0
 
 
-def _movement(changes: Any) -> tuple[int, float, int]:
+def _movement(changes: pd.DataFrame) -> tuple[int, float, int]:
     """Replica movements, bytes copied, leader changes."""
     n_added = changes["added"].str.len().fillna(0)
     copied = changes["size_bytes"] * n_added
@@ -52,7 +55,7 @@ def _movement(changes: Any) -> tuple[int, float, int]:
 
 
 def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets, before: Loads,
-                  after: Loads, changes: Any, moves: list[PlannedMove], nic: dict[int, float],
+                  after: Loads, changes: pd.DataFrame, moves: list[PlannedMove], nic: dict[int, float],
                   warnings: list[str]) -> dict[str, Any]:
     """The summary dict (keys documented in the module docstring).
 
