@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from kafka_reassign.cluster.config_source import ConfigsRead
+from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
 from kafka_reassign.errors import PreflightError, Problem
 from kafka_reassign.planning.estimate import Limits, StallPoint, quota_load, stall_points, step_loads
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
@@ -63,7 +65,7 @@ class ProduceRates:
         return "produce rates not measured (produce_sample_seconds is 0 and no snapshot rates)"
 
 
-def _leader_sizes(admin: Any, leaders: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+def _leader_sizes(admin: KafkaAdminPort, leaders: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
     brokers = sorted({b for b in leaders.values() if b >= 0})
     if not brokers:
         return {}
@@ -72,7 +74,7 @@ def _leader_sizes(admin: Any, leaders: Mapping[TopicPartition, int]) -> dict[Top
             if not r.is_future and leaders.get((r.topic, r.partition)) == r.broker}
 
 
-def measure_produce_rates(admin: Any, state: ClusterState, partitions: Iterable[TopicPartition], seconds: float,
+def measure_produce_rates(admin: KafkaAdminPort, state: ClusterState, partitions: Iterable[TopicPartition], seconds: float,
                           *, sleep: Callable[[float], None] = time.sleep,
                           clock: Callable[[], float] = time.monotonic) -> ProduceRates:
     """Sample log-end offsets and leader log sizes twice, ``seconds`` apart.
@@ -315,7 +317,8 @@ class SnapshotView:
     def __init__(self, snapshot: Mapping[str, Any]) -> None:
         self.snapshot = snapshot
 
-    def cluster_state(self, **_: Any) -> ClusterState:
+    def cluster_state(self, include_log_dirs: bool = True, topics: list[str] | None = None) -> ClusterState:
+        """The snapshot's cluster (it always holds sizes and log dirs; every topic of it)."""
         return ClusterState.from_snapshot(dict(self.snapshot))
 
     def describe_configs(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
@@ -333,11 +336,12 @@ class SnapshotView:
         return out
 
     def describe_sourced(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
-                         keys: Iterable[str] | None = None) -> Any:
+                         keys: Iterable[str] | None = None) -> ConfigsRead:
         """:meth:`describe_configs` as a ConfigsRead: a snapshot holds no cluster-wide defaults."""
-        from kafka_reassign.cluster.admin import ConfigsRead
         return ConfigsRead(self.describe_configs(broker_ids, topics, keys), {})
 
+
+_implements_reader: type[ClusterReader] = SnapshotView  # mypy proves it stands in for the read side
 
 __all__ = ["SnapshotView", "ProduceRates", "PreflightReport", "measure_produce_rates", "preflight", "enforce",
            "effective_rates", "smallest_working_throttle"]

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
 from kafka_reassign.errors import ReassignError
 from kafka_reassign.planning.estimate import SOURCE_REHEARSAL, Estimate
 from kafka_reassign.throttle.specs import BROKER_KEYS, TOPIC_KEYS
@@ -399,7 +400,7 @@ def _plan_entries(plan: Any) -> list[dict[str, Any]]:
              "log_dirs": bool(m.log_dirs and any(d != "any" for d in m.log_dirs))} for m in obj.moves]
 
 
-def _run(admin: Any, plan: Any, params: Any, store: Any, sleep: Callable[[float], None], clock: Callable[[], float],
+def _run(admin: KafkaAdminPort, plan: Any, params: Any, store: Any, sleep: Callable[[float], None], clock: Callable[[], float],
          rates: Mapping[tuple[str, int], float], say: Callable[[str], None]) -> Any:
     """The executor loop of a real run, on the simulator's clock."""
     from kafka_reassign.run.reassign import run_reassignment
@@ -428,7 +429,7 @@ def _report(watch: ClusterWatch, prepared: Any, params: Any, outcome: str, sim_s
         warnings=list(prepared.warnings) if prepared is not None else [])
 
 
-def rehearse_live(admin: Any, plan: Any, params: Any, rates: Mapping[tuple[str, int], float]) -> RehearsalReport:
+def rehearse_live(admin: ClusterReader, plan: Any, params: Any, rates: Mapping[tuple[str, int], float]) -> RehearsalReport:
     """Rehearse on a snapshot read now from a live cluster (what ``prepare`` does with ``rehearse``).
 
     :param admin: KafkaAdmin of the live cluster (only read)
@@ -464,7 +465,7 @@ def estimate_view(xcom_values: Iterable[Any]) -> dict[str, Any] | None:
     return None
 
 
-def read_rehearsal_snapshot(admin: Any, sample_seconds: float = 5.0) -> dict[str, Any]:
+def read_rehearsal_snapshot(admin: ClusterReader, sample_seconds: float = 5.0) -> dict[str, Any]:
     """A snapshot of a live cluster with what a rehearsal needs; reads only.
 
     Placement, sizes and produce rates (leader log growth over ``sample_seconds``) from

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_reassign.cluster.config_source import Inherited
+from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.errors import ReassignError
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
 from kafka_reassign.throttle.specs import (BROKER_KEYS, LIST_KEYS, TOPIC_KEYS, WILDCARD, ConfigChange,
@@ -98,7 +99,7 @@ def _shown(now: str | None, inherited: Inherited | None) -> str:
     return repr(now)
 
 
-def guard_throttle(admin: Any, store: RecordStore, run_id: str) -> GuardResult:
+def guard_throttle(admin: KafkaAdminPort, store: RecordStore, run_id: str) -> GuardResult:
     """Check the run's throttle once and put back what is missing (recorded first).
 
     :param admin: KafkaAdmin (read_configs, alter_configs)
@@ -168,7 +169,7 @@ def _expected_entry(entry: Mapping[str, str] | Sequence[str]) -> tuple[str, str,
     return named["resource_type"], named["name"], named["key"], named["value"]
 
 
-def throttle_drift(admin: Any, expected: Sequence[Mapping[str, str] | Sequence[str]]) -> list[str]:
+def throttle_drift(admin: KafkaAdminPort, expected: Sequence[Mapping[str, str] | Sequence[str]]) -> list[str]:
     """Read-only check of :func:`expected_throttle`: one line per value removed or weakened.
 
     For a watcher that must not write (the triggerer): it reports, and the worker woken by
@@ -201,7 +202,7 @@ class ThrottleGuard:
     :param every: check on every ``every``-th call (1 = every poll, 0 = never)
     """
 
-    def __init__(self, admin: Any, store: RecordStore, run_id: str, every: int = 1) -> None:
+    def __init__(self, admin: KafkaAdminPort, store: RecordStore, run_id: str, every: int = 1) -> None:
         self.admin, self.store, self.run_id = admin, store, run_id
         self.every = max(0, int(every))
         self.polls = 0
