@@ -19,307 +19,27 @@ from __future__ import annotations
 
 import copy
 import logging
-import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
 from kafka_reassign.errors import ReassignError
-from kafka_reassign.planning.estimate import SOURCE_REHEARSAL, Estimate
+from kafka_reassign.rehearsal.report import RehearsalReport, estimate_view
+from kafka_reassign.rehearsal.watch import ClusterWatch, downsample_timeline, virtual_sleep
 from kafka_reassign.throttle.specs import BROKER_KEYS, TOPIC_KEYS
-from kafka_reassign.units import fmt_bytes, format_duration
+
+# Callers import the rehearsal's names from here, wherever their code lives.
+__all__ = ["THROTTLE_CONFIGS", "ClusterWatch", "RehearsalReport", "apply_snapshot_throttles", "estimate_view",
+           "read_rehearsal_snapshot", "rehearse", "rehearse_live", "virtual_sleep"]
 
 log = logging.getLogger(__name__)
 
 #: Snapshot field (per broker) carrying the dynamic throttle configs set on the cluster.
 THROTTLE_CONFIGS = "throttle_configs"
-#: Points kept in the report's timeline.
-TIMELINE_POINTS = 60
-#: Plan partitions (not moving) whose ISR is checked per observation, in rotation.
-ISR_SLICE = 2000
 #: Partitions listed as the slowest.
 SLOWEST = 10
 #: Kafka's IncrementalAlterConfigs resource type of a broker and its SET operation.
 _BROKER_RESOURCE, _SET = 4, 0
-
-
-@dataclass
-class RehearsalReport:
-    """What a rehearsal predicts for a real run.
-
-    :param predicted_seconds: first reassignment submitted -> last one completed (simulated
-        seconds); None when the run did not finish (``outcome`` says why)
-    :param formula: the KIP-73 formula estimate of the same run (JSON), for comparison
-    :param timeline: [simulated seconds since the first submission, bytes copied so far]
-    :param slowest: the partitions that were moving longest
-    :param isr_risks: in-sync replica sets that shrank, or fell below min.insync.replicas
-    :param urp_peak: most under-replicated partitions at once (moving ones included)
-    :param peak_in_flight: broker -> {"in": most moves into it at once, "out": out of it}
-    :param outcome: ``done``, or the error that ended the run (stall, timeout...)
-    """
-
-    predicted_seconds: float | None
-    bound_seconds: float
-    formula: dict[str, Any]
-    timeline: list[list[float]]
-    slowest: list[dict[str, Any]]
-    isr_risks: list[dict[str, Any]]
-    urp_peak: int
-    peak_in_flight: dict[int, dict[str, int]]
-    outcome: str = "done"
-    partitions: int = 0
-    steps: int = 0
-    throttle: int | None = None
-    bytes_total: int = 0
-    sim_seconds: float = 0.0
-    wall_seconds: float = 0.0
-    cpu_seconds: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def ratio(self) -> float | None:
-        """Predicted moving time / throttle bound."""
-        if self.predicted_seconds is None or not self.bound_seconds:
-            return None
-        return self.predicted_seconds / self.bound_seconds
-
-    def estimate(self) -> Estimate:
-        """The rehearsal's prediction as an :class:`Estimate` (source ``rehearsal``)."""
-        formula = Estimate.from_json(self.formula) if self.formula else None
-        return Estimate(seconds=math.inf if self.predicted_seconds is None else self.predicted_seconds,
-                        bound_seconds=self.bound_seconds, source=SOURCE_REHEARSAL,
-                        busiest_broker=formula.busiest_broker if formula else None, bytes_total=self.bytes_total,
-                        stalled=[] if self.predicted_seconds is not None else [self.outcome],
-                        detail={"cpu_seconds": round(self.cpu_seconds, 2), "outcome": self.outcome})
-
-    def format(self) -> str:
-        """The printable report (CLI, task log)."""
-        ratio = f"{self.ratio:.2f}x" if self.ratio is not None else "-"
-        lines = [f"Rehearsal of {self.partitions} partition(s), {self.steps} step(s), {fmt_bytes(self.bytes_total)} "
-                 f"to copy, throttle {fmt_bytes(self.throttle) + '/s' if self.throttle else 'none'}",
-                 f"  predicted moving time: {format_duration(self.predicted_seconds)} ({ratio} the throttle bound "
-                 f"{format_duration(self.bound_seconds)}); outcome: {self.outcome}"]
-        if self.formula:
-            lines.append(f"  formula said: {Estimate.from_json(self.formula).describe()}")
-        lines.append(f"  rehearsal cost: {self.cpu_seconds:.1f} s CPU, {self.wall_seconds:.1f} s wall for "
-                     f"{format_duration(self.sim_seconds)} simulated")
-        if self.timeline:
-            lines.append("Bytes copied over time:")
-            step = max(1, len(self.timeline) // 10)
-            for t, b in self.timeline[::step] + ([self.timeline[-1]] if (len(self.timeline) - 1) % step else []):
-                share = b / self.bytes_total if self.bytes_total else 1.0
-                lines.append(f"  {format_duration(t):>12}  {fmt_bytes(b):>10}  {'#' * int(share * 40)}")
-        if self.slowest:
-            lines.append("Slowest partitions:")
-            for s in self.slowest:
-                lines.append(f"  {s['partition']}: {format_duration(s['seconds'])} moving, {fmt_bytes(s['bytes'])}")
-        lines.append(f"Under-replicated partitions at most: {self.urp_peak} (moving partitions count until their "
-                     "new replicas are in sync)")
-        if self.isr_risks:
-            lines.append("ISR risks:")
-            lines += [f"  {r['partition']}: {r['what']} at {format_duration(r['at'])}" for r in self.isr_risks[:20]]
-            if len(self.isr_risks) > 20:
-                lines.append(f"  ... and {len(self.isr_risks) - 20} more")
-        else:
-            lines.append("ISR risks: none (no in-sync replica set shrank)")
-        if self.peak_in_flight:
-            busiest = sorted(self.peak_in_flight.items(), key=lambda kv: -(kv[1]["in"] + kv[1]["out"]))[:10]
-            lines.append("Peak moves in flight per broker (in/out): " +
-                         ", ".join(f"{b}: {v['in']}/{v['out']}" for b, v in busiest))
-        lines += [f"warning: {w}" for w in self.warnings]
-        return "\n".join(lines)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"predicted_seconds": self.predicted_seconds, "bound_seconds": self.bound_seconds,
-                "ratio": self.ratio, "formula": self.formula, "timeline": self.timeline, "slowest": self.slowest,
-                "isr_risks": self.isr_risks, "urp_peak": self.urp_peak,
-                "peak_in_flight": {str(b): v for b, v in sorted(self.peak_in_flight.items())},
-                "outcome": self.outcome, "partitions": self.partitions, "steps": self.steps,
-                "throttle": self.throttle, "bytes_total": self.bytes_total, "sim_seconds": self.sim_seconds,
-                "wall_seconds": self.wall_seconds, "cpu_seconds": self.cpu_seconds, "warnings": self.warnings,
-                "estimate": self.estimate().to_json(), "text": self.format()}
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "RehearsalReport":
-        return cls(predicted_seconds=d.get("predicted_seconds"), bound_seconds=float(d.get("bound_seconds") or 0),
-                   formula=dict(d.get("formula") or {}), timeline=[list(x) for x in d.get("timeline", [])],
-                   slowest=list(d.get("slowest", [])), isr_risks=list(d.get("isr_risks", [])),
-                   urp_peak=int(d.get("urp_peak", 0)),
-                   peak_in_flight={int(b): dict(v) for b, v in (d.get("peak_in_flight") or {}).items()},
-                   outcome=d.get("outcome", "done"), partitions=int(d.get("partitions", 0)),
-                   steps=int(d.get("steps", 0)), throttle=d.get("throttle"), bytes_total=int(d.get("bytes_total", 0)),
-                   sim_seconds=float(d.get("sim_seconds", 0)), wall_seconds=float(d.get("wall_seconds", 0)),
-                   cpu_seconds=float(d.get("cpu_seconds", 0)), warnings=list(d.get("warnings", [])))
-
-
-class ClusterWatch:
-    """Observes a simulated cluster between polls: what is moving, copied, in sync.
-
-    :param model: the simulator's ClusterModel
-    :param plan_keys: the plan's partitions (their ISR is watched)
-    :param dir_keys: the plan's partitions with log dirs named (KIP-113 moves are watched too)
-    """
-
-    def __init__(self, model: Any, plan_keys: set[tuple[str, int]],
-                 dir_keys: set[tuple[str, int]] | None = None) -> None:
-        self.model = model
-        self.plan_keys = plan_keys
-        self.dir_keys = sorted(dir_keys or ())
-        self.first_submit: float | None = None
-        self.last_done: float | None = None
-        self.moving_since: dict[tuple[str, int], float] = {}
-        self.moving_total: dict[tuple[str, int], float] = {}
-        # partition -> (broker, "broker" | "dir") -> bytes its new copy holds; and their sum
-        self.copied: dict[tuple[str, int], dict[tuple[int, str], float]] = {}
-        self.copied_total = 0.0
-        self.timeline: list[list[float]] = []
-        self.peak: dict[int, dict[str, int]] = {}
-        self.urp_peak = 0
-        self.risks: list[dict[str, Any]] = []
-        self._risk_seen: set[tuple[str, int, str]] = set()
-        self._isr0: dict[tuple[str, int], set[int]] = {}
-        self._min_isr: dict[str, int] = {}
-        self._prev_t: float | None = None
-        self._order = sorted(plan_keys)
-        self._cursor = 0
-        with model.lock:
-            for key in plan_keys:
-                p = model.partition(*key)
-                if p is not None:
-                    self._isr0[key] = set(p.isr)
-
-    def observe(self, scan: bool = False) -> None:
-        """Record the cluster's state now (called at every sub-step of a virtual wait).
-
-        :param scan: also check the ISR of a slice of the plan's partitions that are not moving
-        """
-        m = self.model
-        with m.lock:
-            now = m.sim_time()
-            keys: set[tuple[str, int]] = set()
-            self._reassignments(now, keys)
-            if self.dir_keys:
-                self._dir_moves(now, keys)
-            # A move that disappeared finished since the previous look: count the middle.
-            done_at = now if self._prev_t is None else (self._prev_t + now) / 2.0
-            for key in [k for k in self.moving_since if k not in keys]:
-                self.moving_total[key] = self.moving_total.get(key, 0.0) + done_at - self.moving_since.pop(key)
-                self.last_done = done_at
-                p = m.partition(*key)
-                if p is not None:  # finished: its new copies hold the whole log
-                    for sub in list(self.copied.get(key, ())):
-                        self._copy(key, sub, float(p.log_bytes()))
-            self._check_isr(now, keys, scan)
-            if self.first_submit is not None:
-                self.timeline.append([now - self.first_submit, self.copied_total])
-            self._prev_t = now
-
-    def _copy(self, key: tuple[str, int], sub: tuple[int, str], nbytes: float) -> None:
-        subs = self.copied.setdefault(key, {})
-        self.copied_total += nbytes - subs.get(sub, 0.0)
-        subs[sub] = nbytes
-
-    def _moving(self, key: tuple[str, int], now: float, keys: set[tuple[str, int]]) -> None:
-        keys.add(key)
-        if self.first_submit is None:
-            self.first_submit = now
-        self.moving_since.setdefault(key, now)
-
-    def _reassignments(self, now: float, keys: set[tuple[str, int]]) -> None:
-        """Inter-broker moves in flight: bytes copied, moves per broker in and out."""
-        m = self.model
-        inn: dict[int, int] = {}
-        out: dict[int, int] = {}
-        for topic, index, _replicas, adding, _removing in m.list_reassignments(None):
-            p = m.partition(topic, index)
-            if p is None:
-                continue
-            self._moving((topic, index), now, keys)
-            for b in adding:
-                r = p.replica(b)
-                if r is not None:
-                    self._copy((topic, index), (b, "broker"), float(r.exact_bytes()))
-                inn[b] = inn.get(b, 0) + 1
-            if adding and p.leader >= 0:
-                out[p.leader] = out.get(p.leader, 0) + 1
-        for side, counts in (("in", inn), ("out", out)):
-            for b, n in counts.items():
-                peak = self.peak.setdefault(b, {"in": 0, "out": 0})
-                peak[side] = max(peak[side], n)
-
-    def _dir_moves(self, now: float, keys: set[tuple[str, int]]) -> None:
-        """KIP-113 moves between log dirs of the plan's partitions (future replicas)."""
-        m = self.model
-        for key in self.dir_keys:
-            p = m.partition(*key)
-            for b in (p.replicas if p is not None else ()):
-                r = p.replica(b)
-                if r is not None and r.future_log_dir is not None:
-                    self._moving(key, now, keys)
-                    self._copy(key, (b, "dir"), float(r.future_bytes))
-
-    def _check_isr(self, now: float, moving: set[tuple[str, int]], scan: bool) -> None:
-        """ISR of the moving partitions, and (``scan``) of a rotating slice of the plan's others."""
-        m = self.model
-        n = len(self._order) if scan else 0
-        start = self._cursor
-        self._cursor = (start + ISR_SLICE) % n if n else 0
-        others = [self._order[(start + i) % n] for i in range(min(ISR_SLICE, n))]
-        urp = 0
-        for key in list(moving) + [k for k in others if k not in moving]:
-            p = m.partition(*key)
-            if p is None:
-                continue
-            isr = set(p.isr)
-            if len(isr) < len(p.replicas):
-                urp += 1
-            lost = (self._isr0.get(key, set()) & set(p.replicas)) - isr - set(p.removing)
-            if lost:
-                self._risk(key, f"replica(s) {sorted(lost)} left the ISR", now)
-            min_isr = self._min_isr.get(key[0])
-            if min_isr is None:
-                min_isr = self._min_isr[key[0]] = m.min_insync_replicas(key[0])
-            if len(isr) < min_isr:
-                self._risk(key, f"ISR {sorted(isr)} below min.insync.replicas={min_isr} (acks=all writes fail)", now)
-            if key not in moving:
-                self._isr0[key] = isr
-        self.urp_peak = max(self.urp_peak, urp)
-
-    def _risk(self, key: tuple[str, int], what: str, now: float) -> None:
-        tag = (key[0], key[1], what.split(" ")[0])
-        if tag in self._risk_seen:
-            return
-        self._risk_seen.add(tag)
-        self.risks.append({"partition": f"{key[0]}-{key[1]}", "what": what,
-                           "at": round(now - (self.first_submit or now), 3)})
-
-    def moving_seconds(self) -> float | None:
-        if self.first_submit is None:
-            return 0.0
-        if self.moving_since or self.last_done is None:
-            return None
-        return self.last_done - self.first_submit
-
-
-def _downsample(points: list[list[float]], n: int = TIMELINE_POINTS) -> list[list[float]]:
-    if len(points) <= n:
-        return [[round(t, 3), round(b)] for t, b in points]
-    step = (len(points) - 1) / (n - 1)
-    return [[round(points[round(i * step)][0], 3), round(points[round(i * step)][1])] for i in range(n)]
-
-
-def virtual_sleep(model: Any, watch: ClusterWatch, resolution: float) -> Callable[[float], None]:
-    """A ``sleep`` that moves the simulated clock instead of waiting, observing every ``resolution``."""
-    def sleep(seconds: float) -> None:
-        watch.observe(scan=True)
-        left = max(0.0, float(seconds))
-        while left > 1e-9:
-            dt = min(resolution, left)
-            model.advance_by(dt)
-            left -= dt
-            watch.observe()
-    return sleep
 
 
 def apply_snapshot_throttles(model: Any, snapshot: Mapping[str, Any]) -> int:
@@ -420,7 +140,7 @@ def _report(watch: ClusterWatch, prepared: Any, params: Any, outcome: str, sim_s
     return RehearsalReport(
         predicted_seconds=None if predicted is None else round(predicted, 3),
         bound_seconds=float(formula.get("bound_seconds") or 0.0), formula=formula,
-        timeline=_downsample(watch.timeline), urp_peak=watch.urp_peak, isr_risks=watch.risks,
+        timeline=downsample_timeline(watch.timeline), urp_peak=watch.urp_peak, isr_risks=watch.risks,
         slowest=[{"partition": f"{k[0]}-{k[1]}", "seconds": round(v, 3), "bytes": sizes.get(k, 0)} for k, v in slowest],
         peak_in_flight=watch.peak, outcome=outcome,
         partitions=len(prepared.plan.moves) if prepared is not None else len(watch.plan_keys), steps=len(steps),
@@ -445,24 +165,6 @@ def rehearse_live(admin: ClusterReader, plan: Any, params: Any, rates: Mapping[t
                 p["bytes_in_per_sec"] = rate
     opts = {**params.to_json(), "rehearse": False, "produce_sample_seconds": 0}
     return rehearse(snap, plan, opts)
-
-
-def estimate_view(xcom_values: Iterable[Any]) -> dict[str, Any] | None:
-    """What the UI shows next to the plan summary, from a run's XCom values (the hook for the page).
-
-    The prepare task's ``prepared`` XCom carries ``estimate`` (its ``source`` says rehearsal or
-    formula) and, with ``rehearse``, the ``rehearsal`` report.
-
-    :param xcom_values: the run's deserialized XCom values, any order
-    :returns: {"estimate": {...}, "rehearsal": {...} | None} or None when the run has no prepared run
-    """
-    for value in xcom_values:
-        if isinstance(value, dict) and isinstance(value.get("estimate"), dict) and "steps" in value:
-            rehearsal = value.get("rehearsal")
-            if isinstance(rehearsal, dict):
-                rehearsal = {k: v for k, v in rehearsal.items() if k != "estimate"}
-            return {"estimate": value["estimate"], "rehearsal": rehearsal}
-    return None
 
 
 def read_rehearsal_snapshot(admin: ClusterReader, sample_seconds: float = 5.0) -> dict[str, Any]:
