@@ -18,7 +18,7 @@ from kafka_reassign.run.prepare import prepare
 from kafka_reassign.run.reassign import RunFailed, executor_for, run_reassignment
 from kafka_reassign.throttle.apply import apply_throttle
 from kafka_reassign.throttle.restore import restore_throttle
-from kafka_reassign.throttle.record import FileRecordStore
+from kafka_reassign.throttle.record import FileRecordStore, submitted_targets
 from kafka_reassign.throttle.specs import (FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS,
                                      ConfigChange)
 
@@ -178,6 +178,29 @@ def test_executor_adopts_its_moves_and_cancel_touches_only_ours(env):
     assert cluster.wait_for(lambda: cluster.partition_state("clicks", 0)["replicas"] == [3, 4], timeout=30)
     assert placement(cluster, "orders", 2) == {0: [1, 2, 3], 1: [2, 3, 4]}
     restore_throttle(admin, store, "ours")
+
+
+def test_a_run_adopting_a_dead_runs_moves_records_them_and_cancels_them(env):
+    # Ours only when our record lists the target: a run that adopts the moves a killed run of
+    # ours left in flight notes them in its own record, so its failure cancel reverts them.
+    cluster, admin, store = env(time_scale=1.0)
+    plan = plan_for({0: [4, 5, 6], 1: [5, 6, 1]})
+    params = {"throttle_bytes_per_sec": 1_000_000, "max_partition_movements": 5}
+    killed = prepare(admin, plan, params, run_id="killed")
+    apply_throttle(admin, killed, store, "killed")
+    executor_for(killed, "killed", store).tick(admin)
+    assert set(admin.list_partition_reassignments()) == {("orders", 0), ("orders", 1)}
+    second = prepare(admin, plan, params, run_id="second", own_targets=submitted_targets(store, None, "second"))
+    apply_throttle(admin, second, store, "second")   # supersedes the killed run's record
+    assert run_submitted(store, "second") == {}
+    adopting = executor_for(second, "second", store)
+    adopting.tick(admin)
+    assert len(adopting.in_flight) == 2
+    assert set(run_submitted(store, "second")) == {("orders", 0), ("orders", 1)}
+    out = cancel_in_flight(admin, second, submitted=run_submitted(store, "second"))
+    assert sorted(out["cancelled"]) == ["orders-0", "orders-1"] and out["left"] == []
+    assert not set(admin.list_partition_reassignments())
+    restore_throttle(admin, store, "second")
 
 
 def test_executor_refuses_someone_elses_move(env):
