@@ -109,10 +109,8 @@ class ProgressView:
         return d
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any] | str) -> "ProgressView":
-        if isinstance(d, str):
-            d = json.loads(d)
-        d = dict(d)
+    def from_json(cls, raw: Mapping[str, Any] | str) -> "ProgressView":
+        d: dict[str, Any] = dict(json.loads(raw) if isinstance(raw, str) else raw)
         rows = [StepRow(**r) for r in d.pop("rows", [])]
         known = set(cls.__dataclass_fields__)
         return cls(rows=rows, **{k: v for k, v in d.items() if k in known})

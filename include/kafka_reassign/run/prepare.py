@@ -143,9 +143,8 @@ class PreparedRun:
                 "urp": [[t, p] for t, p in self.urp]}
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any] | str) -> "PreparedRun":
-        if isinstance(d, str):
-            d = json.loads(d)
+    def from_json(cls, raw: Mapping[str, Any] | str) -> "PreparedRun":
+        d: Mapping[str, Any] = json.loads(raw) if isinstance(raw, str) else raw
         est = d.get("estimated_seconds")
         return cls(plan=ReassignmentPlan.from_json(d["plan"]), params=validate_params(d["params"]),
                    steps=steps_from_rows(d["steps"]), throttle_spec=ThrottleSpec.from_json(d["throttle_spec"]),
