@@ -33,7 +33,7 @@ def _written_snapshot() -> dict:
     return snap
 
 
-def _eta_everywhere(sim_cluster, snap: dict, summary: dict, plan_obj) -> tuple[float, str]:
+def _dry_run_eta(sim_cluster, snap: dict, plan_obj) -> tuple[float, str]:
     """(prepare's estimated seconds, the dry run's estimate line) for ``plan_obj`` on ``snap``."""
     cluster = sim_cluster(snap, time_scale=0.0)
     with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers, client_id="estimate-agrees") as admin:
@@ -51,7 +51,7 @@ def test_summary_dry_run_and_ui_give_one_plan_the_same_eta(sim_cluster, goal, ex
     result = plan(snap, goal, engine="local", throttle_bytes_per_sec=THROTTLE, **extra)
     summary = result.summary
     assert result.plan.moves and summary["estimated_seconds"], summary
-    seconds, dry_run_line = _eta_everywhere(sim_cluster, snap, summary, result.plan)
+    seconds, dry_run_line = _dry_run_eta(sim_cluster, snap, result.plan)
     assert summary["estimated_seconds"] == pytest.approx(seconds, abs=0.05)
     shown = format_duration(summary["estimated_seconds"])
     ui = {h["label"]: h["value"] for h in plan_summary_view(summary)["headline"]}

@@ -353,3 +353,14 @@ def test_over_the_task_limit_or_past_the_deadline_fails_naming_the_setting(tmp_p
     rc, out = _cli(tmp_path, path, "--goal", "rebalance", "--options", '{"max_task_replicas": 5}')
     assert rc == planner_cli.EXIT_FAILED and "max_task_replicas" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_estimate_warns_when_the_network_cannot_carry_a_written_move(assignors):
+    # Unthrottled, but 3 MB/s of network: leader 1 sends 2 x 2 MB/s to its in-sync followers
+    # and the new replica needs 2 MB/s more: never finishes, and the warning says why.
+    snap = tiny(rate=2_000_000)
+    for b in snap["brokers"]:
+        b["network_bytes_per_sec"] = 3_000_000
+    res = plan(snap, "custom", engine="local", assignor=f"{assignors}.MoveToSix")
+    assert res.summary["estimated_seconds"] is None
+    assert any("never finish" in w and "network" in w and "1" in w for w in res.summary["warnings"])

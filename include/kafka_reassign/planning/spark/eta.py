@@ -35,8 +35,13 @@ def plan_eta(moves: Sequence[PlannedMove], opts: PlanOptions,
     """
     estimate, stalls = estimate_plan(moves, opts.throttle_bytes_per_sec, opts.log_dir_throttle_bytes_per_sec,
                                      network)
-    seconds = None if math.isinf(estimate.seconds) else round(estimate.seconds, 1)
-    return seconds, stall_warnings(stalls)
+    if not math.isinf(estimate.seconds):
+        return round(estimate.seconds, 1), []
+    # No throttle stall: a broker's network cannot carry a move's produce and in-sync traffic.
+    never = sorted(b for b, secs in estimate.broker_seconds.items() if math.isinf(secs))
+    return None, stall_warnings(stalls) or [
+        f"some moves would never finish: produce and in-sync replication take all the network capacity "
+        f"of broker(s) {never}; check network_bytes_per_sec in the snapshot"]
 
 
 def stall_warnings(stalls: Sequence[StallPoint]) -> list[str]:
