@@ -1,10 +1,11 @@
-"""Byte rates and sizes in the units operators write: ``50MB/s``, ``10MiB/s``, ``50000000``.
+"""Sizes, rates and durations: read as operators write them (``50MB/s``, ``10MiB/s``,
+``50000000``) and printed one way everywhere (CLI, dry run, rehearsal, planner, UI).
 
 Decimal prefixes (kB, MB, GB) are powers of 1000 and binary ones (KiB, MiB, GiB) powers of
 1024, as kafka-reassign-partitions.sh's ``--throttle`` is in bytes/s and Kafka's docs write
 rates in MB/s. Printed sizes and rates use decimal units, the way Kafka's own tools and
-dashboards do. The one place sizes, rates and durations are parsed and printed, and where the
-broker network capacity assumed when a snapshot does not say lives.
+dashboards do. Also the broker network capacity assumed where a snapshot does not say. This
+module imports nothing of kafka_reassign: every layer may use it.
 """
 from __future__ import annotations
 
