@@ -39,8 +39,10 @@ demo-kafka: setup
 test: setup
 	$(BIN)/python -m pytest
 
-# Unit tests only (no Airflow run, no Spark, no simulator network): well under a minute.
+# mypy on the domain package ([tool.mypy] in pyproject.toml), then the unit tests (no Airflow
+# run, no Spark, no simulator network): well under a minute.
 test-fast: setup
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest tests/unit -q
 
 # Only the tests on the local real Kafka cluster.
