@@ -14,6 +14,7 @@ class ConfigAccess(AdminConnection):
     """Per-broker and per-topic configs: min ISR for the cluster state, throttle values."""
 
     def _topic_min_isr(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        """{topic: {"min.insync.replicas": value}} of the topics that report one (any source)."""
         if not topics:
             return {}
         from kafka.admin import ConfigResource, ConfigResourceType
@@ -27,6 +28,7 @@ class ConfigAccess(AdminConnection):
         return out
 
     def _broker_default_min_isr(self, broker_id: int | None) -> int:
+        """The broker's min.insync.replicas (what a topic without its own gets); 1 when unreadable."""
         if broker_id is None:
             return 1
         from kafka.admin import ConfigResource, ConfigResourceType

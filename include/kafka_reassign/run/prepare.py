@@ -184,7 +184,7 @@ def prepare(admin: ClusterReader, plan: ReassignmentPlan | dict[str, Any] | str,
 
     Writes nothing: a dry run is ``print(prepare(...).report())``.
 
-    :param admin: a :class:`~kafka_reassign.cluster.admin.KafkaAdmin` (or anything with its methods)
+    :param admin: the cluster's reads (a KafkaAdmin, or a SnapshotView offline: see :mod:`kafka_reassign.cluster.port`)
     :param plan: the plan (object, JSON text or parsed)
     :param params: run parameters (validated here)
     :param run_id: the run (named in messages)
