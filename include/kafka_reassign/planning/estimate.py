@@ -1,7 +1,10 @@
 """How long replica moves take under a KIP-73 throttle, counting Kafka's quota accounting.
 
 The one time estimator of the project (dry runs, plan summaries, the UI and the pre-flight
-stall check all read it). What it models, as Kafka does it:
+stall check all read it): ``prepare`` calls :func:`estimate_run` on the run's steps, the planner
+:func:`estimate_plan` on its plain data (:class:`PlannedMove`), which builds the same KIP-435
+steps and ends in :func:`estimate_run`, so both give one plan the same figure. What it models,
+as Kafka does it:
 
 * A broker's *leader* quota (``leader.replication.throttled.rate``) records the bytes of
   every follower fetch it answers for a throttled partition, from in-sync and out-of-sync
