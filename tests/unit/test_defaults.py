@@ -164,3 +164,16 @@ def test_dag_params_schema_comes_from_the_table():
     assert params["stall_window_minutes"].value == defaults.STALL_WINDOW_SECONDS / 60
     assert params["move_timeout_minutes"].schema["exclusiveMinimum"] == 0
     assert params["batch_timeout_minutes"].value is None
+
+
+def test_trigger_conf_check_names_both_names_and_knows_the_domain_names():
+    from kafka_reassign_airflow.conf_check import conf_problems
+    from kafka_reassign_airflow.params import reassign_params
+
+    dag = {name: param.value for name, param in reassign_params().items()}
+    both = conf_problems("kafka_reassign", dag, {"goal": "rebalance", "batch_timeout_minutes": 3,
+                                                 "move_timeout_minutes": 4})
+    assert both == ["'batch_timeout_minutes' is the old name of 'move_timeout_minutes': give one of them, not both"]
+    assert conf_problems("kafka_reassign", dag, {"goal": "rebalance", "batch_timeout_minutes": 3}) == []
+    hint = conf_problems("kafka_reassign", dag, {"goal": "rebalance", "stall_window_seconds": 60})
+    assert "did you mean 'stall_window_minutes'" in hint[0]
