@@ -374,6 +374,8 @@ def add_run_arguments(parser: "argparse.ArgumentParser", names: tuple[str, ...] 
             continue
         shown = "" if param.default is None else f" (default {format_value(param, param.default)})"
         extra = purpose if param.name == "throttle_bytes_per_sec" else ""
+        if param.unit == "bytes/s" and param.default is not None:
+            extra += ": 50MB/s, 10MiB/s or bytes/s"
         parser.add_argument(flag.flag, dest=param.name, default=param.default, type=_cli_type(param),
                             metavar=flag.metavar, help=f"{param.help}{extra}{shown}")
         if flag.off_flag and off_flags:
