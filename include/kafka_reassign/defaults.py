@@ -342,7 +342,7 @@ def format_value(param: RunParam, value: ParamValue, *, per_unit: float = 1.0, u
     if isinstance(value, bool):
         return "on" if value else "off"
     if unit == "bytes/s":
-        return format_rate(value)  # type: ignore[arg-type]
+        return format_rate(None if value is None else float(value))
     if isinstance(value, (int, float)):
         return f"{value / per_unit:g}" + (f" {unit}" if unit else "")
     return str(value)
