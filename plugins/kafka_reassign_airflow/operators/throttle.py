@@ -76,7 +76,12 @@ class ThrottleRemoveOperator(RunStepOperator):
         from kafka_reassign_airflow.record_store import ClusterLock
 
         run_id = context["run_id"]
-        payload = pull_prepared(context, self.prepare_task_id)
+        try:
+            payload = pull_prepared(context, self.prepare_task_id)
+        except AirflowFailException as exc:
+            # An XCom this release cannot read (an upgrade mid-run) must not strand the throttle:
+            # the durable record alone says what to restore.
+            return self._restore_from_record(context, exc)
         out: dict[str, Any] = {"cancelled": [], "restore": None}
         result = None
         if payload is not None and not payload.dry_run:
@@ -89,6 +94,27 @@ class ThrottleRemoveOperator(RunStepOperator):
         if result is not None and not result.done and set(result.pending) != {MOVES_PENDING}:
             raise AirflowFailException(result.message())
         return out
+
+    def _restore_from_record(self, context: Context, unreadable: AirflowFailException) -> dict[str, Any]:
+        """Restore from the run's throttle record alone (its moves are left to finish: with the
+        payload unreadable, cancel_on_failure is unknown), release the lock, then fail naming why."""
+        from kafka_reassign.throttle.restore import restore_after_run
+
+        from kafka_reassign_airflow.record_store import ClusterLock, VariableRecordStore
+
+        run_id = context["run_id"]
+        store = VariableRecordStore()
+        record = store.get(run_id)
+        if record is not None:
+            admin = admin_client(self.kafka_conn_id)
+            try:
+                result = restore_after_run(admin, store, run_id)
+            finally:
+                admin.close()
+            self.log.warning("Prepared XCom unreadable; throttle restored from the record: %s", result.message())
+        if record is not None and record.cluster_id and ClusterLock.release(record.cluster_id, run_id):
+            self.log.info("Released the lock of cluster %s", record.cluster_id)
+        raise unreadable
 
     def _restore(self, context: Context, payload: PreparedPayload, out: dict[str, Any]) -> RestoreResult:
         """Cancel or keep the run's moves still in flight, then restore its throttle (fills ``out``)."""
