@@ -279,7 +279,7 @@ def collect_progress(conn_id: str, dag_id: str | None, run_id: str | None) -> di
     """
     from kafka_reassign.execution.cluster_io import read_cluster
     from kafka_reassign.execution.progress import ProgressView
-    from kafka_reassign.rehearsal.rehearse import estimate_view
+    from kafka_reassign.rehearsal.report import estimate_view
     from kafka_reassign.execution.steps import StepMove
 
     from kafka_reassign_airflow.hooks.kafka_admin import KafkaAdminHook

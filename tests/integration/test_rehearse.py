@@ -10,7 +10,8 @@ import pytest
 from kafka_reassign.cluster.admin import KafkaAdmin
 from kafka_reassign.errors import PreflightError
 from kafka_reassign.run.prepare import prepare
-from kafka_reassign.rehearsal.rehearse import RehearsalReport, read_rehearsal_snapshot, rehearse, rehearse_live
+from kafka_reassign.rehearsal.rehearse import read_rehearsal_snapshot, rehearse, rehearse_live
+from kafka_reassign.rehearsal.report import RehearsalReport
 from sim_snapshots import make_snapshot
 
 MB = 1_000_000

@@ -116,7 +116,7 @@ def test_estimate_json_round_trip_and_text():
 
 
 def test_estimate_view_finds_the_prepared_run_among_a_runs_xcoms():
-    from kafka_reassign.rehearsal.rehearse import estimate_view
+    from kafka_reassign.rehearsal.report import estimate_view
     est = Estimate(seconds=100.0, bound_seconds=80.0, source=SOURCE_REHEARSAL).to_json()
     prepared = {"steps": [], "estimate": est, "rehearsal": {"predicted_seconds": 100.0, "estimate": est, "text": "t"}}
     view = estimate_view([{"plan_file": "p.json"}, [1, 2], prepared])

@@ -69,7 +69,7 @@ def test_a_payload_of_another_version_is_refused_naming_both_versions(version):
 
 
 def test_the_payload_is_one_flat_object_the_ui_reads():
-    from kafka_reassign.rehearsal.rehearse import estimate_view
+    from kafka_reassign.rehearsal.report import estimate_view
 
     wire = PreparedPayload(run=_run([STEP])).to_json()
     assert wire["cluster_id"] == "c-1" and wire["steps"] and "schema_version" in wire

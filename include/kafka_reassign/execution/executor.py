@@ -33,17 +33,11 @@ from kafka_reassign import defaults as D
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.errors import ParamError, Problem
 from kafka_reassign.execution.order import DEFAULT_STRATEGY, parse_strategy
-from kafka_reassign.execution.poll import StepPoller, watch_poll
+from kafka_reassign.execution.poll import StepPoller
 from kafka_reassign.execution.progress import ProgressView
-from kafka_reassign.execution.reporting import IN_FLIGHT_NAME, ProgressReporting
-from kafka_reassign.execution.step_state import (DEAD, DONE, IN_FLIGHT, QUEUED, data_brokers,
-                                                 steps_fingerprint)
+from kafka_reassign.execution.reporting import ProgressReporting
 from kafka_reassign.execution.steps import StepMove
 from kafka_reassign.execution.window import AdmissionWindow
-
-# The executor's names, wherever their code lives (callers import them from here).
-__all__ = ["DEAD", "DONE", "IN_FLIGHT", "IN_FLIGHT_NAME", "QUEUED", "ExecutionLimits", "MoveExecutor",
-           "data_brokers", "run_execution", "steps_fingerprint", "watch_poll"]
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,9 @@ from typing import Any, Callable, Mapping
 
 from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
 from kafka_reassign.errors import ReassignError
-from kafka_reassign.rehearsal.report import RehearsalReport, estimate_view
+from kafka_reassign.rehearsal.report import RehearsalReport
 from kafka_reassign.rehearsal.watch import ClusterWatch, downsample_timeline, virtual_sleep
 from kafka_reassign.throttle.specs import BROKER_KEYS, TOPIC_KEYS
-
-# Callers import the rehearsal's names from here, wherever their code lives.
-__all__ = ["THROTTLE_CONFIGS", "ClusterWatch", "RehearsalReport", "apply_snapshot_throttles", "estimate_view",
-           "read_rehearsal_snapshot", "rehearse", "rehearse_live", "virtual_sleep"]
 
 log = logging.getLogger(__name__)
 

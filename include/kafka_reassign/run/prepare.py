@@ -29,7 +29,7 @@ from kafka_reassign.throttle.specs import (ConfigChange, CurrentConfigs, Throttl
 from kafka_reassign.units import fmt_bytes
 
 if TYPE_CHECKING:
-    from kafka_reassign.rehearsal.rehearse import RehearsalReport
+    from kafka_reassign.rehearsal.report import RehearsalReport
 
 #: ``(admin, plan, params, produce rates) -> RehearsalReport``: the rehearsal, injected by the caller.
 Rehearser = Callable[[ClusterReader, ReassignmentPlan, ReassignParams, Mapping[TopicPartition, float]], Any]
@@ -57,7 +57,7 @@ class PreparedRun:
     :param estimated_seconds: predicted moving time (``estimate`` says how it was obtained)
     :param estimate: the :class:`~kafka_reassign.planning.estimate.Estimate` as JSON (formula, or a rehearsal's)
     :param preflight: the stall check (:class:`~kafka_reassign.planning.preflight.PreflightReport` as JSON)
-    :param rehearsal: the rehearsal's report (:class:`~kafka_reassign.rehearsal.rehearse.RehearsalReport` as
+    :param rehearsal: the rehearsal's report (:class:`~kafka_reassign.rehearsal.report.RehearsalReport` as
         JSON) when ``rehearse`` was set; then ``estimate`` is the rehearsal's
     :param leaders: partition -> leader when prepared (the broker sending a step's bytes)
     :param urp: partitions under-replicated when prepared

@@ -21,7 +21,8 @@ from typing import Any, Callable, Mapping
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.cluster.state import TopicPartition
 from kafka_reassign.errors import ReassignError
-from kafka_reassign.execution.executor import DONE, MoveExecutor, run_execution
+from kafka_reassign.execution.executor import MoveExecutor, run_execution
+from kafka_reassign.execution.step_state import DONE
 from kafka_reassign.execution.outcome import Outcome
 from kafka_reassign.execution.ownership import run_submitted
 from kafka_reassign.execution.progress import ProgressView

@@ -1,7 +1,7 @@
 """The trigger that watches the steps in flight of a reassignment without holding a worker slot.
 
 Each poll reads ListPartitionReassignments, the live brokers and DescribeLogDirs of the
-brokers in flight (:func:`kafka_reassign.execution.executor.watch_poll`, the executor's own reading and
+brokers in flight (:func:`kafka_reassign.execution.poll.watch_poll`, the executor's own reading and
 judging) and fires one event as soon as the executor has something to do:
 
 * ``attention`` - a step finished (the window can be refilled), stalled, failed, timed out,
@@ -72,7 +72,7 @@ class ReassignmentWatchTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         # The first import pulls in kafka-python and the domain package: do it off the loop.
-        executor = await asyncio.to_thread(importlib.import_module, "kafka_reassign.execution.executor")
+        poll = await asyncio.to_thread(importlib.import_module, "kafka_reassign.execution.poll")
         spec, admin, errors, seen, polls = self.spec, None, 0, set(), 0
         refresh_at = time.monotonic() + self.refresh_seconds if self.refresh_seconds > 0 else float("inf")
         try:
@@ -82,7 +82,7 @@ class ReassignmentWatchTrigger(BaseTrigger):
                     if admin is None:
                         admin = await asyncio.to_thread(self._connect)
                     # One blocking poll in a thread: the event loop keeps serving other triggers.
-                    spec, reasons = await asyncio.to_thread(executor.watch_poll, admin, spec, time.time(), seen)
+                    spec, reasons = await asyncio.to_thread(poll.watch_poll, admin, spec, time.time(), seen)
                     polls += 1
                     if spec.get("throttle") and polls % THROTTLE_CHECK_EVERY == 0:
                         # Read-only: the worker this wakes re-applies (and records) what is missing.
