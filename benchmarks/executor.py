@@ -161,7 +161,8 @@ def per_poll(n_partitions: int, window: int = 200) -> dict[str, Any]:
     """Median Kafka requests and wall ms per tick with a plan of ``n_partitions`` one-step moves."""
     from kafka_reassign.cluster.admin import KafkaAdmin
     from kafka_reassign.execution.store import MemoryExecutionStore
-    from kafka_reassign.execution.executor import MoveExecutor, ExecutionLimits
+    from kafka_reassign.execution.executor import MoveExecutor
+    from kafka_reassign.execution.limits import ExecutionLimits
     from kafka_reassign.run.prepare import prepare
     from kafka_sim import SimulatedCluster
     from kafka_sim.generate import GenerateOptions, generate_snapshot

@@ -138,7 +138,8 @@ def test_planner_args_and_planning_dir(monkeypatch, tmp_path):
 
 
 def test_trigger_serializes_to_plain_json_and_imports_from_the_package():
-    from kafka_reassign.execution.executor import ExecutionLimits, MoveExecutor
+    from kafka_reassign.execution.executor import MoveExecutor
+    from kafka_reassign.execution.limits import ExecutionLimits
     from kafka_reassign.execution.outcome import StepWatch
     from kafka_reassign.execution.steps import StepMove
 

@@ -108,7 +108,7 @@ def test_reassign_params_has_one_field_per_row_with_its_type_and_default():
 
 
 def test_execution_limits_default_to_the_table():
-    from kafka_reassign.execution.executor import ExecutionLimits
+    from kafka_reassign.execution.limits import ExecutionLimits
 
     assert ExecutionLimits.from_params(ReassignParams()) == ExecutionLimits()
 

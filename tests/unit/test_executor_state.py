@@ -6,7 +6,8 @@ import json
 import pytest
 
 from kafka_reassign.errors import ParamError
-from kafka_reassign.execution.executor import ExecutionLimits, MoveExecutor
+from kafka_reassign.execution.executor import MoveExecutor
+from kafka_reassign.execution.limits import ExecutionLimits
 from kafka_reassign.execution.step_state import DONE, IN_FLIGHT, QUEUED
 from kafka_reassign.execution.outcome import (Outcome, OutcomeRules, StepObservation, StepWatch, run_outcome,
                                     step_outcome)

@@ -105,7 +105,8 @@ def test_rules_and_expected_throttle_are_named_and_read_the_old_lists():
 
 
 def test_watch_spec_is_named_plain_json():
-    from kafka_reassign.execution.executor import ExecutionLimits, MoveExecutor
+    from kafka_reassign.execution.executor import MoveExecutor
+    from kafka_reassign.execution.limits import ExecutionLimits
 
     ex = MoveExecutor([STEP], ExecutionLimits(), throttle_rate=1000)
     ex.watches[0] = StepWatch.start(100.0)

@@ -174,7 +174,7 @@ def test_params_defaults_and_each_rejection():
     assert "must be an integer >= 1024, got 0" in str(info.value)
     assert "unknown ordering strategy 'random': use one or more of busiest-brokers" in str(info.value)
     # A comma list is the strategies in turn; the executor's limits carry it.
-    from kafka_reassign.execution.executor import ExecutionLimits
+    from kafka_reassign.execution.limits import ExecutionLimits
     p = validate_params({"movement_strategy": " postpone-urp, largest-first"})
     assert p.movement_strategy == "postpone-urp,largest-first"
     assert ExecutionLimits.from_params(p).strategy == "postpone-urp,largest-first"

@@ -22,7 +22,7 @@ from kafka_reassign.execution.steps import StepMove
 from kafka_reassign.throttle.replica_lists import ReplicaThrottle
 
 if TYPE_CHECKING:
-    from kafka_reassign.execution.executor import ExecutionLimits
+    from kafka_reassign.execution.limits import ExecutionLimits
 
 log = logging.getLogger("kafka_reassign.execution.executor")
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
 from kafka_reassign.cluster.state import ClusterState, TopicPartition, with_produce_rates
-from kafka_reassign.execution.executor import ExecutionLimits
+from kafka_reassign.execution.limits import ExecutionLimits
 from kafka_reassign.execution.ownership import SubmittedTargets
 from kafka_reassign.execution.steps import StepMove, plan_all_steps, steps_from_rows, steps_to_rows
 from kafka_reassign.planning.estimate import Estimate, Limits, estimate_run
