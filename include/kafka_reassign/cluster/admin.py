@@ -7,7 +7,7 @@ Everything returned is typed plain data (the dataclasses of :mod:`kafka_reassign
 domain code takes.
 
 Its parts: the connection and retries (:mod:`~kafka_reassign.cluster.calls`), config reads and
-writes (:mod:`~kafka_reassign.cluster.config_reads`), log dirs
+writes (:mod:`~kafka_reassign.cluster.configs`), log dirs
 (:mod:`~kafka_reassign.cluster.log_dirs`); here metadata, the cluster state, reassignments,
 offsets and leader elections.
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from kafka_reassign.cluster.calls import (KIP455_APIS, SECRET_KWARGS, TRANSIENT_PARTITION_ERRORS,
                                           UnsupportedClusterError, error_name, is_transient, log, redact)
-from kafka_reassign.cluster.config_reads import ConfigAccess
+from kafka_reassign.cluster.configs import ConfigAccess
 from kafka_reassign.cluster.config_source import ConfigChangeLike, ConfigsRead
 from kafka_reassign.cluster.log_dirs import LogDirAccess
 from kafka_reassign.cluster.metadata import BrokerNode, ClusterDescription, PartitionMetadata, TopicMetadata
