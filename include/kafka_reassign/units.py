@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Iterable
 
 #: Network capacity assumed per broker when the snapshot does not say (1 Gbit/s).
 DEFAULT_NETWORK_BYTES_PER_SEC = 125_000_000.0
@@ -92,3 +93,8 @@ def format_duration(seconds: float | None) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def fmt_ids(ids: Iterable[int]) -> str:
+    """Broker ids as Kafka's tools print a replica list: ``[1,2,3]``."""
+    return "[" + ",".join(str(i) for i in ids) + "]"

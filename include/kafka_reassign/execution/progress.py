@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
-from kafka_reassign.units import fmt_bytes
+from kafka_reassign.units import fmt_bytes, format_duration
 
 #: Per-step rows kept in a view: the steps in flight and the dead ones are always shown;
 #: this many recently finished ones besides.
@@ -82,7 +82,7 @@ class ProgressView:
     def summary(self) -> str:
         """One line: steps done / in flight / queued, bytes, rate, ETA."""
         rate = f"{fmt_bytes(self.rate_bytes_per_sec)}/s" if self.rate_bytes_per_sec is not None else "n/a"
-        eta = f"{self.eta_seconds:.0f} s" if self.eta_seconds is not None else "unknown"
+        eta = format_duration(self.eta_seconds) if self.eta_seconds is not None else "unknown"
         s = (f"{self.steps_done}/{self.steps_total} steps done, {self.steps_in_flight} in flight, "
              f"{self.steps_queued} queued; moved {fmt_bytes(self.bytes_moved)} of {fmt_bytes(self.bytes_total)}, "
              f"{fmt_bytes(self.bytes_left)} left, rate {rate}, ETA {eta}")

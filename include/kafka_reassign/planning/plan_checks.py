@@ -28,6 +28,7 @@ from kafka_reassign.cluster.state import ClusterState, InFlight, PartitionInfo, 
 from kafka_reassign.errors import PlanValidationError, Problem
 from kafka_reassign.planning.plan import ANY_LOG_DIR, PartitionMove, ReassignmentPlan, parse_plan_entries
 from kafka_reassign.execution.ownership import SubmittedTargets, is_ours
+from kafka_reassign.units import fmt_ids
 
 
 def _on_the_way(now: tuple[int, ...], original: tuple[int, ...], target: tuple[int, ...]) -> bool:
@@ -38,10 +39,6 @@ def _on_the_way(now: tuple[int, ...], original: tuple[int, ...], target: tuple[i
         return True
     have, orig, tgt = set(now), set(original), set(target)
     return have <= orig | tgt and orig & tgt <= have and have != orig and have != tgt
-
-
-def _fmt(ids: Iterable[int]) -> str:
-    return "[" + ",".join(str(i) for i in ids) + "]"
 
 
 def _short_names(items: list[str], limit: int = 20) -> str:
@@ -113,7 +110,7 @@ def _check_target_brokers(name: str, target: tuple[int, ...], state: ClusterStat
     """Each target broker listed once, existing and alive."""
     dups = sorted({b for b in target if target.count(b) > 1})
     if dups:
-        found.problem(name, f"broker {_short_list(dups)} listed more than once in replicas {_fmt(target)}",
+        found.problem(name, f"broker {_short_list(dups)} listed more than once in replicas {fmt_ids(target)}",
                       "duplicate_replicas")
     for b in dict.fromkeys(target):
         info = state.brokers.get(b)
@@ -152,10 +149,10 @@ def _check_copies(name: str, move: PartitionMove, part: PartitionInfo, base: tup
     adds = [b for b in target if b not in base]
     if part.leader < 0 or not live_current:
         if adds or tuple(target) != part.replicas:
-            found.problem(name, f"all replicas of {move.name} are offline (replicas {_fmt(part.replicas)}, "
+            found.problem(name, f"all replicas of {move.name} are offline (replicas {fmt_ids(part.replicas)}, "
                                 "leader none): there is no copy to move from", "partition_offline")
     elif adds and len(part.isr) < min_isr:
-        found.warnings.append(f"{name}: {move.name} is under min ISR now (ISR {_fmt(part.isr)}, "
+        found.warnings.append(f"{name}: {move.name} is under min ISR now (ISR {fmt_ids(part.isr)}, "
                               f"min.insync.replicas={min_isr}); the first step adds replicas to restore it")
 
 
@@ -164,12 +161,12 @@ def _check_ownership(name: str, move: PartitionMove, part: PartitionInfo, inflig
     """Refuse a partition someone else is reassigning; note one the plan was not made from."""
     own_move = inflight is not None and is_ours(move.key, inflight, opts.own_targets)
     if inflight is not None and not own_move:
-        found.problem(name, f"{move.name} is already being reassigned to {_fmt(inflight.target)} by someone "
+        found.problem(name, f"{move.name} is already being reassigned to {fmt_ids(inflight.target)} by someone "
                             f"else (no record of {opts.who} or an earlier run of ours submitting it); wait for "
                             "it to finish or have its owner cancel it", "in_flight_foreign")
     if move.original_replicas is not None and not own_move \
             and not _on_the_way(part.replicas, move.original_replicas, move.replicas):
-        found.stale.append(f"{move.name} {_fmt(move.original_replicas)} -> now {_fmt(part.replicas)}")
+        found.stale.append(f"{move.name} {fmt_ids(move.original_replicas)} -> now {fmt_ids(part.replicas)}")
 
 
 def _warn_racks(name: str, target: tuple[int, ...], state: ClusterState, found: _Findings) -> None:
@@ -178,7 +175,7 @@ def _warn_racks(name: str, target: tuple[int, ...], state: ClusterState, found: 
     used = {r for r in racks if r is not None}
     all_racks = {b.rack for b in state.brokers.values() if b.alive and b.rack is not None}
     if len(racks) == len(target) and None not in racks and len(used) < min(len(target), len(all_racks)):
-        found.warnings.append(f"{name}: target {_fmt(target)} puts its {len(target)} replicas in "
+        found.warnings.append(f"{name}: target {fmt_ids(target)} puts its {len(target)} replicas in "
                               f"{len(used)} rack(s) ({', '.join(sorted(used))}) although "
                               f"{len(all_racks)} racks are available: losing one rack loses more than one copy")
 
@@ -216,7 +213,7 @@ def _check_move(name: str, move: PartitionMove, state: ClusterState, opts: _Opti
     base = tuple(inflight.original) if inflight is not None else part.replicas
     if len(target) != len(base) and not opts.allow_rf_change:
         found.problem(name, f"replication factor change {len(base)} -> {len(target)} "
-                            f"({_fmt(base)} -> {_fmt(target)}) needs allow_rf_change", "rf_change")
+                            f"({fmt_ids(base)} -> {fmt_ids(target)}) needs allow_rf_change", "rf_change")
     min_isr = state.min_isr(move.topic)
     if len(set(target)) < min_isr:
         found.problem(name, f"would leave {len(set(target))} replica(s), fewer than min.insync.replicas="
@@ -227,7 +224,7 @@ def _check_move(name: str, move: PartitionMove, state: ClusterState, opts: _Opti
     _warn_racks(name, target, state, found)
     dirs_ok = all(part.replica_dirs.get(b) == d for b, d in move.wanted_dirs().items())
     if tuple(target) == part.replicas and inflight is None and dirs_ok:
-        found.warnings.append(f"{name}: {move.name} is already at its target {_fmt(target)}; skipped")
+        found.warnings.append(f"{name}: {move.name} is already at its target {fmt_ids(target)}; skipped")
     else:
         found.changes += 1
 
@@ -242,7 +239,7 @@ def _check_in_flight_elsewhere(moves: list[PartitionMove], state: ClusterState, 
         who_else = ("by an earlier run of this project (its record lists the move), not in this plan"
                     if is_ours((t, p), inflight, opts.own_targets) else
                     "by someone else (not in this plan)")
-        found.problem(f"{t}-{p}", f"{t}-{p} is being reassigned to {_fmt(inflight.target)} {who_else}; two "
+        found.problem(f"{t}-{p}", f"{t}-{p} is being reassigned to {fmt_ids(inflight.target)} {who_else}; two "
                                   "reassignments at once fight over the throttle: wait for it or cancel it",
                       "foreign_in_flight_elsewhere")
 

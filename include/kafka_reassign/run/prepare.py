@@ -26,7 +26,7 @@ from kafka_reassign.planning.validate import ReassignParams, validate_params
 from kafka_reassign.throttle.apply import read_throttle_configs
 from kafka_reassign.throttle.specs import (ConfigChange, CurrentConfigs, ThrottleSpec, effective_configs,
                                            throttle_changes)
-from kafka_reassign.units import fmt_bytes
+from kafka_reassign.units import fmt_bytes, fmt_ids, format_duration
 
 if TYPE_CHECKING:
     from kafka_reassign.rehearsal.report import RehearsalReport
@@ -37,10 +37,6 @@ Rehearser = Callable[[ClusterReader, ReassignmentPlan, ReassignParams, Mapping[T
 def new_run_id() -> str:
     """A readable unique run id, e.g. ``kr-20261121T2331-3f9a``."""
     return f"kr-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{secrets.token_hex(2)}"
-
-
-def _fmt(ids: Iterable[int]) -> str:
-    return "[" + ",".join(str(i) for i in ids) + "]"
 
 
 @dataclass
@@ -126,7 +122,7 @@ class PreparedRun:
         if self.estimate is not None:
             out.append(f"  {Estimate.from_json(self.estimate).describe()}")
         else:
-            out.append(f"  estimated moving time: {self.estimated_seconds:.0f} s")
+            out.append(f"  estimated moving time: {format_duration(self.estimated_seconds)}")
         if self.preflight is not None:
             out.append(f"  pre-flight: {self.preflight.get('rates')}; {self.preflight.get('stall_count', 0)} "
                        f"stalling, {self.preflight.get('slow_count', 0)} slow move(s)")
@@ -168,7 +164,7 @@ def describe_step(s: StepMove) -> str:
         extra.append("-" + ",".join(map(str, s.removing)))
     if s.moves_leader:
         extra.append(f"preferred leader {s.current[0]}->{s.target[0]}")
-    return (f"{s.name}: {_fmt(s.current)} -> {_fmt(s.target)}  ({' '.join(extra)}; "
+    return (f"{s.name}: {fmt_ids(s.current)} -> {fmt_ids(s.target)}  ({' '.join(extra)}; "
             f"step {s.step_index + 1}/{s.step_count}, {fmt_bytes(s.size_bytes)})")
 
 
