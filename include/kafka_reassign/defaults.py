@@ -23,14 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Union
 
-from kafka_reassign.execution.steps import INT_MAX
-
 if TYPE_CHECKING:
     import argparse
 
 #: A run parameter's value as JSON carries it.
 ParamValue = Union[int, float, bool, str, None]
 
+#: Kafka's INT32 fields (partition and movement counts) hold at most this.
+INT_MAX = 2**31 - 1
 #: KIP-179: a replication throttle "should be at least 1 KB/s".
 MIN_THROTTLE_BYTES_PER_SEC: int = 1024
 #: Order in which the executor starts moves (Cruise Control's replica movement strategies):

@@ -25,8 +25,6 @@ from typing import Any, Iterable, Sequence
 from kafka_reassign.planning.plan import ANY_LOG_DIR, PartitionMove
 from kafka_reassign.cluster.state import ClusterState
 
-INT_MAX = 2**31 - 1
-
 
 def plan_steps(current: Sequence[int], target: Sequence[int], min_isr: int,
                offline: Iterable[int] = (), add_first: int | None = None) -> list[list[int]]:
