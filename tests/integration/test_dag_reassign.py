@@ -87,7 +87,9 @@ def in_flight(cluster: Any) -> list[str]:
 
 
 def test_happy_path_window_of_moves(airflow_db, sim_cluster, kafka_conn, capfd):
-    cluster = sim_cluster(six_broker_snapshot(), time_scale=10.0)
+    # Partitions large enough that each move lasts several of the ISR sampler's wall-clock
+    # samples even on a loaded machine (a 10 MB move lasted 0.1 s and could slip between two).
+    cluster = sim_cluster(six_broker_snapshot(size=60_000_000), time_scale=10.0)
     kafka_conn(cluster)
     set_foreign_throttle(cluster)
     before = airflow_env.throttle_configs(cluster)
