@@ -152,6 +152,16 @@ class StepStates:
 
     # -- what is where ---------------------------------------------------------------
     @property
+    def partition_cap(self) -> int:
+        """Steps allowed in flight in the whole cluster now."""
+        return self.limits.max_partition_movements
+
+    @property
+    def broker_cap(self) -> int:
+        """Steps allowed in flight on one broker now."""
+        return self.limits.max_movements_per_broker
+
+    @property
     def in_flight(self) -> list[int]:
         return sorted(self.watches)
 

@@ -20,10 +20,10 @@ class AdmissionWindow(StepStates):
 
     def pick(self) -> list[int]:
         """The eligible steps that fit the caps now, in strategy order (slots are taken)."""
-        room = self.limits.max_partition_movements - self.counts[IN_FLIGHT]
+        room = self.partition_cap - self.counts[IN_FLIGHT]
         if room <= 0 or not len(self.ready) or self.dead:
             return []
-        cap_b, cap_l = self.limits.max_movements_per_broker, self.limits.max_leader_movements
+        cap_b, cap_l = self.broker_cap, self.limits.max_leader_movements
         chosen: list[int] = []
         for bucket in self.ready.walk():
             for _, i in bucket:
