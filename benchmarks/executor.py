@@ -4,8 +4,9 @@
    25 MB/s throttle. The moving phase is measured from the cluster's side: an observer thread
    with its own admin client lists the reassignments in flight every few milliseconds, from
    the first one submitted to the last one complete (in simulated seconds). The bound is the
-   largest number of bytes any broker must send or receive, divided by the throttle: no
-   executor can finish sooner. Idle time is the time within the moving phase with nothing in
+   largest number of bytes any broker must send (as the prepare-time leader) or receive, divided
+   by the throttle: no executor can finish sooner with those senders. The source-free bound beside
+   it lets any replica of a step's current set send (planning/bounds.py). Idle time is the time within the moving phase with nothing in
    flight. Cases: 24 partitions of lognormal size (median 200 MB) with the default limits;
    3,000 partitions of 1-10 MB with 50 movements per broker (many small moves need a deeper
    window than 5 per broker, or each broker waits on every poll).
@@ -41,16 +42,15 @@ def rf3_snapshot(sizes: list[int], brokers: int = 6) -> dict[str, Any]:
     return snap
 
 
-def throttle_bound(prepared: Any) -> float:
-    """Seconds the busiest broker needs at the throttle: max over brokers of bytes in or out."""
-    inbound: dict[int, float] = {}
-    outbound: dict[int, float] = {}
-    for s in prepared.steps:
-        leader = prepared.leaders.get(s.key, s.current[0])
-        for b in s.adding:
-            inbound[b] = inbound.get(b, 0.0) + s.size_bytes
-            outbound[leader] = outbound.get(leader, 0.0) + s.size_bytes
-    return max([*inbound.values(), *outbound.values()]) / THROTTLE
+def throttle_bounds(prepared: Any) -> tuple[float, float]:
+    """(fixed-leader, source-free) bounds in seconds: the busiest broker's bytes in or out at the throttle,
+    each copy sent by its prepare-time leader, or by any replica of the step's current set."""
+    from kafka_reassign.planning.bounds import UniformLimits, partition_copy, source_free_bound, throttle_bound
+
+    copies = [partition_copy(s.current, s.target, s.size_bytes, prepared.leaders.get(s.key, s.current[0]))
+              for s in prepared.steps]
+    limits = UniformLimits(THROTTLE)
+    return throttle_bound(copies, limits).seconds, source_free_bound(copies, limits).seconds
 
 
 class Observer(threading.Thread):
@@ -119,9 +119,10 @@ def moving_phase(name: str, sizes: list[int], time_scale: float, poll_sim_second
         admin.close()
         cluster.stop()
     phase, idle = observer.phase()
-    bound = throttle_bound(result.prepared)
+    bound, free = throttle_bounds(result.prepared)
     return {"case": name, "partitions": len(sizes), "steps": len(result.prepared.steps),
             "outcome": result.progress.outcome if result.progress else None, "bound_s": round(bound, 1),
+            "source_free_s": round(free, 1), "free_ratio": round(phase / free, 3),
             "moving_s": round(phase, 1), "ratio": round(phase / bound, 3), "target": TARGETS[name],
             "idle_s": round(idle, 2), "wall_s": round(wall, 1), "time_scale": time_scale,
             "poll_sim_s": poll_sim_seconds}
@@ -223,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     import logging
 
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    print("Moving phase (cluster side, simulated seconds) / throttle bound (busiest broker's bytes / throttle):")
+    print("Moving phase (cluster side, simulated seconds) / fixed-leader throttle bound (busiest broker's bytes / "
+          "throttle, copies from the prepare-time leader); the source-free bound lets any current replica send:")
     cases = [("lognormal-24", lognormal_sizes(24, 200e6, 0.8, 11), 20.0, 1.0, None)]
     if not args.quick:
         cases.append(("small-3000", [random.Random(5 + i).randint(1_000_000, 10_000_000) for i in range(3000)],
@@ -233,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         r = moving_phase(name, sizes, scale, poll, per_broker)
         worst = max(worst, r["ratio"] / r["target"])
         print(f"  {name}: {r['steps']} steps, bound {r['bound_s']} s, moving {r['moving_s']} s -> ratio "
-              f"{r['ratio']} (target <= {r['target']}), idle {r['idle_s']} s (target <= 5), outcome {r['outcome']}, "
+              f"{r['ratio']} (target <= {r['target']}), source-free bound {r['source_free_s']} s -> ratio "
+              f"{r['free_ratio']}, idle {r['idle_s']} s (target <= 5), outcome {r['outcome']}, "
               f"wall {r['wall_s']} s at time scale {r['time_scale']:g}, poll {r['poll_sim_s']:g} sim-s", flush=True)
     print("Per poll (window 200 steps, 30 brokers): Kafka requests and wall ms as the plan grows (the executor's "
           "own ms excludes waiting on the simulator; DescribeLogDirs counts one request per broker, sent together):")

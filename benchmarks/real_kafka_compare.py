@@ -18,6 +18,8 @@ from benchmarks.real_kafka_cluster import (
     java, ours_command, others_set, print_table, size_on_disk, throttles, write_plan,
 )
 from benchmarks.real_kafka_watch import Observer
+from kafka_reassign.planning.bounds import UniformLimits, partition_copy, source_free_bound
+from kafka_reassign.planning.bounds import throttle_bound as fixed_leader_bound
 
 THROTTLE = 2_000_000
 SEED = 183  # of the seeds tried, one whose busiest broker moves least: the two runs fit the time budget
@@ -27,17 +29,15 @@ PRIOR = ("broker", "6", LEADER_RATE, "70000000")
 
 
 def throttle_bound(current: dict[int, list[int]], target: dict[int, list[int]], sizes: dict[int, int],
-                   rate: float) -> tuple[float, str]:
-    """Seconds the busiest broker needs at ``rate``: bytes in as a new replica or out as the leader."""
-    traffic: dict[str, float] = {}
-    for p, reps in target.items():
-        added = [b for b in reps if b not in current[p]]
-        leader = current[p][0]  # the preferred leader leads: the topic is new and nothing failed
-        for b in added:
-            traffic[f"{b} in"] = traffic.get(f"{b} in", 0.0) + sizes[p]
-            traffic[f"{leader} out"] = traffic.get(f"{leader} out", 0.0) + sizes[p]
-    busiest = max(traffic, key=lambda k: traffic[k])
-    return traffic[busiest] / rate, f"broker {busiest} {traffic[busiest] / 1e6:.0f} MB"
+                   rate: float) -> tuple[float, str, float]:
+    """(fixed-leader bound s, what sets it, source-free bound s) at ``rate``: the busiest broker's bytes in
+    as a new replica or out as the leader; source-free, any current replica may send (all in sync)."""
+    # The preferred leader leads: the topic is new and nothing failed.
+    copies = [partition_copy(current[p], reps, sizes[p], current[p][0]) for p, reps in target.items()]
+    limits = UniformLimits(rate)
+    fixed = fixed_leader_bound(copies, limits)
+    return (fixed.seconds, f"broker {fixed.broker} {fixed.side} {fixed.seconds * rate / 1e6:.0f} MB",
+            source_free_bound(copies, limits).seconds)
 
 
 def run_ours(bench: Bench, plan: Path) -> tuple[int, str, str]:
@@ -115,6 +115,7 @@ class CompareRow:
     prior: str
     wall_s: float
     notes: list[str] = field(default_factory=list)
+    source_free_s: float = 0.0
 
 
 def one_tool(bench: Bench, tool: str, plan: Path, layout_: tuple[dict, dict, dict]) -> CompareRow:
@@ -125,7 +126,7 @@ def one_tool(bench: Bench, tool: str, plan: Path, layout_: tuple[dict, dict, dic
     others_set(bench, {PRIOR[:3]: PRIOR[3]})
     before = throttles(bench, [TOPIC])
     on_disk = {p: size_on_disk(bench, TOPIC, p, current[p][0]) for p in current}
-    bound, busiest = throttle_bound(current, target, on_disk, THROTTLE)
+    bound, busiest, free = throttle_bound(current, target, on_disk, THROTTLE)
     rehearsal = rehearse(bench, plan) if tool == "kafka-reassign" else ""
     observer = Observer(bench.bootstrap, TOPIC, target)
     observer.start()
@@ -147,7 +148,7 @@ def one_tool(bench: Bench, tool: str, plan: Path, layout_: tuple[dict, dict, dic
     if rc:
         notes.append("output: " + out.strip().replace("\n", " | ")[-600:])
     return CompareRow(tool, rc, phase[1] - phase[0] if phase else None, bound, busiest, left, cc,
-                      prior_cell(after), wall, notes)
+                      prior_cell(after), wall, notes, free)
 
 
 def compare_tools(bench: Bench) -> list[CompareRow]:
@@ -174,7 +175,9 @@ def print_compare(rows: list[CompareRow]) -> None:
         cells.append((r.tool, moving, f"{r.bound_s:.1f}", ratio, left, r.prior))
     print_table(head, cells)
     for r in rows:
-        print(f"  {r.tool}: bound from {r.busiest}; " + "; ".join(r.notes))
+        free = (f"source-free bound {r.source_free_s:.1f} s"
+                + (f" ({r.moving_s / r.source_free_s:.2f}x)" if r.moving_s is not None and r.source_free_s else ""))
+        print(f"  {r.tool}: bound from {r.busiest}; {free}; " + "; ".join(r.notes))
         for line in r.left:
             print(f"      left (confluent-kafka): {line}")
         for line in r.config_command_left:

@@ -1,4 +1,4 @@
-"""The demo's closing report: what moved, bytes per broker, timing against the throttle bound, configs restored."""
+"""The demo's closing report: what moved, bytes per broker, timing against the throttle bounds, configs restored."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_reassign.planning.bounds import Bound, UniformLimits, partition_copy, source_free_bound, throttle_bound
 from kafka_reassign.units import fmt_bytes, format_duration, format_rate
 from kafka_reassign_demo.scenario import broker_bytes
 
@@ -24,29 +25,26 @@ def configs_of(cluster: Any) -> dict[str, dict[str, str]]:
     return out
 
 
-def throttle_bound_seconds(before: dict[str, Any], after: dict[str, Any], throttle: float) -> float:
-    """The least time the moves between two snapshots can take under a KIP-73 throttle.
+def throttle_bounds(before: dict[str, Any], after: dict[str, Any], throttle: float) -> tuple[Bound, Bound]:
+    """(fixed-leader, source-free) bounds of the moves between two snapshots under a KIP-73 throttle.
 
-    Each new replica is copied from the partition's leader: the bytes sent by each leader
-    and received by each new follower are each capped at ``throttle`` per second, so no
-    schedule beats the busiest broker's bytes / throttle.
+    Each partition is one copy from its replicas before to its replicas after; the fixed-leader
+    bound sends it from the leader before the run, the source-free one from any in-sync replica
+    (:mod:`kafka_reassign.planning.bounds`).
 
     :param before: snapshot before the run
     :param after: snapshot after it
     :param throttle: replication throttle, bytes/s
     """
     old = {(t["name"], p["partition"]): p for t in before["topics"] for p in t["partitions"]}
-    sent: dict[int, float] = {}
-    received: dict[int, float] = {}
+    copies = []
     for t in after["topics"]:
         for p in t["partitions"]:
             prev = old[(t["name"], p["partition"])]
-            size = float(prev.get("size_bytes", 0))
-            for b in set(p["replicas"]) - set(prev["replicas"]):
-                received[b] = received.get(b, 0.0) + size
-                sent[prev["leader"]] = sent.get(prev["leader"], 0.0) + size
-    busiest = max([*sent.values(), *received.values(), 0.0])
-    return busiest / throttle
+            copies.append(partition_copy(prev["replicas"], p["replicas"], int(prev.get("size_bytes", 0)),
+                                         prev["leader"], prev.get("isr")))
+    limits = UniformLimits(throttle)
+    return throttle_bound(copies, limits), source_free_bound(copies, limits)
 
 
 def moved_partitions(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, list[int], list[int], int]]:
@@ -64,7 +62,8 @@ def _timing(before: dict[str, Any], after: dict[str, Any], wall: float, final: R
     :param final: (the run's last ProgressView or None, prepare's estimated seconds or None)
     """
     view, estimate = final
-    bound = throttle_bound_seconds(before, after, throttle)
+    fixed, free = throttle_bounds(before, after, throttle)
+    bound = fixed.seconds
     out = f"\nTime: {format_duration(wall)} wall for the whole DAG run (snapshot, planning, checks included)."
     if view is not None and view.first_submit_at and view.updated_at:
         moving = max(0.0, view.updated_at - view.first_submit_at) * scale
@@ -74,8 +73,12 @@ def _timing(before: dict[str, Any], after: dict[str, Any], wall: float, final: R
                 f"\nMoves: {format_duration(moving / scale)} wall = {format_duration(moving)} simulated (x{scale:g}), "
                 f"from the first submission to the last step done.")
         if bound:
-            out += (f"\nThe throttle bound ({format_rate(throttle)} per broker; the busiest broker's bytes / throttle) "
+            out += (f"\nThe throttle bound ({format_rate(throttle)} per broker; copies sent by the leaders before the run: "
+                    f"the busiest broker's bytes / throttle) "
                     f"is {format_duration(bound)} {clock}: the run took {moving / bound:.2f}x that bound.")
+            if free.seconds:
+                out += (f"\nThe source-free bound (any in-sync replica may send a copy) is "
+                        f"{format_duration(free.seconds)} {clock}: {moving / free.seconds:.2f}x.")
         if estimate:
             out += (f"\nEstimated before the run (prepare): {format_duration(estimate)}; "
                     f"the moves took {format_duration(moving)}, {(moving - estimate) / estimate:+.0%} against it.")

@@ -23,9 +23,11 @@ as Kafka does it:
   the future replica must beat the produce rate too: ``S / (R_dir - P)``.
 
 Per broker, moves through it share its quotas; the run takes as long as its busiest broker.
-The *throttle bound* is the busiest broker's bytes (in or out) divided by its throttle: no
-schedule can beat it, and the ratio ``estimate / bound`` says how much in-sync traffic and
-produce rates cost on top.
+Two lower bounds come with every estimate (:mod:`kafka_reassign.planning.bounds`): the
+*fixed-leader bound* (the busiest broker's bytes in or out, as the prepare-time leader, divided
+by its throttle), against which ``estimate / bound`` says what in-sync traffic and produce rates
+cost on top, and the *source-free bound* (any in-sync replica may send a copy's bytes), which
+says how much moving leadership off the busiest sender could save.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
+from kafka_reassign.planning.bounds import source_free_bound, throttle_bound
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC, format_duration
 
 INF = math.inf
@@ -53,6 +56,8 @@ class StepLoad:
     :param produce: bytes/s written to the partition
     :param in_sync_followers: followers in the ISR now, each fetching ``produce`` bytes/s
     :param dir_brokers: brokers moving the replica between their own log dirs (KIP-113)
+    :param sources: the step's current replicas that are in sync when it starts (any of them may
+        send its bytes once it leads); empty: the leader only
     """
 
     key: TopicPartition
@@ -62,6 +67,7 @@ class StepLoad:
     produce: float
     in_sync_followers: int
     dir_brokers: tuple[int, ...] = ()
+    sources: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:
@@ -75,11 +81,15 @@ def step_loads(steps: Iterable[Any], state: ClusterState) -> list[StepLoad]:
     :param state: the cluster as read before the run (leaders, ISR, produce rates)
     """
     out = []
+    # Per partition, the replicas in sync when its next step starts: the ISR read before the run,
+    # then every replica an earlier step of its chain added (a step ends once they caught up).
+    in_sync: dict[TopicPartition, set[int]] = {}
     for s in steps:
         current, target = tuple(s.current), tuple(s.target)
         p = state.partition(s.topic, s.partition)
         leader = p.leader if p is not None and p.leader in current else (current[0] if current else -1)
         isr = p.isr if p is not None else current
+        synced = in_sync.setdefault((s.topic, s.partition), set(isr or current))
         produce = p.bytes_in_per_sec if p is not None else 0.0
         size = int(getattr(s, "size_bytes", 0) or (p.size_bytes if p is not None else 0))
         adding = tuple(b for b in target if b not in current)
@@ -89,7 +99,8 @@ def step_loads(steps: Iterable[Any], state: ClusterState) -> list[StepLoad]:
             dirs = tuple(b for b, d in zip(target, log_dirs) if d != "any")
         out.append(StepLoad(key=(s.topic, s.partition), leader=leader, adding=adding, size_bytes=size,
                             produce=produce, in_sync_followers=sum(1 for b in isr if b != leader and b in current),
-                            dir_brokers=dirs))
+                            dir_brokers=dirs, sources=tuple(b for b in current if b in synced)))
+        synced.update(adding)
     return out
 
 
@@ -144,13 +155,16 @@ class Estimate:
     """A predicted moving time and where it comes from.
 
     :param seconds: predicted moving time (``inf``: some move never finishes)
-    :param bound_seconds: busiest broker's bytes / its throttle (no schedule is faster)
+    :param bound_seconds: the fixed-leader bound: busiest broker's bytes / its throttle, each copy
+        sent by the prepare-time leader (no schedule with those senders is faster)
     :param source: ``formula`` (KIP-73 with in-sync traffic) or ``rehearsal`` (simulated run)
     :param busiest_broker: the broker that sets the bound
     :param bytes_total: bytes all new replicas copy
     :param broker_seconds: broker -> predicted busy time
     :param stalled: partitions that never finish at this throttle
     :param detail: free-form extra figures (rehearsal: ratio, CPU, ...)
+    :param source_free_seconds: the source-free bound: any in-sync replica may send a copy's bytes
+        (no schedule at all is faster); None when not computed (older JSON)
     """
 
     seconds: float
@@ -161,6 +175,7 @@ class Estimate:
     broker_seconds: dict[int, float] = field(default_factory=dict)
     stalled: list[str] = field(default_factory=list)
     detail: dict[str, Any] = field(default_factory=dict)
+    source_free_seconds: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -178,9 +193,11 @@ class Estimate:
                     f"({', '.join(self.stalled[:5])}{'...' if len(self.stalled) > 5 else ''}) [{how}]")
         extra = ""
         if self.ratio is not None:
-            extra = f", {self.ratio:.2f}x the throttle bound {format_duration(self.bound_seconds)}"
+            extra = f", {self.ratio:.2f}x the fixed-leader bound {format_duration(self.bound_seconds)}"
             if self.busiest_broker is not None:
                 extra += f" (broker {self.busiest_broker})"
+            if self.source_free_seconds is not None:
+                extra += f"; source-free bound {format_duration(self.source_free_seconds)}"
         return f"estimated moving time: {format_duration(self.seconds)}{extra} [{how}]"
 
     def to_json(self) -> dict[str, Any]:
@@ -190,7 +207,10 @@ class Estimate:
                 "busiest_broker": self.busiest_broker, "bytes_total": self.bytes_total,
                 "broker_seconds": {str(b): (None if math.isinf(v) else round(v, 3))
                                    for b, v in sorted(self.broker_seconds.items())},
-                "stalled": list(self.stalled), "detail": dict(self.detail), "text": self.describe()}
+                "stalled": list(self.stalled), "detail": dict(self.detail),
+                "source_free_seconds": (None if self.source_free_seconds is None
+                                        else round(self.source_free_seconds, 3)),
+                "text": self.describe()}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Estimate":
@@ -199,7 +219,9 @@ class Estimate:
                    busiest_broker=d.get("busiest_broker"), bytes_total=int(d.get("bytes_total") or 0),
                    broker_seconds={int(b): (INF if v is None else float(v))
                                    for b, v in (d.get("broker_seconds") or {}).items()},
-                   stalled=list(d.get("stalled") or []), detail=dict(d.get("detail") or {}))
+                   stalled=list(d.get("stalled") or []), detail=dict(d.get("detail") or {}),
+                   source_free_seconds=(None if d.get("source_free_seconds") is None
+                                        else float(d["source_free_seconds"])))
 
 
 @dataclass(frozen=True)
@@ -270,26 +292,6 @@ def broker_times(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
     return times
 
 
-def throttle_bound(loads: Iterable[StepLoad], limits: Limits) -> tuple[float, int | None]:
-    """(busiest broker's bytes in or out / its throttle, that broker); 0 when nothing is copied."""
-    moved_in: dict[int, float] = {}
-    moved_out: dict[int, float] = {}
-    for ld in loads:
-        for b in ld.adding:
-            moved_in[b] = moved_in.get(b, 0.0) + ld.size_bytes
-            moved_out[ld.leader] = moved_out.get(ld.leader, 0.0) + ld.size_bytes
-        for b in ld.dir_brokers:
-            moved_in[b] = moved_in.get(b, 0.0) + ld.size_bytes
-    best, who = 0.0, None
-    for side in (moved_in, moved_out):
-        for b, n in side.items():
-            cap = min(limits.throttle(b), limits.capacity(b))
-            secs = n / cap if cap > 0 else INF
-            if secs > best:
-                best, who = secs, b
-    return best, who
-
-
 def estimate_batches(batches: Sequence[Sequence[Any]], state: ClusterState, limits: Limits,
                      pipelined: bool = False, per_step: bool = False) -> tuple[Estimate, list[float]]:
     """Estimate a run made of batches of steps.
@@ -315,12 +317,13 @@ def estimate_batches(batches: Sequence[Sequence[Any]], state: ClusterState, limi
             for b in ld.adding if not per_step else ():
                 follower_base[b] = follower_base.get(b, 0.0) + ld.produce
     whole = broker_times(everything, limits, quota)
-    bound, busiest = throttle_bound(everything, limits)
+    bound = throttle_bound(everything, limits)
     seconds = max(whole.values(), default=0.0) if pipelined else sum(batch_secs)
     stalled = stalled_moves(everything, limits, quota)
     if stalled:
         seconds = INF
-    return (Estimate(seconds=seconds, bound_seconds=bound, busiest_broker=busiest,
+    return (Estimate(seconds=seconds, bound_seconds=bound.seconds, busiest_broker=bound.broker,
+                     source_free_seconds=source_free_bound(everything, limits).seconds,
                      bytes_total=sum(ld.size_bytes * (len(ld.adding) or len(ld.dir_brokers)) for ld in everything),
                      broker_seconds=whole, stalled=stalled), batch_secs)
 

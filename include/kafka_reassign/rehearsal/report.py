@@ -44,16 +44,31 @@ class RehearsalReport:
 
     @property
     def ratio(self) -> float | None:
-        """Predicted moving time / throttle bound."""
+        """Predicted moving time / the fixed-leader bound (``bound_seconds``)."""
         if self.predicted_seconds is None or not self.bound_seconds:
             return None
         return self.predicted_seconds / self.bound_seconds
+
+    @property
+    def source_free_seconds(self) -> float | None:
+        """The source-free bound of the same run (the formula's; None in older reports)."""
+        value = self.formula.get("source_free_seconds") if self.formula else None
+        return None if value is None else float(value)
+
+    @property
+    def source_free_ratio(self) -> float | None:
+        """Predicted moving time / the source-free bound."""
+        free = self.source_free_seconds
+        if self.predicted_seconds is None or not free:
+            return None
+        return self.predicted_seconds / free
 
     def estimate(self) -> Estimate:
         """The rehearsal's prediction as an :class:`Estimate` (source ``rehearsal``)."""
         formula = Estimate.from_json(self.formula) if self.formula else None
         return Estimate(seconds=math.inf if self.predicted_seconds is None else self.predicted_seconds,
                         bound_seconds=self.bound_seconds, source=SOURCE_REHEARSAL,
+                        source_free_seconds=self.source_free_seconds,
                         busiest_broker=formula.busiest_broker if formula else None, bytes_total=self.bytes_total,
                         stalled=[] if self.predicted_seconds is not None else [self.outcome],
                         detail={"cpu_seconds": round(self.cpu_seconds, 2), "outcome": self.outcome})
@@ -63,8 +78,8 @@ class RehearsalReport:
         ratio = f"{self.ratio:.2f}x" if self.ratio is not None else "-"
         lines = [f"Rehearsal of {self.partitions} partition(s), {self.steps} step(s), {fmt_bytes(self.bytes_total)} "
                  f"to copy, throttle {fmt_bytes(self.throttle) + '/s' if self.throttle else 'none'}",
-                 f"  predicted moving time: {format_duration(self.predicted_seconds)} ({ratio} the throttle bound "
-                 f"{format_duration(self.bound_seconds)}); outcome: {self.outcome}"]
+                 f"  predicted moving time: {format_duration(self.predicted_seconds)} ({ratio} the fixed-leader bound "
+                 f"{format_duration(self.bound_seconds)}{self._source_free_text()}); outcome: {self.outcome}"]
         if self.formula:
             lines.append(f"  formula said: {Estimate.from_json(self.formula).describe()}")
         lines.append(f"  rehearsal cost: {self.cpu_seconds:.1f} s CPU, {self.wall_seconds:.1f} s wall for "
@@ -95,8 +110,16 @@ class RehearsalReport:
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
+    def _source_free_text(self) -> str:
+        free = self.source_free_seconds
+        if free is None:
+            return ""
+        ratio = f", {self.source_free_ratio:.2f}x" if self.source_free_ratio is not None else ""
+        return f"; source-free bound {format_duration(free)}{ratio}"
+
     def to_json(self) -> dict[str, Any]:
         return {"predicted_seconds": self.predicted_seconds, "bound_seconds": self.bound_seconds,
+                "source_free_seconds": self.source_free_seconds,
                 "ratio": self.ratio, "formula": self.formula, "timeline": self.timeline, "slowest": self.slowest,
                 "isr_risks": self.isr_risks, "urp_peak": self.urp_peak,
                 "peak_in_flight": {str(b): v for b, v in sorted(self.peak_in_flight.items())},
