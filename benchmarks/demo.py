@@ -47,11 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     wall = lines[-1][0]
     text = "\n".join(line for _, line in lines)
     ratio = re.search(r"the run took ([\d.]+)x that bound", text)
+    free = re.search(r"The source-free bound .*: ([\d.]+)x\.", text)
     print(f"demo exit code {rc}")
     print(f"longest silence   {silence:6.1f} s  bound {SILENCE_BOUND:.0f} s  ratio {silence / SILENCE_BOUND:.2f}"
           f"  (before: {before[:70]!r})")
     print(f"wall time         {wall:6.1f} s  bound {WALL_BOUND:.0f} s  ratio {wall / WALL_BOUND:.2f}")
-    print(f"moves vs throttle bound  ratio {ratio.group(1) if ratio else 'n/a'}")
+    print(f"moves vs throttle bound  ratio {ratio.group(1) if ratio else 'n/a'} (fixed leaders), "
+          f"{free.group(1) if free else 'n/a'} (source-free)")
     if rc != 0:
         print(text[-3000:])
     return rc
