@@ -189,6 +189,29 @@ RUN_PARAMS: tuple[RunParam, ...] = (
                                  "num.concurrent.leader.movements)."),
         readme="Leader movements at once"),
     RunParam(
+        # On by default: it changes a cap only when a partition in flight lost an in-sync replica
+        # (at or under min ISR, or a follower out of the ISR), which a healthy run never sees, so it
+        # never slows one; what it costs is one Metadata read of the moving topics every 30 s.
+        "adaptive_concurrency", bool, True,
+        "halve the caps of brokers whose moving partitions lose in-sync replicas, grow them back once healthy "
+        "(default: on)",
+        cli=CliFlag("--no-adaptive-concurrency"),
+        dag=DagField("Adapt moves at once to ISR health", SAFETY,
+                     description="Like Cruise Control's concurrency adjuster: when a moving partition falls to "
+                                 "min.insync.replicas or a follower leaves the ISR, the brokers involved get "
+                                 "half their moves at once (not below the floor); the caps grow back step by "
+                                 "step once healthy. Every change is logged with its reason."),
+        readme="Adapt the caps to ISR health"),
+    RunParam(
+        "min_movements_per_broker", int, 2,
+        "floor of the per-broker cap when adaptive concurrency shrinks it",
+        minimum=1, maximum=INT_MAX, cli=CliFlag("--min-movements-per-broker"),
+        dag=DagField("Fewest moves per broker (adaptive floor)", SAFETY,
+                     description="Adaptive concurrency never lowers a broker's (or the cluster's) moves at once "
+                                 "below this. At most 'Moves per broker at once'."),
+        readme="Adaptive floor, moves per broker",
+        readme_note=" (clamped to the per-broker cap when not given)"),
+    RunParam(
         # Generous: a 500 GB partition takes about 3 h at 50 MB/s, so size it to the largest
         # partition; the stall window catches a move that makes no progress much sooner.
         "move_timeout_minutes", float, 120.0, "fail a move (KIP-435 step) not done this long after its submission",
@@ -299,6 +322,8 @@ LOG_DIR_THROTTLE_BYTES_PER_SEC: int | None = _default("log_dir_throttle_bytes_pe
 MAX_PARTITION_MOVEMENTS: int = _default("max_partition_movements")
 MAX_MOVEMENTS_PER_BROKER: int = _default("max_movements_per_broker")
 MAX_LEADER_MOVEMENTS: int = _default("max_leader_movements")
+ADAPTIVE_CONCURRENCY: bool = _default("adaptive_concurrency")
+MIN_MOVEMENTS_PER_BROKER: int = _default("min_movements_per_broker")
 MOVE_TIMEOUT_MINUTES: float = _default("move_timeout_minutes")
 POLL_INTERVAL_SECONDS: float = _default("poll_interval_seconds")
 STALL_WINDOW_SECONDS: float = _default("stall_window_seconds")

@@ -57,6 +57,8 @@ class ClusterRuntime:
         self.ssl_context: ssl.SSLContext | None = None
         self.connection_hook: ConnectionHook | None = None
         self._change: asyncio.Event | None = None
+        #: (api key, client id) -> requests served: what a client costs the cluster, seen from its side
+        self.request_counts: dict[tuple[int, str | None], int] = {}
         self._ticker: asyncio.Task[Any] | None = None
 
     # --------------------------------------------------------------- wake-ups
@@ -215,6 +217,8 @@ class ClusterRuntime:
         header: RequestHeader = request.header
         ctx = RequestContext(broker_id, api_key, api_version, correlation_id,
                              getattr(header, "client_id", None))
+        counted = (api_key, ctx.client_id)
+        self.request_counts[counted] = self.request_counts.get(counted, 0) + 1
         try:
             self.model.advance()
             response = await self.handlers.handle(ctx, request)
@@ -394,6 +398,11 @@ class SimulatedCluster:
         """Accepted write requests by API name (not produce)."""
         with self.model.lock:
             return Counter(self.model.writes)
+
+    @property
+    def request_counts(self) -> dict[tuple[int, str | None], int]:
+        """(API key, client id) -> requests the brokers served so far (a copy)."""
+        return dict(self._runtime.request_counts)
 
     @property
     def write_count(self) -> int:

@@ -161,7 +161,7 @@ def build_progress_view(*, state: Any, cluster: Any, configs: Mapping[tuple[str,
                    "partitions_in_flight": progress.steps_in_flight, "bytes_total": progress.bytes_total,
                    "bytes_moved": progress.bytes_moved, "bytes_left": progress.bytes_left,
                    "rate_bytes_per_sec": progress.rate_bytes_per_sec, "eta_seconds": progress.eta_seconds,
-                   "updated_at": progress.updated_at}
+                   "updated_at": progress.updated_at, "caps": progress.caps_line() if progress.cap_change else None}
     else:
         for step in in_flight_steps(cluster.in_flight, state):
             rows.append(_partition_row(step, "Moving", state, observe(step, cluster)))

@@ -72,3 +72,41 @@ def test_without_refresh_it_waits_for_the_step(moving):
                                        refresh_seconds=0)
     with pytest.raises(TimeoutError):
         _first_event(trigger, timeout=3)
+
+
+@pytest.fixture
+def short_move(sim_cluster: Any, monkeypatch: pytest.MonkeyPatch):
+    """A 4 MB move under a 1 MB/s throttle (about 4 s), submitted; yields (cluster, spec)."""
+    from kafka_reassign.run.prepare import prepare
+    from kafka_reassign.run.reassign import executor_for
+    from kafka_reassign.throttle.apply import apply_throttle
+
+    cluster = sim_cluster(make_snapshot(brokers=4, topics={"t": {"partitions": 1, "rf": 3, "size_bytes": 4_000_000,
+                                                                 "replicas": [[1, 2, 3]]}}), time_scale=1.0)
+    for k, v in airflow_env.kafka_conn_env(cluster.bootstrap_servers).items():
+        monkeypatch.setenv(k, v)
+    records = MemoryRecordStore()
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        prepared = prepare(admin, {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [4, 2, 3]}]},
+                           {"throttle_bytes_per_sec": 1_000_000, "produce_sample_seconds": 0})
+        apply_throttle(admin, prepared, records, "r")
+        ex = executor_for(prepared, "r", records)
+        ex.tick(admin)
+        assert ex.watches, "the step was not submitted"
+        yield cluster, ex.watch_spec()
+
+
+def test_a_finished_step_wakes_the_task_long_before_the_poll_interval(short_move):
+    cluster, spec = short_move
+    assert spec["wake"]["rate"] == 1_000_000 and spec["wake"]["brokers"] == {next(iter(spec["steps"])): [1, 4]}
+    listings_before = sum(n for (api, _), n in cluster.request_counts.items() if api == 46)
+    trigger = ReassignmentWatchTrigger(kafka_conn_id="kafka_default", spec=spec, poll_interval=60, run_id="r",
+                                       refresh_seconds=0)
+    payload, waited = _first_event(trigger, timeout=30)
+    (reason,) = payload["reasons"]
+    assert "t-0" in reason and cluster.partition_state("t", 0)["adding"] == [], payload
+    # Due at about 4 s; cheap checks from then on, at most one a second: the wake comes within
+    # a few seconds of the copy's end, not after the 60 s poll interval.
+    assert 3.0 <= waited < 12, waited
+    listings = sum(n for (api, _), n in cluster.request_counts.items() if api == 46) - listings_before
+    assert 1 <= listings <= waited + 2, (listings, waited)

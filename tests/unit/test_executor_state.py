@@ -24,7 +24,7 @@ def chain(topic: str, p: int, lists: list[tuple[int, ...]], size: int = 100) -> 
 
 def take(ex: MoveExecutor, now: float = 0.0) -> list[int]:
     """Pick and mark in flight what fits (what a refill does once the cluster accepted them)."""
-    chosen = ex.pick()
+    chosen = ex.pick(now)
     for i in chosen:
         ex.ready.discard(i)
         ex._set(i, IN_FLIGHT)
@@ -179,3 +179,41 @@ def test_progress_left_is_what_the_steps_in_flight_lack_as_observed_plus_the_que
     view = ex.progress(now=2.0)
     assert view.bytes_left == 500 + 100, "live lag of the step in flight plus the queued step's plan"
     assert view.bytes_moved == 100 and view.bytes_total == view.bytes_moved + view.bytes_left
+
+
+def _one_receiver(sizes: list[int]) -> list[StepMove]:
+    """Partitions of leader 1 each copied to broker 2 (one step each)."""
+    return [s for p, size in enumerate(sizes) for s in chain("t", p, [(1,), (2,)], size=size)]
+
+
+def test_large_steps_do_not_crowd_a_broker_beyond_its_byte_budget():
+    # 25 MB/s for 10 s: 250 MB per broker in flight. 100 MB steps: three fit (the third takes the
+    # broker from 200 MB to above the budget), the fourth would only split the same throttle.
+    limits = ExecutionLimits(max_movements_per_broker=20, budget_seconds=10.0, strategy="largest-first")
+    ex = MoveExecutor(_one_receiver([100_000_000] * 10), limits, throttle_rate=25_000_000)
+    assert len(take(ex)) == 3
+    assert ex.wake_at(0.0)[1] is not None  # broker 1 and 2 were held back: a refill wake is due
+    assert take(ex) == []  # nothing moved yet: still over the budget
+
+
+def test_small_steps_fill_the_budget_up_to_the_count_cap():
+    limits = ExecutionLimits(max_movements_per_broker=30, budget_seconds=10.0)
+    ex = MoveExecutor(_one_receiver([5_000_000] * 100), limits, throttle_rate=25_000_000)
+    # 250 MB of 5 MB steps is 50; the count cap of 30 stops it first.
+    assert len(take(ex)) == 30
+    ex2 = MoveExecutor(_one_receiver([5_000_000] * 100), ExecutionLimits(max_movements_per_broker=100,
+                                                                        budget_seconds=10.0),
+                       throttle_rate=25_000_000)
+    assert len(take(ex2)) == 50
+
+
+def test_bytes_left_as_observed_make_room_before_a_step_ends():
+    limits = ExecutionLimits(max_movements_per_broker=20, budget_seconds=10.0)
+    ex = MoveExecutor(_one_receiver([200_000_000] * 4), limits, throttle_rate=25_000_000)
+    (first, second) = take(ex)
+    # Polled at t=4: the first has 20 MB left, the second has not started. 220 MB in flight is
+    # below the 250 MB budget: one more step starts before the first ends, and only one.
+    ex.watches[first].bytes_left, ex.watches[first].polled_at = 20_000_000, 4.0
+    ex.watches[second].bytes_left, ex.watches[second].polled_at = 200_000_000, 4.0
+    ex.watches[first].bytes_total = ex.watches[second].bytes_total = 200_000_000
+    assert len(take(ex, 4.0)) == 1

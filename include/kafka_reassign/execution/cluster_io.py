@@ -69,6 +69,13 @@ def read_cluster(admin: KafkaAdminPort, steps: Sequence[StepMove]) -> ClusterVie
     return view
 
 
+def left_listing(steps: Mapping[int, StepMove], listing: Mapping[TopicPartition, InFlight]) -> list[int]:
+    """Steps whose partition is no longer listed as moving to their target (finished, or changed
+    by someone): a full poll judges them. Log-dir steps are not listed; the full poll reads them."""
+    return [i for i, s in steps.items() if not s.is_log_dir_only
+            and (s.key not in listing or tuple(listing[s.key].target) != tuple(s.target))]
+
+
 def observe(step: StepMove, view: ClusterView) -> StepObservation:
     """What ``view`` says about one step.
 

@@ -53,9 +53,10 @@ class MoveExecutor(AdmissionWindow, StepPoller, ProgressReporting):
     """
 
     def tick(self, admin: KafkaAdminPort, now: float | None = None) -> None:
-        """Poll the steps in flight, then refill the window (what one loop iteration does)."""
+        """Poll the steps in flight, adapt the caps to their health, refill the window (one loop iteration)."""
         now = time.time() if now is None else now
         self.poll(admin, now)
+        self.govern(admin, now)
         self.refill(admin, now)
 
 
@@ -63,10 +64,11 @@ def run_execution(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, *, 
                   on_progress: Callable[[ProgressView], None] | None = None,
                   should_stop: Callable[[ProgressView], bool] | None = None,
                   sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time) -> ProgressView:
-    """Tick, save, report, sleep until the run is done, dead or asked to stop.
+    """Tick, save, report, wait for work until the run is done, dead or asked to stop.
 
     :param store: an :class:`~kafka_reassign.execution.store.ExecutionStore` (None = not durable)
-    :param poll_seconds: time between polls; a finished step waits at most this long for its successor
+    :param poll_seconds: time between full polls (sizes, lag, stall clocks); a finished step is
+        seen sooner, by the cheap checks of :mod:`kafka_reassign.execution.wake`
     :param should_stop: checked after each poll (e.g. a signal): True returns with the run in progress
     :returns: the last progress view (its ``outcome`` says how the run ended)
     """
@@ -80,4 +82,25 @@ def run_execution(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, *, 
             on_progress(view)
         if view.finished or (should_stop is not None and should_stop(view)):
             return view
-        sleep(poll_seconds)
+        wait_for_work(admin, executor, store, now + poll_seconds, sleep, clock)
+
+
+def wait_for_work(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, next_poll: float,
+                  sleep: Callable[[float], None], clock: Callable[[], float]) -> None:
+    """Sleep until a full poll is worth making: a step due to finish left the listing, or it is
+    ``next_poll``. A broker the window held steps back from gets them when it runs low, on the way.
+    """
+    while True:
+        now = clock()
+        check, refill = executor.wake_at(now)
+        wake = min(t for t in (next_poll, check, refill) if t is not None)
+        if wake > now:
+            sleep(wake - now)
+            now = clock()
+        if now >= next_poll:
+            return
+        if refill is not None and now >= refill:
+            if executor.top_up(admin, now) and store is not None:
+                store.save(executor.run_id, executor.state_json(), executor.progress(now).to_json())
+        elif check is not None and now >= check and executor.quick_check(admin, now):
+            return

@@ -9,6 +9,15 @@ from kafka_reassign.errors import ParamError, Problem
 from kafka_reassign.execution.order import DEFAULT_STRATEGY, parse_strategy
 from kafka_reassign.execution.steps import StepMove
 
+#: Least seconds of the throttle kept in flight per broker: a wake of the DAG's execute task
+#: (trigger event, scheduler, worker start) takes seconds, and a broker must not run dry meanwhile.
+MIN_BUDGET_SECONDS = 10.0
+
+
+def budget_for(poll_interval_seconds: float) -> float:
+    """Seconds of work a broker keeps in flight: two polls, so a late wake still finds it busy."""
+    return max(2.0 * poll_interval_seconds, MIN_BUDGET_SECONDS)
+
 
 @dataclass(frozen=True)
 class ExecutionLimits:
@@ -21,6 +30,12 @@ class ExecutionLimits:
     :param step_timeout_seconds: a step not done this long after its submission times out
     :param stall_window_seconds: bytes left not falling (or a needed broker offline) this long
     :param strategy: ordering strategy, see :mod:`kafka_reassign.execution.order`
+    :param budget_seconds: seconds of the throttle a broker should have in flight: a step is
+        admitted only if one of its brokers has less (see ``AdmissionWindow.pick``)
+    :param adaptive_concurrency: the caps follow the ISR health of the moving partitions
+        (:mod:`kafka_reassign.execution.health`)
+    :param min_movements_per_broker: adaptive concurrency's floor (at most the per-broker cap:
+        a larger one is clamped to it)
     """
 
     max_partition_movements: int = D.MAX_PARTITION_MOVEMENTS
@@ -29,6 +44,9 @@ class ExecutionLimits:
     step_timeout_seconds: float = D.MOVE_TIMEOUT_MINUTES * 60.0
     stall_window_seconds: float = D.STALL_WINDOW_SECONDS
     strategy: str = DEFAULT_STRATEGY
+    budget_seconds: float = budget_for(D.POLL_INTERVAL_SECONDS)
+    adaptive_concurrency: bool = D.ADAPTIVE_CONCURRENCY
+    min_movements_per_broker: int = D.MIN_MOVEMENTS_PER_BROKER
 
     @classmethod
     def from_params(cls, params: Any, strategy: str | None = None) -> "ExecutionLimits":
@@ -38,13 +56,18 @@ class ExecutionLimits:
                    max_leader_movements=params.max_leader_movements,
                    step_timeout_seconds=float(params.move_timeout_minutes) * 60.0,
                    stall_window_seconds=float(params.stall_window_seconds),
-                   strategy=strategy or getattr(params, "movement_strategy", None) or cls.strategy)
+                   strategy=strategy or getattr(params, "movement_strategy", None) or cls.strategy,
+                   budget_seconds=budget_for(float(params.poll_interval_seconds)),
+                   adaptive_concurrency=bool(getattr(params, "adaptive_concurrency", D.ADAPTIVE_CONCURRENCY)),
+                   min_movements_per_broker=int(getattr(params, "min_movements_per_broker",
+                                                        D.MIN_MOVEMENTS_PER_BROKER)))
 
     def validate(self, steps: Sequence[StepMove] = ()) -> None:
         """Raise :class:`ParamError` naming every limit at or below 0, or a step that can never fit."""
         problems = []
         for name in ("max_partition_movements", "max_movements_per_broker", "max_leader_movements",
-                     "step_timeout_seconds", "stall_window_seconds"):
+                     "step_timeout_seconds", "stall_window_seconds", "budget_seconds",
+                     "min_movements_per_broker"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
                 problems.append(Problem(name, f"must be > 0, got {v!r}", "bad_param"))

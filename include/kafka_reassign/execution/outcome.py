@@ -80,6 +80,7 @@ class StepWatch:
     :param last_leader: (time, leader log size) at the latest poll
     :param bytes_total: bytes the step copies (last poll)
     :param bytes_left: bytes left (last poll)
+    :param polled_at: when ``bytes_left`` was read (the submission time before a first poll)
     """
 
     submitted_at: float
@@ -93,10 +94,16 @@ class StepWatch:
     bytes_left: int = 0
     lagging: list[tuple[int, int]] = field(default_factory=list)
     offline: tuple[int, ...] = ()
+    polled_at: float | None = None
 
     @classmethod
     def start(cls, now: float) -> "StepWatch":
         return cls(submitted_at=now, progress_at=now)
+
+    @property
+    def observed(self) -> bool:
+        """A poll has seen the step since its submission."""
+        return self.polled_at is not None
 
     def observe(self, obs: StepObservation, now: float) -> None:
         """Fold one poll in: progress clock, offline and divergence clocks, leader growth."""
@@ -104,6 +111,7 @@ class StepWatch:
             self.best_left = obs.bytes_left
             self.progress_at = now
         self.bytes_left, self.bytes_total = obs.bytes_left, max(obs.bytes_total, self.bytes_total)
+        self.polled_at = now
         self.lagging, self.offline = list(obs.lagging), tuple(obs.offline)
         if obs.offline:
             self.offline_since = self.offline_since if self.offline_since is not None else now
@@ -126,7 +134,8 @@ class StepWatch:
                 "first_leader": list(self.first_leader) if self.first_leader else None,
                 "last_leader": list(self.last_leader) if self.last_leader else None,
                 "bytes_total": self.bytes_total, "bytes_left": self.bytes_left,
-                "lagging": [list(x) for x in self.lagging], "offline": list(self.offline)}
+                "lagging": [list(x) for x in self.lagging], "offline": list(self.offline),
+                "polled_at": self.polled_at}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | Sequence[Any]) -> "StepWatch":
@@ -141,7 +150,7 @@ class StepWatch:
                    last_leader=(float(last[0]), int(last[1])) if last else None,
                    bytes_total=int(named.get("bytes_total", 0)), bytes_left=int(named.get("bytes_left", 0)),
                    lagging=[(int(b), int(n)) for b, n in named.get("lagging") or []],
-                   offline=tuple(named.get("offline") or ()))
+                   offline=tuple(named.get("offline") or ()), polled_at=named.get("polled_at"))
 
 
 #: The field order of the positional StepWatch JSON of earlier releases (read, never written).

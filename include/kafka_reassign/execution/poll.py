@@ -9,10 +9,11 @@ from typing import Any
 
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.cluster.state import TopicPartition
-from kafka_reassign.execution.cluster_io import observe, read_cluster
+from kafka_reassign.execution.cluster_io import left_listing, observe, read_cluster
 from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepWatch, step_outcome
 from kafka_reassign.execution.step_state import StepStates
 from kafka_reassign.execution.steps import StepMove
+from kafka_reassign.execution.wake import WakeRule
 
 
 class StepPoller(StepStates):
@@ -49,6 +50,13 @@ class StepPoller(StepStates):
         self._finished_leaders = finished
         return finished
 
+    def quick_check(self, admin: KafkaAdminPort, now: float) -> bool:
+        """One ListPartitionReassignments: has a step in flight left the listing (a full poll is due)?"""
+        self._last_check = now
+        self.checks += 1
+        self._listing = admin.list_partition_reassignments(None)
+        return bool(left_listing({i: self.steps[i] for i in self.watches}, self._listing))
+
 
 def watch_poll(admin: KafkaAdminPort, spec: dict[str, Any], now: float, seen_offline: set[int] | None = None
                ) -> tuple[dict[str, Any], list[str]]:
@@ -78,3 +86,26 @@ def watch_poll(admin: KafkaAdminPort, spec: dict[str, Any], now: float, seen_off
                     seen_offline.add(i)
     spec = {**spec, "watch": {str(i): w.to_json() for i, w in watches.items()}}
     return spec, reasons
+
+
+def watch_check(admin: KafkaAdminPort, spec: dict[str, Any]) -> bool:
+    """A trigger's cheap check (one ListPartitionReassignments): has a step left the listing?"""
+    steps = {int(i): StepMove.from_json(d) for i, d in spec["steps"].items()}
+    return bool(left_listing(steps, admin.list_partition_reassignments(None)))
+
+
+def next_watch_wake(spec: dict[str, Any], last_check: float, now: float, next_poll: float) -> tuple[float, str]:
+    """(when, what) a trigger does next: ``poll`` (full), ``check`` (cheap) or ``refill`` (wake the task).
+
+    A spec from a trigger deferred before wakes were scheduled has no ``wake``: it only polls.
+    """
+    if not spec.get("wake") or not spec.get("watch"):
+        return next_poll, "poll"
+    watches = {int(i): StepWatch.from_json(w) for i, w in spec["watch"].items()}
+    check, refill = WakeRule.from_json(spec["wake"]).times(watches, last_check, now)
+    options = [(next_poll, "poll")]
+    if check is not None:
+        options.append((check, "check"))
+    if refill is not None:
+        options.append((refill, "refill"))
+    return min(options)

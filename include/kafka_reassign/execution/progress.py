@@ -51,6 +51,11 @@ class ProgressView:
     :param rate_bytes_per_sec: copy rate over the last polls (None until two polls)
     :param eta_seconds: bytes left / rate (None when unknown)
     :param rows: steps in flight, dead steps and the most recently finished ones
+    :param partition_cap: steps allowed in flight in the cluster now (adaptive concurrency may
+        have lowered it below ``max_partition_movements``)
+    :param broker_cap: steps allowed in flight on a broker in good health
+    :param reduced_broker_caps: broker id (as a string, JSON's keys) -> its lowered cap
+    :param cap_change: the last change of the caps, with its reason ("" = none yet)
     """
 
     run_id: str = ""
@@ -73,6 +78,10 @@ class ProgressView:
     updated_at: float = 0.0
     polls: int = 0
     throttle_bytes_per_sec: int | None = None
+    partition_cap: int | None = None
+    broker_cap: int | None = None
+    reduced_broker_caps: dict[str, int] = field(default_factory=dict)
+    cap_change: str = ""
     rows: list[StepRow] = field(default_factory=list)
 
     @property
@@ -88,7 +97,15 @@ class ProgressView:
              f"{fmt_bytes(self.bytes_left)} left, rate {rate}, ETA {eta}")
         if self.steps_dead:
             s += f"; {self.steps_dead} step(s) {self.outcome.upper()}: {self.message}"
+        if self.cap_change:
+            s += f"; {self.caps_line()}"
         return s
+
+    def caps_line(self) -> str:
+        """The caps now and their last change: "caps 1250 in cluster, 20 per broker (3: 10); last: …"."""
+        reduced = ", ".join(f"{b}: {c}" for b, c in sorted(self.reduced_broker_caps.items(), key=lambda x: int(x[0])))
+        line = f"caps {self.partition_cap} in cluster, {self.broker_cap} per broker"
+        return line + (f" ({reduced})" if reduced else "") + f"; last change: {self.cap_change}"
 
     def format_table(self) -> str:
         """The steps in flight (and dead ones) as a table, then the summary line."""

@@ -14,12 +14,17 @@ import zlib
 from collections import deque
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.cluster.state import InFlight, TopicPartition
+from kafka_reassign.errors import KafkaAdminError
+from kafka_reassign.execution.health import CapGovernor, MinIsrCache, read_health
 from kafka_reassign.execution.order import OrderContext, ReadyQueue, parse_strategy
 from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepWatch, outcome_of, run_outcome
 from kafka_reassign.execution.progress import RECENT_DONE_ROWS
 from kafka_reassign.execution.steps import StepMove
+from kafka_reassign.execution.wake import FlightItem, WakeRule
 from kafka_reassign.throttle.replica_lists import ReplicaThrottle
+from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
 
 if TYPE_CHECKING:
     from kafka_reassign.execution.limits import ExecutionLimits
@@ -72,6 +77,7 @@ class StepStates:
         self.started_at: float | None = None
         self.first_submit_at: float | None = None
         self.polls = 0
+        self.checks = 0
         self.submissions = 0
         self._listing: dict[TopicPartition, InFlight] | None = None
         self._touched_topics: set[str] = set()
@@ -82,6 +88,13 @@ class StepStates:
         self._dir_moves: dict[int, dict[tuple[str, int, int], str]] = {}
         self._recent_done: deque[int] = deque(maxlen=RECENT_DONE_ROWS)
         self._rate_samples: deque[tuple[float, float]] = deque(maxlen=8)
+        #: brokers whose eligible steps the last pick held back for their bytes in flight
+        self._held_back: set[int] = set()
+        self._last_check = 0.0
+        #: adapts the caps to the ISR health of the moves in flight (None: the caps are fixed)
+        self.governor = CapGovernor(limits.max_partition_movements, limits.max_movements_per_broker,
+                                    limits.min_movements_per_broker) if limits.adaptive_concurrency else None
+        self._min_isr = MinIsrCache()
         self._index(set(urp))
 
     def _index(self, urp_keys: set[TopicPartition]) -> None:
@@ -153,13 +166,53 @@ class StepStates:
     # -- what is where ---------------------------------------------------------------
     @property
     def partition_cap(self) -> int:
-        """Steps allowed in flight in the whole cluster now."""
-        return self.limits.max_partition_movements
+        """Steps allowed in flight in the whole cluster now (adaptive concurrency may have lowered it)."""
+        return self.governor.cluster if self.governor is not None else self.limits.max_partition_movements
 
     @property
     def broker_cap(self) -> int:
-        """Steps allowed in flight on one broker now."""
+        """Steps allowed in flight on a broker in good health (see :attr:`reduced_broker_caps`)."""
         return self.limits.max_movements_per_broker
+
+    @property
+    def reduced_broker_caps(self) -> dict[int, int]:
+        """Brokers whose cap adaptive concurrency lowered below :attr:`broker_cap`, and that cap."""
+        return self.governor.brokers if self.governor is not None else {}
+
+    def govern(self, admin: KafkaAdminPort, now: float) -> None:
+        """When a health read is due, read the ISR of the moves in flight and adapt the caps to it."""
+        g = self.governor
+        if g is None or not g.due(now):
+            return
+        try:
+            health = read_health(admin, [self.steps[i] for i in self.watches], self._min_isr)
+        except KafkaAdminError as exc:  # the caps stay as they are until the next read
+            log.warning("run %s: health read failed (%s); caps unchanged", self.run_id, exc)
+            return
+        change = g.observe(health, now)
+        if change is not None:
+            log.warning("run %s: %s", self.run_id, change.text)
+
+    @property
+    def move_rate(self) -> float:
+        """Bytes/s one broker moves: the run's throttle, or a NIC's when the run is unthrottled."""
+        return float(self.rules.throttle_rate or DEFAULT_NETWORK_BYTES_PER_SEC)
+
+    def flight_items(self) -> dict[int, FlightItem]:
+        """The steps in flight as the wake schedule sees them (bytes left as last observed)."""
+        return self.wake_rule().items(self.watches)
+
+    def wake_rule(self) -> WakeRule:
+        """What the watch needs to schedule its wakes (:mod:`kafka_reassign.execution.wake`)."""
+        rate = self.move_rate
+        return WakeRule(rate=rate, low_water=rate * self.limits.budget_seconds / 2.0,
+                        held_back=tuple(sorted(self._held_back)),
+                        brokers={i: self.data[i] for i in self.watches},
+                        planned={i: self.step_bytes[i] for i in self.watches})
+
+    def wake_at(self, now: float) -> tuple[float | None, float | None]:
+        """(next cheap check for a step due to finish, when a broker holding steps back runs low)."""
+        return self.wake_rule().times(self.watches, self._last_check, now)
 
     @property
     def in_flight(self) -> list[int]:
@@ -214,8 +267,9 @@ class StepStates:
                 "status": self.status.decode(), "watch": {str(i): w.to_json() for i, w in self.watches.items()},
                 "dead": {str(i): [o.value, m] for i, (o, m) in self.dead.items()},
                 "dead_moving": sorted(self._dead_moving), "started_at": self.started_at,
-                "first_submit_at": self.first_submit_at, "polls": self.polls, "submissions": self.submissions,
-                "rate": [list(x) for x in self._rate_samples]}
+                "first_submit_at": self.first_submit_at, "polls": self.polls, "checks": self.checks,
+                "submissions": self.submissions, "rate": [list(x) for x in self._rate_samples],
+                "caps": self.governor.to_json() if self.governor is not None else None}
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_json` of the same steps (raises ValueError for another plan)."""
@@ -230,9 +284,12 @@ class StepStates:
         self.started_at = state.get("started_at")
         self.first_submit_at = state.get("first_submit_at")
         self.polls = int(state.get("polls", 0))
+        self.checks = int(state.get("checks", 0))
         self.submissions = int(state.get("submissions", 0))
         self._rate_samples.clear()
         self._rate_samples.extend((float(t), float(m)) for t, m in state.get("rate", []))
+        if self.governor is not None and state.get("caps"):  # absent from states saved before it
+            self.governor.load(state["caps"])
         self._verify = True
         self._reset_counters()
 
@@ -241,7 +298,7 @@ class StepStates:
         """Plain JSON for a trigger: the steps in flight, their watches and the rules."""
         return {"steps": {str(i): self.steps[i].to_json() for i in self.watches},
                 "watch": {str(i): w.to_json() for i, w in self.watches.items()},
-                "rules": self.rules.to_json()}
+                "rules": self.rules.to_json(), "wake": self.wake_rule().to_json()}
 
     def merge_watches(self, watch: Mapping[str, Any]) -> None:
         """Take the stall and offline clocks a trigger kept while it watched."""

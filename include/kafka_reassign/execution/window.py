@@ -8,33 +8,52 @@ AlterPartitionReassignments.
 """
 from __future__ import annotations
 
+import time
+
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.execution.cluster_io import classify, elect_leaders, submit
 from kafka_reassign.execution.outcome import Outcome, StepWatch
 from kafka_reassign.execution.step_state import IN_FLIGHT, StepStates, log
+from kafka_reassign.execution.wake import broker_left
 from kafka_reassign.throttle.record import note_submitted
 
 
 class AdmissionWindow(StepStates):
     """The refill half of :class:`~kafka_reassign.execution.executor.MoveExecutor`."""
 
-    def pick(self) -> list[int]:
-        """The eligible steps that fit the caps now, in strategy order (slots are taken)."""
+    def pick(self, now: float | None = None) -> list[int]:
+        """The eligible steps that fit the caps now, in strategy order (slots are taken).
+
+        Besides the counts, a step must bring work to a broker short of it: one of the brokers
+        its bytes go through has less than ``budget_seconds`` of the throttle in flight. Many
+        small steps then fill a broker's share of the throttle until the next wake, and a few
+        large ones do not take slots that add nothing but a thinner split of the same throttle.
+        """
         room = self.partition_cap - self.counts[IN_FLIGHT]
+        self._held_back = set()
         if room <= 0 or not len(self.ready) or self.dead:
             return []
         cap_b, cap_l = self.broker_cap, self.limits.max_leader_movements
+        reduced = self.reduced_broker_caps  # brokers adaptive concurrency holds below cap_b
+        rate = self.move_rate
+        budget = rate * self.limits.budget_seconds
+        left = broker_left(self.flight_items(), rate, time.time() if now is None else now)
         chosen: list[int] = []
         for bucket in self.ready.walk():
             for _, i in bucket:
-                full = [b for b in self.touched[i] if self.broker_load.get(b, 0) >= cap_b]
+                full = [b for b in self.touched[i] if self.broker_load.get(b, 0) >= reduced.get(b, cap_b)]
                 if full:
                     if self.ready.by_brokers and any(b in self.data[i] for b in full):
                         break  # a receiving broker of the whole bucket is full
                     continue
                 if self.steps[i].moves_leader and self.leader_load >= cap_l:
                     continue
+                if self.data[i] and all(left.get(b, 0.0) >= budget for b in self.data[i]):
+                    self._held_back.update(self.data[i])
+                    continue
                 self._hold(i, +1)
+                for b in self.data[i]:
+                    left[b] = left.get(b, 0.0) + self.step_bytes[i]
                 chosen.append(i)
                 if len(chosen) >= room:
                     return chosen
@@ -44,7 +63,7 @@ class AdmissionWindow(StepStates):
         """Submit the next eligible steps that fit; returns the indices now in flight because of it."""
         started: list[int] = []
         for _ in range(8):  # steps found already done free their slot and their successor: look again
-            chosen = self.pick()
+            chosen = self.pick(now)
             if not chosen:
                 break
             admitted, skipped = self._admit(admin, chosen, now)
@@ -75,6 +94,14 @@ class AdmissionWindow(StepStates):
         elect_leaders(admin, self._finished_leaders)
         self._finished_leaders = []
         return started
+
+    def top_up(self, admin: KafkaAdminPort, now: float) -> list[int]:
+        """Refill between polls, when a broker the window held steps back from runs low.
+
+        The listing is read again first: someone may have started moving a queued partition.
+        """
+        self._listing = None
+        return self.refill(admin, now)
 
     def _admit(self, admin: KafkaAdminPort, chosen: list[int], now: float) -> tuple[list[int], bool]:
         """Classify the chosen steps against the cluster; (indices now in flight, any found done)."""

@@ -25,6 +25,9 @@ class ReassignParams:
     :param max_partition_movements: moves (KIP-435 steps) in flight in the whole cluster
     :param max_movements_per_broker: moves in flight adding to, removing from or copying from one broker
     :param max_leader_movements: preferred-leader changes in flight
+    :param adaptive_concurrency: halve the caps of brokers whose moving partitions lose in-sync
+        replicas and grow them back once healthy (:mod:`kafka_reassign.execution.health`)
+    :param min_movements_per_broker: the floor adaptive concurrency never shrinks a cap below
     :param move_timeout_minutes: a move not done this long after its submission fails the run
     :param allow_rf_change: accept replication-factor changes
     :param allow_internal_topics: accept moves of internal topics
@@ -46,6 +49,8 @@ class ReassignParams:
     max_partition_movements: int = D.MAX_PARTITION_MOVEMENTS
     max_movements_per_broker: int = D.MAX_MOVEMENTS_PER_BROKER
     max_leader_movements: int = D.MAX_LEADER_MOVEMENTS
+    adaptive_concurrency: bool = D.ADAPTIVE_CONCURRENCY
+    min_movements_per_broker: int = D.MIN_MOVEMENTS_PER_BROKER
     move_timeout_minutes: float = D.MOVE_TIMEOUT_MINUTES
     allow_rf_change: bool = D.ALLOW_RF_CHANGE
     allow_internal_topics: bool = D.ALLOW_INTERNAL_TOPICS
@@ -146,6 +151,19 @@ def _take_old_names(raw: dict[str, Any], problems: list[Problem]) -> dict[str, s
     return given_as
 
 
+def _check_floor(problems: list[Problem], out: dict[str, Any], given: bool) -> None:
+    """The adaptive floor against the per-broker cap: refused above it when given, else clamped to it."""
+    floor, cap = out.get("min_movements_per_broker"), out.get("max_movements_per_broker")
+    if floor is None or cap is None or floor <= cap:
+        return
+    if given and out.get("adaptive_concurrency"):
+        problems.append(Problem("min_movements_per_broker",
+                                f"min_movements_per_broker={floor} is above max_movements_per_broker={cap}: "
+                                "the adaptive floor must be at most the per-broker cap", "bad_param"))
+    else:  # the default floor under a smaller cap, or a floor adaptive concurrency never uses
+        out["min_movements_per_broker"] = cap
+
+
 def validate_params(raw: Mapping[str, Any] | ReassignParams | None = None) -> ReassignParams:
     """Check run parameters against :data:`kafka_reassign.defaults.RUN_PARAMS`; raise
     :class:`ParamError` listing every problem.
@@ -166,6 +184,8 @@ def validate_params(raw: Mapping[str, Any] | ReassignParams | None = None) -> Re
         problems.append(Problem(k, f"unknown parameter (known: {', '.join(sorted(known))})", "unknown_param"))
     out = {p.name: _check(problems, given_as.get(p.name, p.name), values.get(p.name, p.default), p)
            for p in D.RUN_PARAMS}
+    # A DAG run carries every param, defaults included: only a floor other than the default is "given".
+    _check_floor(problems, out, given=out["min_movements_per_broker"] != D.MIN_MOVEMENTS_PER_BROKER)
     if problems:
         raise ParamError(problems)
     return ReassignParams(**out)

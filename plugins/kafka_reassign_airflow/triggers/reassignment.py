@@ -1,14 +1,18 @@
 """The trigger that watches the steps in flight of a reassignment without holding a worker slot.
 
-Each poll reads ListPartitionReassignments, the live brokers and DescribeLogDirs of the
+Each full poll reads ListPartitionReassignments, the live brokers and DescribeLogDirs of the
 brokers in flight (:func:`kafka_reassign.execution.poll.watch_poll`, the executor's own reading and
-judging) and fires one event as soon as the executor has something to do:
+judging). Between full polls, it wakes when a step is due to finish and makes a cheap check
+(one ListPartitionReassignments, at most one a second: :mod:`kafka_reassign.execution.wake`); a
+step that left the listing is judged by a full poll at once. It fires one event as soon as the
+executor has something to do:
 
 * ``attention`` - a step finished (the window can be refilled), stalled, failed, timed out,
   or a broker it needs just went offline (the event carries the steps' watches: stall and
   offline clocks continue in the task); also, with no reason, every ``refresh_seconds`` so
   the task saves the progress (bytes left, rate, ETA) the UI shows even while a long move
-  runs;
+  runs; and when a broker the window held steps back from is about to run low on work (the
+  task refills the window before it runs dry);
 * ``error`` - Kafka could not be read for longer than the error budget.
 
 kafka-python is blocking, so every Kafka call runs in a worker thread (``asyncio.to_thread``);
@@ -44,8 +48,8 @@ class ReassignmentWatchTrigger(BaseTrigger):
     :param kafka_conn_id: Airflow connection id of the cluster
     :param spec: :meth:`kafka_reassign.execution.executor.MoveExecutor.watch_spec` plus ``throttle``
         (:func:`kafka_reassign.throttle.guard.expected_throttle`): plain JSON, every field named
-    :param poll_interval: seconds between polls (the first poll comes one interval after the
-        task deferred: it has just polled)
+    :param poll_interval: seconds between full polls (the first comes one interval after the
+        task deferred: it has just polled); cheap checks come as steps are due to finish
     :param run_id: the DAG run (for log lines)
     :param refresh_seconds: wake the task at least this often to save progress (0: only when a
         step needs it)
@@ -75,19 +79,28 @@ class ReassignmentWatchTrigger(BaseTrigger):
         poll = await asyncio.to_thread(importlib.import_module, "kafka_reassign.execution.poll")
         spec, admin, errors, seen, polls = self.spec, None, 0, set(), 0
         refresh_at = time.monotonic() + self.refresh_seconds if self.refresh_seconds > 0 else float("inf")
+        next_poll, last_check = time.time() + self.poll_interval, 0.0
         try:
             while spec.get("steps"):
-                await asyncio.sleep(self.poll_interval)
+                when, what = poll.next_watch_wake(spec, last_check, time.time(), next_poll)
+                await asyncio.sleep(max(0.0, when - time.time()))
+                if what == "refill":
+                    yield TriggerEvent({"status": "attention", "watch": spec["watch"],
+                                        "reasons": ["a broker is running low on moves in flight: room for more"]})
+                    return
                 try:
                     if admin is None:
                         admin = await asyncio.to_thread(self._connect)
+                    if what == "check":
+                        last_check = time.time()
+                        # One ListPartitionReassignments; the full poll only when a step left it.
+                        if not await asyncio.to_thread(poll.watch_check, admin, spec):
+                            continue
                     # One blocking poll in a thread: the event loop keeps serving other triggers.
                     spec, reasons = await asyncio.to_thread(poll.watch_poll, admin, spec, time.time(), seen)
+                    next_poll = time.time() + self.poll_interval
                     polls += 1
-                    if spec.get("throttle") and polls % THROTTLE_CHECK_EVERY == 0:
-                        # Read-only: the worker this wakes re-applies (and records) what is missing.
-                        guard = await asyncio.to_thread(importlib.import_module, "kafka_reassign.throttle.guard")
-                        reasons = reasons + await asyncio.to_thread(guard.throttle_drift, admin, spec["throttle"])
+                    reasons = reasons + await self._throttle_drift(admin, spec, polls)
                     errors = 0
                     left = sum(int(w["bytes_left"]) for w in spec["watch"].values())
                     self.log.info("run %s: %d step(s) in flight, %d bytes left", self.run_id, len(spec["steps"]), left)
@@ -95,6 +108,7 @@ class ReassignmentWatchTrigger(BaseTrigger):
                     errors += 1
                     self.log.warning("run %s: poll %d failed: %s", self.run_id, errors, exc)
                     admin = await _drop(admin)
+                    next_poll = time.time() + self.poll_interval
                     if errors >= MAX_CONSECUTIVE_ERRORS:
                         yield TriggerEvent({"status": "error", "message": f"could not read progress from Kafka "
                                                                           f"{errors} times in a row: {exc}"})
@@ -106,6 +120,15 @@ class ReassignmentWatchTrigger(BaseTrigger):
             yield TriggerEvent({"status": "attention", "watch": spec.get("watch", {}), "reasons": []})
         finally:
             await _drop(admin)
+
+    async def _throttle_drift(self, admin: Any, spec: dict[str, Any], polls: int) -> list[str]:
+        """Every few full polls, a read-only check that the run's throttle is still in place."""
+        if not spec.get("throttle") or polls % THROTTLE_CHECK_EVERY:
+            return []
+        # Read-only: the worker this wakes re-applies (and records) what is missing.
+        guard = await asyncio.to_thread(importlib.import_module, "kafka_reassign.throttle.guard")
+        drift: list[str] = await asyncio.to_thread(guard.throttle_drift, admin, spec["throttle"])
+        return drift
 
 
 async def _drop(admin: Any) -> None:

@@ -160,6 +160,7 @@ function render(d) {
     ["Steps", s.steps_total ? `${s.steps_done} done · ${s.steps_in_flight} in flight · ${s.steps_queued} queued` : "–",
      s.outcome && s.outcome !== "in_progress" && s.outcome !== "done" ? "bad" : ""],
     ["Under min ISR", String(umi), umi ? "bad" : "ok"],
+    ...(s.caps ? [["Moves at once (adaptive)", s.caps, ""]] : []),
   ];
   $("cards").replaceChildren(...cards.map(([label, value, cls]) =>
     el("div", { class: "card " + cls }, el("div", { class: "label" }, label), el("div", { class: "value" }, value))));

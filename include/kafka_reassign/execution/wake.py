@@ -1,0 +1,145 @@
+"""When the executor next has something to do, so nothing waits out a fixed poll interval.
+
+A throttled copy moves at its share of its brokers' throttles. From the bytes each step in
+flight had left at its last observation, that share gives the time it should finish (its
+*due* time) and the time each broker runs low on work (its *low-water* time). The watch
+(:func:`kafka_reassign.execution.executor.run_execution` and the DAG's trigger) sleeps until the
+earliest of:
+
+* a step's due time: then a cheap check (one ListPartitionReassignments) says whether it left
+  the listing; a step that did is judged by a full poll at once;
+* a broker's low-water time, when the window holds eligible steps back only because that
+  broker had enough bytes in flight: then the window is refilled before it runs dry;
+* the next full poll (``poll_interval_seconds``): sizes, lag, log dirs and stall clocks.
+
+Cheap checks come at most one per :data:`CHECK_GAP_SECONDS`, so the requests a run sends stay
+a few per second whatever the plan's size. Shares are estimates (a partition written to, or a
+step whose share grows when a neighbour finishes, moves at another rate): a late step is
+checked again every gap until the next full poll corrects its bytes left.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from kafka_reassign.execution.outcome import StepWatch
+
+#: Least seconds between two cheap ListPartitionReassignments checks (bounds the request rate).
+CHECK_GAP_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class FlightItem:
+    """One step in flight as the wake schedule sees it.
+
+    :param brokers: the brokers its bytes go through (the sending leader and the receivers)
+    :param bytes_left: bytes left at ``observed_at``
+    :param observed_at: when ``bytes_left`` was read (the submission time before a first poll)
+    """
+
+    brokers: tuple[int, ...]
+    bytes_left: float
+    observed_at: float
+
+
+def step_rates(items: Mapping[int, FlightItem], rate: float) -> dict[int, float]:
+    """Each step's expected bytes/s: the smallest share of ``rate`` among its brokers.
+
+    :param rate: bytes/s one broker moves (its replication throttle, or its NIC when unthrottled)
+    """
+    sharing: dict[int, int] = {}
+    for it in items.values():
+        for b in it.brokers:
+            sharing[b] = sharing.get(b, 0) + 1
+    return {i: (min(rate / sharing[b] for b in it.brokers) if it.brokers else rate) for i, it in items.items()}
+
+
+def bytes_left_now(items: Mapping[int, FlightItem], rate: float, now: float) -> dict[int, float]:
+    """Each step's bytes left now, projected from its last observation at its expected rate."""
+    rates = step_rates(items, rate)
+    return {i: max(0.0, it.bytes_left - rates[i] * max(0.0, now - it.observed_at)) for i, it in items.items()}
+
+
+def due_times(items: Mapping[int, FlightItem], rate: float) -> dict[int, float]:
+    """Step index -> unix time it should finish at its expected rate."""
+    rates = step_rates(items, rate)
+    return {i: it.observed_at + (it.bytes_left / rates[i] if rates[i] > 0 else math.inf)
+            for i, it in items.items()}
+
+
+def broker_left(items: Mapping[int, FlightItem], rate: float, now: float) -> dict[int, float]:
+    """Broker -> bytes its steps in flight still move through it (projected to ``now``)."""
+    left = bytes_left_now(items, rate, now)
+    out: dict[int, float] = {}
+    for i, it in items.items():
+        for b in it.brokers:
+            out[b] = out.get(b, 0.0) + left[i]
+    return out
+
+
+def low_water_time(left: Mapping[int, float], brokers: Iterable[int], rate: float, low_water: float,
+                   now: float) -> float | None:
+    """When the first of ``brokers`` gets down to ``low_water`` bytes in flight (None: no broker).
+
+    A broker drains at ``rate`` while it has work, whatever the number of steps sharing it.
+    """
+    times = [now + max(0.0, left.get(b, 0.0) - low_water) / rate for b in brokers] if rate > 0 else []
+    return min(times, default=None)
+
+
+def next_check(due: Sequence[float], last_check: float, now: float) -> float | None:
+    """When the next cheap check is worth making: the earliest due time, never within a gap of the last."""
+    if not due:
+        return None
+    return max(min(due), last_check + CHECK_GAP_SECONDS, now)
+
+
+@dataclass(frozen=True)
+class WakeRule:
+    """What the watch needs to schedule its wakes (plain JSON for a trigger).
+
+    :param rate: bytes/s one broker moves
+    :param low_water: bytes in flight below which a held-back broker should get more work
+    :param held_back: brokers the window held eligible steps back from for their bytes in flight
+    :param brokers: step index -> the brokers its bytes go through
+    :param planned: step index -> its planned bytes (bytes left before a first observation)
+    """
+
+    rate: float
+    low_water: float
+    held_back: tuple[int, ...] = ()
+    brokers: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    planned: Mapping[int, float] = field(default_factory=dict)
+
+    def items(self, watches: Mapping[int, StepWatch]) -> dict[int, FlightItem]:
+        """The steps in flight of ``watches`` with their bytes left as last observed."""
+        out = {}
+        for i, w in watches.items():
+            left = float(w.bytes_left) if w.observed else float(self.planned.get(i, 0.0))
+            out[i] = FlightItem(tuple(self.brokers.get(i, ())), left,
+                                w.polled_at if w.polled_at is not None else w.submitted_at)
+        return out
+
+    def times(self, watches: Mapping[int, StepWatch], last_check: float, now: float
+              ) -> tuple[float | None, float | None]:
+        """(next cheap check for a step due to finish, when a held-back broker runs low)."""
+        items = self.items(watches)
+        check = next_check(list(due_times(items, self.rate).values()), last_check, now)
+        refill = None
+        if self.held_back:
+            refill = low_water_time(broker_left(items, self.rate, now), self.held_back, self.rate,
+                                    self.low_water, now)
+        return check, refill
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rate": self.rate, "low_water": self.low_water, "held_back": list(self.held_back),
+                "brokers": {str(i): list(b) for i, b in self.brokers.items()},
+                "planned": {str(i): n for i, n in self.planned.items()}}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "WakeRule":
+        return cls(rate=float(d["rate"]), low_water=float(d["low_water"]),
+                   held_back=tuple(int(b) for b in d.get("held_back", ())),
+                   brokers={int(i): tuple(int(x) for x in b) for i, b in d.get("brokers", {}).items()},
+                   planned={int(i): float(n) for i, n in d.get("planned", {}).items()})

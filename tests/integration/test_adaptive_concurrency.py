@@ -1,0 +1,109 @@
+"""Health-adaptive concurrency against the simulator, in virtual time: a broker's link degrades
+mid-run, the followers it carries leave the ISR, the caps of the brokers involved shrink, and
+grow back once the link is restored and the ISR is whole again.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import pytest
+
+from kafka_reassign.cluster.admin import KafkaAdmin
+from kafka_reassign.errors import ParamError
+from kafka_reassign.execution.progress import ProgressView
+from kafka_reassign.run.reassign import run_reassignment
+from kafka_reassign.throttle.record import MemoryRecordStore
+
+PARTITIONS = 12
+SLOW_AT, RESTORE_AT = 20.0, 200.0
+NETWORK, DEGRADED = 125_000_000.0, 1_000_000.0
+
+
+def snapshot() -> dict:
+    """Topic ``t`` on brokers 1-3, min ISR 2, written to at 200 KB/s per partition."""
+    from sim_snapshots import make_snapshot
+
+    return make_snapshot(brokers=6, network_bytes_per_sec=NETWORK, topics={"t": {
+        "partitions": PARTITIONS, "rf": 3, "bytes_in_per_sec": 200_000, "size_bytes": 50_000_000,
+        "configs": {"min.insync.replicas": "2"},
+        "replicas": [[1 + (p + i) % 3 for i in range(3)] for p in range(PARTITIONS)]}})
+
+
+def plan() -> dict:
+    return {"version": 1, "partitions": [{"topic": "t", "partition": p, "replicas": [4 + (p + i) % 3 for i in range(3)]}
+                                         for p in range(PARTITIONS)]}
+
+
+def degrade_broker_2(model: Any) -> Callable[[float], None]:
+    """A virtual ``sleep``: broker 2's link drops to 1 MB/s at SLOW_AT and is restored at RESTORE_AT."""
+    done: set[str] = set()
+
+    def sleep(seconds: float) -> None:
+        left = seconds
+        while left > 1e-9:
+            dt = min(0.5, left)
+            model.advance_by(dt)
+            left -= dt
+            t = model.sim_time()
+            if t >= SLOW_AT and "slow" not in done:
+                done.add("slow")
+                model.set_network(2, DEGRADED)
+            if t >= RESTORE_AT and "restore" not in done:
+                done.add("restore")
+                model.set_network(2, NETWORK)
+    return sleep
+
+
+def run(sim_cluster: Any, params: dict) -> tuple[list[ProgressView], Any]:
+    cluster = sim_cluster(snapshot(), time_scale=0.0)
+    model = cluster.model
+    views: list[ProgressView] = []
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        result = run_reassignment(admin, plan(), {"poll_interval_seconds": 5, "produce_sample_seconds": 0,
+                                                  "throttle_bytes_per_sec": 10_000_000, "stall_window_seconds": 3000,
+                                                  "max_movements_per_broker": 8, **params},
+                                  MemoryRecordStore(), on_event=lambda m: None, sleep=degrade_broker_2(model),
+                                  clock=model.now, guard_every=0, on_progress=views.append)
+    return views, result
+
+
+def test_caps_shrink_for_the_brokers_losing_isr_and_grow_back_once_healthy(sim_cluster, caplog):
+    caplog.set_level(logging.WARNING, logger="kafka_reassign.execution.executor")
+    views, result = run(sim_cluster, {})
+    assert result.progress.outcome == "done"
+    changes = [r.getMessage().split(": ", 1)[1] for r in caplog.records if " per broker (" in r.getMessage()
+               or "cluster cap" in r.getMessage()]
+    shrinks = [c for c in changes if "caps 8->4 per broker" in c]
+    assert shrinks and "broker(s) 1, 2, 3" in shrinks[0] and "at min ISR (t-" in shrinks[0], changes
+    assert any("caps 4->2 per broker" in c for c in changes), changes  # halved again, down to the floor
+    assert not any("->1 per broker" in c for c in changes), changes  # never below the floor (2)
+    # The caps were lowered while broker 2's link was degraded, and grew back after it was restored.
+    lowered = [v for v in views if v.reduced_broker_caps.get("2")]
+    assert lowered and views.index(lowered[0]) > 0  # not before the link was degraded
+    assert min(int(v.reduced_broker_caps["2"]) for v in lowered) == 2
+    grown = [c for c in changes if "healthy for 60 s" in c and "->" in c]
+    assert grown, changes
+    final = result.progress
+    assert final.broker_cap == 8 and "last change:" in final.summary()
+    assert views[-1].cap_change and "caps " in views[-1].caps_line()
+    # Once whole again the brokers' caps came back to the configured 8.
+    assert not final.reduced_broker_caps, final.reduced_broker_caps
+
+
+def test_fixed_caps_never_change(sim_cluster, caplog):
+    caplog.set_level(logging.WARNING, logger="kafka_reassign.execution.executor")
+    views, result = run(sim_cluster, {"adaptive_concurrency": False})
+    assert result.progress.outcome == "done"
+    assert not [r for r in caplog.records if "per broker (" in r.getMessage()]
+    assert all(not v.reduced_broker_caps and not v.cap_change for v in views)
+
+
+def test_a_floor_above_the_cap_is_refused_before_any_write(sim_cluster):
+    cluster = sim_cluster(snapshot(), time_scale=0.0)
+    writes = cluster.model.write_count()
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        with pytest.raises(ParamError, match="min_movements_per_broker=9 is above max_movements_per_broker=8"):
+            run_reassignment(admin, plan(), {"max_movements_per_broker": 8, "min_movements_per_broker": 9},
+                             MemoryRecordStore(), on_event=lambda m: None)
+    assert cluster.model.write_count() == writes

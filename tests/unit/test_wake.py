@@ -1,0 +1,56 @@
+"""The wake schedule: when a step should finish, when a broker runs low, how often to check."""
+from __future__ import annotations
+
+import pytest
+
+from kafka_reassign.execution.outcome import StepWatch
+from kafka_reassign.execution.wake import (CHECK_GAP_SECONDS, FlightItem, WakeRule, broker_left, bytes_left_now,
+                                           due_times, low_water_time, next_check, step_rates)
+
+RATE = 10_000_000.0
+
+
+def test_a_step_moves_at_its_smallest_share_of_the_throttle():
+    # Broker 1 sends two copies (5 MB/s each); broker 4 receives one of them alone, broker 5 the other
+    # and a third from broker 2: that one gets half of broker 5's throttle.
+    items = {0: FlightItem((1, 4), 50e6, 0.0), 1: FlightItem((1, 5), 50e6, 0.0), 2: FlightItem((2, 5), 50e6, 0.0)}
+    assert step_rates(items, RATE) == {0: 5e6, 1: 5e6, 2: 5e6}
+    assert step_rates({0: FlightItem((1, 4), 1.0, 0.0)}, RATE) == {0: RATE}
+
+
+def test_due_times_and_bytes_left_now_follow_the_rates():
+    items = {0: FlightItem((1, 4), 20e6, 100.0), 1: FlightItem((2, 5), 40e6, 101.0)}
+    assert due_times(items, RATE) == {0: 102.0, 1: 105.0}
+    assert bytes_left_now(items, RATE, 103.0) == {0: 0.0, 1: 20e6}
+    assert broker_left(items, RATE, 103.0) == {1: 0.0, 4: 0.0, 2: 20e6, 5: 20e6}
+
+
+def test_a_broker_held_back_is_woken_when_it_gets_down_to_low_water():
+    left = {1: 80e6, 2: 30e6}
+    # Broker 1 drains at the full throttle whatever the number of steps: 80 -> 50 MB in 3 s.
+    assert low_water_time(left, [1], RATE, 50e6, 0.0) == pytest.approx(3.0)
+    assert low_water_time(left, [1, 2], RATE, 50e6, 0.0) == 0.0  # broker 2 is already below
+    assert low_water_time(left, [], RATE, 50e6, 0.0) is None
+
+
+def test_cheap_checks_are_at_least_a_gap_apart():
+    assert next_check([], 0.0, 10.0) is None
+    assert next_check([12.0, 15.0], 0.0, 10.0) == 12.0
+    # Overdue steps are checked again, but never twice within the gap.
+    assert next_check([5.0], 9.5, 10.0) == 9.5 + CHECK_GAP_SECONDS
+    assert next_check([5.0], 2.0, 10.0) == 10.0
+
+
+def test_wake_rule_round_trips_and_uses_planned_bytes_until_the_first_observation():
+    rule = WakeRule(rate=RATE, low_water=50e6, held_back=(4,), brokers={7: (1, 4), 8: (2, 4)},
+                    planned={7: 30e6, 8: 10e6})
+    assert WakeRule.from_json(rule.to_json()) == rule
+    seen = StepWatch.start(100.0)
+    seen.bytes_left, seen.polled_at = 5_000_000, 101.0
+    items = rule.items({7: StepWatch.start(100.0), 8: seen})
+    assert items[7] == FlightItem((1, 4), 30e6, 100.0) and items[8] == FlightItem((2, 4), 5e6, 101.0)
+    check, refill = rule.times({7: StepWatch.start(100.0), 8: seen}, 0.0, 100.0)
+    # Broker 4 receives both at 5 MB/s each: step 8 is due at 102; 35 MB in flight on broker 4 is
+    # already below the 50 MB low water, so the refill is due now.
+    assert check == pytest.approx(102.0) and refill == 100.0
+    assert WakeRule(rate=RATE, low_water=1.0).times({}, 0.0, 5.0) == (None, None)
