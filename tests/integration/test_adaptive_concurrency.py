@@ -16,16 +16,16 @@ from kafka_reassign.run.reassign import run_reassignment
 from kafka_reassign.throttle.record import MemoryRecordStore
 
 PARTITIONS = 12
-SLOW_AT, RESTORE_AT = 20.0, 200.0
-NETWORK, DEGRADED = 125_000_000.0, 1_000_000.0
+SLOW_AT, RESTORE_AT = 20.0, 120.0
+NETWORK, DEGRADED = 125_000_000.0, 3_000_000.0
 
 
 def snapshot() -> dict:
-    """Topic ``t`` on brokers 1-3, min ISR 2, written to at 200 KB/s per partition."""
+    """Topic ``t`` on brokers 1-3, min ISR 2, written to at 1 MB/s per partition."""
     from sim_snapshots import make_snapshot
 
     return make_snapshot(brokers=6, network_bytes_per_sec=NETWORK, topics={"t": {
-        "partitions": PARTITIONS, "rf": 3, "bytes_in_per_sec": 200_000, "size_bytes": 50_000_000,
+        "partitions": PARTITIONS, "rf": 3, "bytes_in_per_sec": 1_000_000, "size_bytes": 800_000_000,
         "configs": {"min.insync.replicas": "2"},
         "replicas": [[1 + (p + i) % 3 for i in range(3)] for p in range(PARTITIONS)]}})
 
@@ -36,7 +36,7 @@ def plan() -> dict:
 
 
 def degrade_broker_2(model: Any) -> Callable[[float], None]:
-    """A virtual ``sleep``: broker 2's link drops to 1 MB/s at SLOW_AT and is restored at RESTORE_AT."""
+    """A virtual ``sleep``: broker 2's link drops to 3 MB/s at SLOW_AT and is restored at RESTORE_AT."""
     done: set[str] = set()
 
     def sleep(seconds: float) -> None:
@@ -61,7 +61,7 @@ def run(sim_cluster: Any, params: dict) -> tuple[list[ProgressView], Any]:
     views: list[ProgressView] = []
     with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
         result = run_reassignment(admin, plan(), {"poll_interval_seconds": 5, "produce_sample_seconds": 0,
-                                                  "throttle_bytes_per_sec": 10_000_000, "stall_window_seconds": 3000,
+                                                  "throttle_bytes_per_sec": 30_000_000, "stall_window_seconds": 3000,
                                                   "max_movements_per_broker": 8, **params},
                                   MemoryRecordStore(), on_event=lambda m: None, sleep=degrade_broker_2(model),
                                   clock=model.now, guard_every=0, on_progress=views.append)
@@ -101,9 +101,9 @@ def test_fixed_caps_never_change(sim_cluster, caplog):
 
 def test_a_floor_above_the_cap_is_refused_before_any_write(sim_cluster):
     cluster = sim_cluster(snapshot(), time_scale=0.0)
-    writes = cluster.model.write_count()
+    writes = cluster.model.write_count
     with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
         with pytest.raises(ParamError, match="min_movements_per_broker=9 is above max_movements_per_broker=8"):
             run_reassignment(admin, plan(), {"max_movements_per_broker": 8, "min_movements_per_broker": 9},
                              MemoryRecordStore(), on_event=lambda m: None)
-    assert cluster.model.write_count() == writes
+    assert cluster.model.write_count == writes
