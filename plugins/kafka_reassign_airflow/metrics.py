@@ -13,6 +13,7 @@ prefix); nothing to configure here. Names (under Airflow's ``[metrics] statsd_pr
 ``kafka_reassign.bytes_moved``              gauge      bytes copied so far
 ``kafka_reassign.bytes_left``               gauge      bytes still to copy
 ``kafka_reassign.rate_bytes_per_sec``       gauge      measured copy rate
+``kafka_reassign.leader_changes``           gauge      preferred leader elections the run made
 ``kafka_reassign.throttle.rate``            gauge      replication throttle set (bytes/s)
 ``kafka_reassign.throttle.brokers``         gauge      brokers the run throttled
 ``kafka_reassign.throttle.leftovers``       gauge      brokers still carrying a run's throttle
@@ -64,7 +65,8 @@ def plan_size(*, moves: int, bytes_to_move: int, moved_over_bound: float | None 
 
 
 def progress(*, done: int, in_flight: int, queued: int, bytes_moved: int, bytes_left: int | None = None,
-             rate_bytes_per_sec: float | None = None, dag_id: str | None = None, cluster: str | None = None) -> None:
+             rate_bytes_per_sec: float | None = None, leader_changes: int | None = None,
+             dag_id: str | None = None, cluster: str | None = None) -> None:
     """Where the moves stand (call on each progress poll)."""
     tags = _tags(dag_id, cluster)
     _gauge("moves.done", done, tags)
@@ -73,6 +75,7 @@ def progress(*, done: int, in_flight: int, queued: int, bytes_moved: int, bytes_
     _gauge("bytes_moved", bytes_moved, tags)
     _gauge("bytes_left", bytes_left, tags)
     _gauge("rate_bytes_per_sec", rate_bytes_per_sec, tags)
+    _gauge("leader_changes", leader_changes, tags)
 
 
 def progress_view(view: Any, *, dag_id: str | None = None, cluster: str | None = None) -> None:
@@ -82,7 +85,7 @@ def progress_view(view: Any, *, dag_id: str | None = None, cluster: str | None =
     progress(done=int(get("steps_done", 0) or 0), in_flight=int(get("steps_in_flight", 0) or 0),
              queued=int(get("steps_queued", 0) or 0), bytes_moved=int(get("bytes_moved", 0) or 0),
              bytes_left=get("bytes_left"), rate_bytes_per_sec=get("rate_bytes_per_sec"),
-             dag_id=dag_id, cluster=cluster)
+             leader_changes=get("leader_changes"), dag_id=dag_id, cluster=cluster)
 
 
 def throttle_set(*, rate_bytes_per_sec: int, brokers: int, dag_id: str | None = None,

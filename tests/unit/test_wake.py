@@ -35,7 +35,9 @@ def test_a_broker_held_back_is_woken_when_it_gets_down_to_low_water():
 
 def test_cheap_checks_are_at_least_a_gap_apart():
     assert next_check([], 0.0, 10.0) is None
-    assert next_check([12.0, 15.0], 0.0, 10.0) == 12.0
+    # Halfway to the earliest due time, so an estimate twice too slow still wakes in time.
+    assert next_check([14.0, 15.0], 0.0, 10.0) == 12.0
+    assert next_check([10.5], 0.0, 10.0) == 10.25
     # Overdue steps are checked again, but never twice within the gap.
     assert next_check([5.0], 9.5, 10.0) == 9.5 + CHECK_GAP_SECONDS
     assert next_check([5.0], 2.0, 10.0) == 10.0
@@ -50,7 +52,7 @@ def test_wake_rule_round_trips_and_uses_planned_bytes_until_the_first_observatio
     items = rule.items({7: StepWatch.start(100.0), 8: seen})
     assert items[7] == FlightItem((1, 4), 30e6, 100.0) and items[8] == FlightItem((2, 4), 5e6, 101.0)
     check, refill = rule.times({7: StepWatch.start(100.0), 8: seen}, 0.0, 100.0)
-    # Broker 4 receives both at 5 MB/s each: step 8 is due at 102; 35 MB in flight on broker 4 is
-    # already below the 50 MB low water, so the refill is due now.
-    assert check == pytest.approx(102.0) and refill == 100.0
+    # Broker 4 receives both at 5 MB/s each: step 8 is due at 102 (checked halfway, at 101); 35 MB
+    # in flight on broker 4 is already below the 50 MB low water, so the refill is due now.
+    assert check == pytest.approx(101.0) and refill == 100.0
     assert WakeRule(rate=RATE, low_water=1.0).times({}, 0.0, 5.0) == (None, None)

@@ -225,10 +225,14 @@ def _preset_log_dirs(admin: KafkaAdminPort, steps: Iterable[StepMove]) -> None:
             log.warning("could not pre-set log dir %s for %s-%s on broker %s: %s", preferred[k], *k, err)
 
 
-def elect_leaders(admin: KafkaAdminPort, partitions: Sequence[TopicPartition]) -> None:
-    """Preferred leader election once a partition's last step is done (one request)."""
+def elect_leaders(admin: KafkaAdminPort, partitions: Sequence[TopicPartition]) -> int:
+    """Preferred leader election (one request); returns how many partitions changed leader."""
     if not partitions:
-        return
+        return 0
+    changed = 0
     for (t, p), err in admin.elect_preferred_leaders(list(partitions)).items():
         if err:
             log.warning("preferred leader election for %s-%s: %s", t, p, err)
+        else:
+            changed += 1
+    return changed

@@ -41,9 +41,11 @@ class StepPoller(StepStates):
                 self._finish(i)
                 # Leadership moves by itself when the old leader leaves; otherwise elect the new
                 # preferred leader once the partition's last step is done (not mid-chain, where
-                # it would make one new broker the source of every later copy).
-                if self.next_of[i] < 0 and s.target and self.leaders.get(s.key, s.target[0]) != s.target[0] \
-                        and self.leaders.get(s.key) in s.target:
+                # it would make one new broker the source of every later copy), or at once after
+                # a lead step (leader-aware sourcing: the source must lead before its copy).
+                lead = self.sender[i]
+                if s.target and lead != s.target[0] and lead in s.target \
+                        and (self.next_of[i] < 0 or s.is_leader_only):
                     finished.append(s.key)
             elif outcome.final:
                 self._kill(i, outcome, msg)

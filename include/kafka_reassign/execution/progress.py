@@ -56,6 +56,9 @@ class ProgressView:
     :param broker_cap: steps allowed in flight on a broker in good health
     :param reduced_broker_caps: broker id (as a string, JSON's keys) -> its lowered cap
     :param cap_change: the last change of the caps, with its reason ("" = none yet)
+    :param checks: cheap ListPartitionReassignments checks between polls
+    :param leader_changes: preferred leader elections the run made (lead steps of leader-aware
+        sourcing, and the plan's preferred leaders at the end)
     """
 
     run_id: str = ""
@@ -77,6 +80,8 @@ class ProgressView:
     first_submit_at: float | None = None
     updated_at: float = 0.0
     polls: int = 0
+    checks: int = 0
+    leader_changes: int = 0
     throttle_bytes_per_sec: int | None = None
     partition_cap: int | None = None
     broker_cap: int | None = None
@@ -95,6 +100,8 @@ class ProgressView:
         s = (f"{self.steps_done}/{self.steps_total} steps done, {self.steps_in_flight} in flight, "
              f"{self.steps_queued} queued; moved {fmt_bytes(self.bytes_moved)} of {fmt_bytes(self.bytes_total)}, "
              f"{fmt_bytes(self.bytes_left)} left, rate {rate}, ETA {eta}")
+        if self.leader_changes:
+            s += f"; {self.leader_changes} leader change(s)"
         if self.steps_dead:
             s += f"; {self.steps_dead} step(s) {self.outcome.upper()}: {self.message}"
         if self.cap_change:

@@ -38,6 +38,7 @@ class ProgressReporting(StepStates):
             bytes_left=left,
             rate_bytes_per_sec=rate, eta_seconds=eta, started_at=self.started_at,
             first_submit_at=self.first_submit_at, updated_at=now, polls=self.polls,
+            checks=self.checks, leader_changes=self.leader_changes,
             throttle_bytes_per_sec=self.rules.throttle_rate, rows=self._rows(),
             partition_cap=self.partition_cap, broker_cap=self.broker_cap,
             reduced_broker_caps={str(b): c for b, c in self.reduced_broker_caps.items()},

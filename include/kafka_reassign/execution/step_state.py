@@ -22,6 +22,7 @@ from kafka_reassign.execution.order import OrderContext, ReadyQueue, parse_strat
 from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepWatch, outcome_of, run_outcome
 from kafka_reassign.execution.progress import RECENT_DONE_ROWS
 from kafka_reassign.execution.steps import StepMove
+from kafka_reassign.planning.leadership import senders
 from kafka_reassign.execution.wake import FlightItem, WakeRule
 from kafka_reassign.throttle.replica_lists import ReplicaThrottle
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
@@ -78,6 +79,7 @@ class StepStates:
         self.first_submit_at: float | None = None
         self.polls = 0
         self.checks = 0
+        self.leader_changes = 0
         self.submissions = 0
         self._listing: dict[TopicPartition, InFlight] | None = None
         self._touched_topics: set[str] = set()
@@ -113,7 +115,9 @@ class StepStates:
         for i in range(n - 1, -1, -1):
             nxt = self.next_of[i]
             self.chain_left[i] = self.step_bytes[i] + (self.chain_left[nxt] if nxt >= 0 else 0.0)
-        self.data = [data_brokers(s, self.leaders.get(s.key)) for s in self.steps]
+        #: the broker expected to lead each step when it runs (lead steps hand leadership on)
+        self.sender = senders(self.steps, self.leaders)
+        self.data = [data_brokers(s, lead) for s, lead in zip(self.steps, self.sender)]
         # A step occupies a slot on every broker it adds to or removes from, and on the leader it
         # copies from: a leader serving many copies at once splits its throttle among them and
         # holds the receivers' slots while it does.
@@ -267,7 +271,7 @@ class StepStates:
                 "status": self.status.decode(), "watch": {str(i): w.to_json() for i, w in self.watches.items()},
                 "dead": {str(i): [o.value, m] for i, (o, m) in self.dead.items()},
                 "dead_moving": sorted(self._dead_moving), "started_at": self.started_at,
-                "first_submit_at": self.first_submit_at, "polls": self.polls, "checks": self.checks,
+                "first_submit_at": self.first_submit_at, "polls": self.polls, "checks": self.checks, "leader_changes": self.leader_changes,
                 "submissions": self.submissions, "rate": [list(x) for x in self._rate_samples],
                 "caps": self.governor.to_json() if self.governor is not None else None}
 
@@ -285,6 +289,7 @@ class StepStates:
         self.first_submit_at = state.get("first_submit_at")
         self.polls = int(state.get("polls", 0))
         self.checks = int(state.get("checks", 0))
+        self.leader_changes = int(state.get("leader_changes", 0))
         self.submissions = int(state.get("submissions", 0))
         self._rate_samples.clear()
         self._rate_samples.extend((float(t), float(m)) for t, m in state.get("rate", []))

@@ -135,6 +135,11 @@ class StepMove:
         return self.current == self.target and self.log_dirs is not None
 
     @property
+    def is_leader_only(self) -> bool:
+        """Same replicas in another order: only the preferred leader changes, nothing is copied."""
+        return self.current != self.target and set(self.current) == set(self.target)
+
+    @property
     def moves_leader(self) -> bool:
         """Whether the preferred leader changes (a leader movement for the per-batch cap)."""
         return bool(self.current and self.target) and self.current[0] != self.target[0]

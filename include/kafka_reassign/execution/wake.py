@@ -6,8 +6,9 @@ flight had left at its last observation, that share gives the time it should fin
 (:func:`kafka_reassign.execution.executor.run_execution` and the DAG's trigger) sleeps until the
 earliest of:
 
-* a step's due time: then a cheap check (one ListPartitionReassignments) says whether it left
-  the listing; a step that did is judged by a full poll at once;
+* halfway to a step's due time (estimates err), then at it: a cheap check (one
+  ListPartitionReassignments) says whether it left the listing; a step that did is judged by
+  a full poll at once;
 * a broker's low-water time, when the window holds eligible steps back only because that
   broker had enough bytes in flight: then the window is refilled before it runs dry;
 * the next full poll (``poll_interval_seconds``): sizes, lag, log dirs and stall clocks.
@@ -89,10 +90,16 @@ def low_water_time(left: Mapping[int, float], brokers: Iterable[int], rate: floa
 
 
 def next_check(due: Sequence[float], last_check: float, now: float) -> float | None:
-    """When the next cheap check is worth making: the earliest due time, never within a gap of the last."""
+    """When the next cheap check is worth making, never within a gap of the last.
+
+    Halfway to the earliest due time: an estimate twice too slow (a share that grew, a cluster
+    faster than its throttle says) costs a few more checks, not a step's worth of idle time;
+    once due, every gap until it leaves the listing.
+    """
     if not due:
         return None
-    return max(min(due), last_check + CHECK_GAP_SECONDS, now)
+    earliest = min(due)
+    return max(now + max(0.0, earliest - now) / 2.0, last_check + CHECK_GAP_SECONDS, now)
 
 
 @dataclass(frozen=True)

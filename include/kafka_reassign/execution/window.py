@@ -61,6 +61,9 @@ class AdmissionWindow(StepStates):
 
     def refill(self, admin: KafkaAdminPort, now: float) -> list[int]:
         """Submit the next eligible steps that fit; returns the indices now in flight because of it."""
+        # Elections first: a lead step's source must lead before the copy that follows it starts.
+        self.leader_changes += elect_leaders(admin, self._finished_leaders)
+        self._finished_leaders = []
         started: list[int] = []
         for _ in range(8):  # steps found already done free their slot and their successor: look again
             chosen = self.pick(now)
@@ -91,8 +94,6 @@ class AdmissionWindow(StepStates):
             self.first_submit_at = self.first_submit_at if self.first_submit_at is not None else now
         self._adopted.clear()
         self._dir_moves = {}
-        elect_leaders(admin, self._finished_leaders)
-        self._finished_leaders = []
         return started
 
     def top_up(self, admin: KafkaAdminPort, now: float) -> list[int]:

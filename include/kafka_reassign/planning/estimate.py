@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
 from kafka_reassign.planning.bounds import source_free_bound, throttle_bound
+from kafka_reassign.planning.leadership import senders
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC, format_duration
 
 INF = math.inf
@@ -80,14 +81,17 @@ def step_loads(steps: Iterable[Any], state: ClusterState) -> list[StepLoad]:
     :param steps: objects with topic, partition, current, target, size_bytes[, log_dirs]
     :param state: the cluster as read before the run (leaders, ISR, produce rates)
     """
+    steps = list(steps)
+    sending = senders(steps, {k: p.leader for k in {(s.topic, s.partition) for s in steps}
+                              if (p := state.partition(*k)) is not None})
     out = []
     # Per partition, the replicas in sync when its next step starts: the ISR read before the run,
     # then every replica an earlier step of its chain added (a step ends once they caught up).
     in_sync: dict[TopicPartition, set[int]] = {}
-    for s in steps:
+    for s, lead in zip(steps, sending):
         current, target = tuple(s.current), tuple(s.target)
         p = state.partition(s.topic, s.partition)
-        leader = p.leader if p is not None and p.leader in current else (current[0] if current else -1)
+        leader = lead if lead is not None else -1
         isr = p.isr if p is not None else current
         synced = in_sync.setdefault((s.topic, s.partition), set(isr or current))
         produce = p.bytes_in_per_sec if p is not None else 0.0

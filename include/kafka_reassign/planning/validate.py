@@ -39,6 +39,8 @@ class ReassignParams:
         throttle (their produce rate and in-sync traffic exceed it); they stay under-replicated
     :param produce_sample_seconds: measure produce rates over this window before the run
         (0 = do not measure: the stall check needs rates from a snapshot then)
+    :param leader_sourcing: copy each partition from its least busy in-sync replica, made leader
+        first (:mod:`kafka_reassign.execution.sourcing`)
     :param rehearse: rehearse the run on a simulated copy of the cluster first (its prediction
         becomes the estimate; the report travels with the prepared run)
     :param movement_strategy: the order moves start in (:mod:`kafka_reassign.execution.order`)
@@ -60,6 +62,7 @@ class ReassignParams:
     poll_interval_seconds: float = D.POLL_INTERVAL_SECONDS
     allow_stalling_moves: bool = D.ALLOW_STALLING_MOVES
     produce_sample_seconds: float = D.PRODUCE_SAMPLE_SECONDS
+    leader_sourcing: bool = D.LEADER_SOURCING
     rehearse: bool = D.REHEARSE
     movement_strategy: str = D.MOVEMENT_STRATEGY
 

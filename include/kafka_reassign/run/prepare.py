@@ -17,6 +17,7 @@ from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
 from kafka_reassign.cluster.state import ClusterState, TopicPartition, with_produce_rates
 from kafka_reassign.execution.limits import ExecutionLimits
 from kafka_reassign.execution.ownership import SubmittedTargets
+from kafka_reassign.execution.sourcing import choose_sources, with_lead_steps
 from kafka_reassign.execution.steps import StepMove, plan_all_steps, steps_from_rows, steps_to_rows
 from kafka_reassign.planning.estimate import Estimate, Limits, estimate_run
 from kafka_reassign.planning.plan import ReassignmentPlan
@@ -206,6 +207,8 @@ def prepare(admin: ClusterReader, plan: ReassignmentPlan | dict[str, Any] | str,
     if not isinstance(plan, ReassignmentPlan):
         plan = ReassignmentPlan.from_json(plan)
     steps = plan_all_steps(plan.moves, state)
+    if params.leader_sourcing:
+        steps = with_lead_steps(steps, choose_sources(steps, state))
     ExecutionLimits.from_params(params).validate(steps)
     spec, changes, notes, configs = _throttle_rates(admin, steps, params)
     rates = _produce_rates(admin, state, steps, params, produce_rates, sleep, clock)

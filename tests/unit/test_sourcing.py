@@ -1,0 +1,90 @@
+"""Leader-aware sourcing: which replica sends each partition's copies, and the steps that make it lead."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kafka_reassign.execution.sourcing import choose_sources, with_lead_steps
+from kafka_reassign.execution.steps import PartitionMove, plan_all_steps
+from kafka_reassign.planning.bounds import throttle_bound
+from kafka_reassign.planning.estimate import Limits, estimate_run, planned_state, step_loads
+from kafka_reassign.planning.leadership import senders
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_bounds import MB, decommission_moves  # noqa: E402
+
+
+def decommission():
+    moves = decommission_moves()
+    state = planned_state(moves)
+    steps = plan_all_steps([PartitionMove(m.topic, m.partition, tuple(m.target)) for m in moves], state)
+    return moves, state, steps
+
+
+def test_sources_spread_the_leaving_brokers_sends_and_keep_leaders_on_ties():
+    moves, state, steps = decommission()
+    sources = choose_sources(steps, state)
+    # Broker 8 leads 7 of the 21: without sourcing it sends 7 copies, the others at most 3.
+    sent: dict[int, int] = {}
+    for m in moves:
+        b = sources.get((m.topic, m.partition), m.leader)
+        sent[b] = sent.get(b, 0) + 1
+    assert max(sent.values()) <= 3, sent
+    assert all(state.partition(*k).leader != b for k, b in sources.items())  # only real changes listed
+    assert all(b in state.partition(*k).isr for k, b in sources.items())
+
+
+def test_lead_steps_reorder_then_the_copy_follows_from_the_new_leader():
+    _, state, steps = decommission()
+    sources = choose_sources(steps, state)
+    led = with_lead_steps(steps, sources)
+    assert len(led) == len(steps) + len(sources)
+    by_key: dict = {}
+    for s in led:
+        by_key.setdefault(s.key, []).append(s)
+    for key, src in sources.items():
+        lead, copy, *_ = by_key[key]
+        assert lead.is_leader_only and lead.target[0] == src and set(lead.target) == set(lead.current)
+        assert copy.current == lead.target and copy.adding
+        assert [s.step_index for s in by_key[key]] == list(range(len(by_key[key])))
+        assert {s.step_count for s in by_key[key]} == {len(by_key[key])}
+        assert by_key[key][-1].target == steps[[s.key for s in steps].index(key)].target  # plan order at the end
+    # Who sends each step: the source once its lead step ran.
+    sent = senders(led, {k: state.partition(*k).leader for k in by_key})
+    for s, b in zip(led, sent):
+        if s.key in sources and s.adding:
+            assert b == sources[s.key]
+
+
+def test_sourcing_lowers_the_fixed_leader_bound_and_the_estimate_to_the_source_free_one():
+    _, state, steps = decommission()
+    led = with_lead_steps(steps, choose_sources(steps, state))
+    limits = Limits(rate=10 * MB)
+    before, after = estimate_run(steps, state, limits), estimate_run(led, state, limits)
+    fixed_before = throttle_bound(step_loads(steps, state), limits).seconds
+    fixed_after = throttle_bound(step_loads(led, state), limits).seconds
+    assert fixed_before == before.bound_seconds and fixed_after == after.bound_seconds
+    assert after.source_free_seconds is not None
+    assert fixed_after <= 1.05 * after.source_free_seconds < 0.8 * fixed_before
+    assert after.seconds < 0.8 * before.seconds
+
+
+def test_no_sourcing_under_min_isr_or_with_an_offline_replica():
+    from dataclasses import replace
+
+    _, state, steps = decommission()
+    key = next(iter(choose_sources(steps, state)))
+    p = state.partition(*key)
+    shrunk = replace(p, isr=(p.leader,))  # one in-sync replica: below min ISR 2 and nobody else to send
+    topics = {**state.topics, key[0]: replace(state.topics[key[0]],
+                                              partitions={**state.topics[key[0]].partitions, key[1]: shrunk})}
+    assert key not in choose_sources(steps, replace(state, topics=topics))
+    # Two in sync but min.insync.replicas 3: under min ISR, no election there.
+    two = replace(p, isr=p.replicas[:2])
+    strict = {**state.topics, key[0]: replace(state.topics[key[0]], configs={"min.insync.replicas": "3"},
+                                              partitions={**state.topics[key[0]].partitions, key[1]: two})}
+    assert key not in choose_sources(steps, replace(state, topics=strict))
+    offline = replace(p, offline=(p.replicas[-1],))
+    gone = {**state.topics, key[0]: replace(state.topics[key[0]],
+                                            partitions={**state.topics[key[0]].partitions, key[1]: offline})}
+    assert key not in choose_sources(steps, replace(state, topics=gone))
