@@ -222,11 +222,14 @@ RUN_PARAMS: tuple[RunParam, ...] = (
                                  "run (then cancel_on_failure and the throttle removal apply)."),
         readme="Move timeout"),
     RunParam(
-        "poll_interval_seconds", float, 10.0, "how often progress (reassignments, ISR, lag) is read",
+        "poll_interval_seconds", float, 10.0, "how often progress (sizes, lag, log dirs) is read in full",
         minimum=0, exclusive_minimum=True, unit="s", cli=CliFlag("--poll-interval-seconds", metavar="SECONDS"),
         dag=DagField("Progress poll interval (seconds)", HOW,
-                     description="How often the execute task's trigger reads the moves in flight (reassignments, "
-                                 "lag); a finished move's successor starts at most this long after it."),
+                     description="How often the execute task's trigger reads the moves in flight in full (sizes, "
+                                 "lag, log dirs, stall clocks). A finished move is seen sooner: the trigger knows "
+                                 "when each move is due and checks the reassignment listing then (at most once a "
+                                 "second). The window keeps two polls (at least 10 s) of the throttle in flight "
+                                 "per broker."),
         readme="Progress poll interval"),
     RunParam(
         "stall_window_seconds", float, 600.0, "fail when bytes left do not fall for this long",

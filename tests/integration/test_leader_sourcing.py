@@ -1,0 +1,104 @@
+"""Leader-aware sourcing on the simulator: copies come from the chosen in-sync replica, leaders go back."""
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_reassign.cluster.admin import KafkaAdmin
+from kafka_reassign.errors import ParamError
+from kafka_reassign.execution.store import MemoryExecutionStore
+from kafka_reassign.run.reassign import run_reassignment
+from kafka_reassign.throttle.record import MemoryRecordStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.sourcing import decommission_layout  # noqa: E402
+
+MB = 1_000_000
+PARAMS = {"throttle_bytes_per_sec": 10 * MB, "poll_interval_seconds": 0.2, "produce_sample_seconds": 0,
+          "stall_window_seconds": 120}
+
+
+class Leaders(threading.Thread):
+    """Samples, from the cluster's side, the leader of each partition while a replica is being added to it."""
+
+    def __init__(self, cluster: Any, partitions: int) -> None:
+        super().__init__(daemon=True)
+        self.cluster, self.partitions = cluster, partitions
+        self.while_adding: dict[int, set[int]] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            for p in range(self.partitions):
+                st = self.cluster.partition_state("t", p)
+                if st["adding"]:
+                    self.while_adding.setdefault(p, set()).add(st["leader"])
+            self.done.wait(0.01)
+
+
+@pytest.fixture
+def decommission(sim_cluster):
+    from sim_snapshots import make_snapshot
+
+    current, target = decommission_layout()
+    cluster = sim_cluster(make_snapshot(brokers=8, topics={"t": {"partitions": len(current), "rf": 3,
+                                                                 "size_bytes": 20 * MB, "replicas": current}}),
+                          time_scale=10.0)
+    plan = {"version": 1, "partitions": [{"topic": "t", "partition": p, "replicas": r} for p, r in enumerate(target)]}
+    return cluster, plan, current, target
+
+
+def test_copies_come_from_the_chosen_sources_and_the_plan_leaders_come_back(decommission):
+    cluster, plan, current, target = decommission
+    watch = Leaders(cluster, len(target))
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        watch.start()
+        try:
+            result = run_reassignment(admin, plan, {**PARAMS, "leader_sourcing": True}, MemoryRecordStore(),
+                                      exec_store=MemoryExecutionStore(), on_event=lambda m: None)
+        finally:
+            watch.done.set()
+            watch.join(5)
+    assert result.progress is not None and result.progress.outcome == "done"
+    lead_steps = [s for s in result.prepared.steps if s.is_leader_only]
+    sourced = {s.partition: s.target[0] for s in lead_steps}
+    # Broker 8 led 7 partitions; sourcing leaves it at most as many copies as any other sender.
+    assert sourced and all(current[p][0] == 8 or b != current[p][0] for p, b in sourced.items())
+    for p, src in sourced.items():
+        assert watch.while_adding.get(p) == {src}, (p, src, watch.while_adding.get(p))
+    sent_by_8 = sum(1 for p, c in enumerate(current) if c[0] == 8 and p not in sourced)
+    assert sent_by_8 <= 3
+    # Every partition ends at its planned replicas, led by the plan's preferred leader.
+    for p, replicas in enumerate(target):
+        st = cluster.partition_state("t", p)
+        assert st["replicas"] == replicas and st["leader"] == replicas[0], (p, st)
+    assert result.progress.leader_changes >= 2 * len(lead_steps)
+
+
+def test_sourcing_off_moves_no_leader_before_the_copy(decommission):
+    cluster, plan, current, _ = decommission
+    watch = Leaders(cluster, len(current))
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        watch.start()
+        try:
+            result = run_reassignment(admin, plan, PARAMS, MemoryRecordStore(), exec_store=MemoryExecutionStore(),
+                                      on_event=lambda m: None)
+        finally:
+            watch.done.set()
+            watch.join(5)
+    assert not any(s.is_leader_only for s in result.prepared.steps)
+    assert all(leaders == {current[p][0]} for p, leaders in watch.while_adding.items())
+
+
+def test_bad_sourcing_input_is_refused_before_any_write(decommission):
+    cluster, plan, _, _ = decommission
+    before = cluster.write_count
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        with pytest.raises(ParamError, match="max_leader_movements"):
+            run_reassignment(admin, plan, {**PARAMS, "leader_sourcing": True, "max_leader_movements": 0},
+                             MemoryRecordStore(), exec_store=MemoryExecutionStore(), on_event=lambda m: None)
+    assert cluster.write_count == before
