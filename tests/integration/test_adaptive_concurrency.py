@@ -40,7 +40,9 @@ def degrade_broker_2(model: Any) -> Callable[[float], None]:
     done: set[str] = set()
 
     def sleep(seconds: float) -> None:
-        left = seconds
+        # At least a microsecond: the executor's wait sleeps until an exact time, and a sleep that
+        # leaves the clock where it was (a float remainder of 1e-14 s) would have it wait forever.
+        left = max(seconds, 1e-6)
         while left > 1e-9:
             dt = min(0.5, left)
             model.advance_by(dt)

@@ -44,6 +44,12 @@ def test_caps_never_shrink_below_the_floor_and_stop_changing_there():
     assert [t.split(" (")[0] for t in texts] == ["caps 20->10 per broker", "caps 10->5 per broker",
                                                  "caps 5->3 per broker"]
     assert g.cap_of(1) == 3
+    # A cluster cap set below the floor is never raised by a shrink or a resume.
+    small = CapGovernor(cluster_cap=1, broker_cap=20, floor=2)
+    small.observe(Health(at_min_isr={("t", 0): (1, 2, 3)}, brokers_touched=4), now=0.0)
+    assert small.cluster == 1
+    small.load({"cluster": 5})
+    assert small.cluster == 1
 
 
 def test_recovery_is_additive_after_a_healthy_interval_back_to_the_configured_caps():

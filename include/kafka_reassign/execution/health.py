@@ -171,6 +171,7 @@ class CapGovernor:
     def __init__(self, cluster_cap: int, broker_cap: int, floor: int) -> None:
         self.configured = (cluster_cap, broker_cap)
         self.floor = max(1, min(floor, broker_cap))
+        self.cluster_floor = min(self.floor, cluster_cap)  # a cluster cap below the floor stays as set
         self.cluster = cluster_cap
         self.brokers: dict[int, int] = {}  # brokers whose cap is below the configured one
         self.since: dict[int, float] = {}  # broker -> last trouble or step up (-1: the cluster)
@@ -209,7 +210,7 @@ class CapGovernor:
         if widespread:
             self.since[-1] = now
             old = self.cluster
-            self.cluster = max(self.floor, old // 2)
+            self.cluster = max(self.cluster_floor, old // 2)
             if self.cluster < old:
                 lines.append(f"cluster cap {old}->{self.cluster}: {len(troubled)} of "
                              f"{health.brokers_touched} brokers in flight in trouble")
@@ -246,7 +247,7 @@ class CapGovernor:
     def load(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`to_json` (caps clamped to the configured ones, which may differ now)."""
         cluster_cap, broker_cap = self.configured
-        self.cluster = max(self.floor, min(cluster_cap, int(state.get("cluster", cluster_cap))))
+        self.cluster = max(self.cluster_floor, min(cluster_cap, int(state.get("cluster", cluster_cap))))
         self.brokers = {int(b): max(self.floor, int(c)) for b, c in state.get("brokers", {}).items()
                         if int(c) < broker_cap}
         self.since = {int(b): float(t) for b, t in state.get("since", {}).items()}
