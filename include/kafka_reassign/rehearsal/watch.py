@@ -12,6 +12,8 @@ from typing import Any, Callable
 TIMELINE_POINTS = 60
 #: Plan partitions (not moving) whose ISR is checked per observation, in rotation.
 ISR_SLICE = 2000
+#: Shortest virtual sleep (simulated seconds).
+MIN_SLEEP = 1e-6
 
 
 class ClusterWatch:
@@ -173,12 +175,20 @@ def downsample_timeline(points: list[list[float]], n: int = TIMELINE_POINTS) -> 
 
 def virtual_sleep(model: Any, watch: ClusterWatch, resolution: float) -> Callable[[float], None]:
     """A ``sleep`` that moves the simulated clock instead of waiting, observing every ``resolution``."""
+    scanned = [float("-inf")]
+
     def sleep(seconds: float) -> None:
-        watch.observe(scan=True)
-        left = max(0.0, float(seconds))
-        while left > 1e-9:
-            dt = min(resolution, left)
-            model.advance_by(dt)
-            left -= dt
+        # The ISR scan of non-moving partitions at most once a resolution: the executor may wake
+        # every second (the wake schedule), and a scan costs as much as thousands of in-flight checks.
+        now = model.now()
+        scan = now - scanned[0] >= resolution
+        if scan:
+            scanned[0] = now
+        watch.observe(scan=scan)
+        # The clock always moves, and reaches the target exactly or past it: a caller sleeping until
+        # a moment (wake - now) would otherwise spin on a rounding remainder, the clock standing still.
+        target = model.now() + max(float(seconds), MIN_SLEEP)
+        while (left := target - model.now()) > 0:
+            model.advance_by(max(min(resolution, left), MIN_SLEEP))
             watch.observe()
     return sleep
