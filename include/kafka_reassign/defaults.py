@@ -193,8 +193,8 @@ RUN_PARAMS: tuple[RunParam, ...] = (
         # (at or under min ISR, or a follower out of the ISR), which a healthy run never sees, so it
         # never slows one; what it costs is one Metadata read of the moving topics every 30 s.
         "adaptive_concurrency", bool, True,
-        "halve the caps of brokers whose moving partitions lose in-sync replicas, grow them back once healthy "
-        "(default: on)",
+        "keep the caps fixed (default: halve the caps of brokers whose moving partitions lose in-sync "
+        "replicas, grow them back once healthy)",
         cli=CliFlag("--no-adaptive-concurrency"),
         dag=DagField("Adapt moves at once to ISR health", SAFETY,
                      description="Like Cruise Control's concurrency adjuster: when a moving partition falls to "
