@@ -24,12 +24,17 @@ def decommission():
 def test_sources_spread_the_leaving_brokers_sends_and_keep_leaders_on_ties():
     moves, state, steps = decommission()
     sources = choose_sources(steps, state)
-    # Broker 8 leads 7 of the 21: without sourcing it sends 7 copies, the others at most 3.
+    # Broker 8 leads 7 of the 21: without sourcing it sends 7 copies, while the busiest receiver
+    # (broker 1) takes 4. Sourcing brings every sender down to that, and no further.
     sent: dict[int, int] = {}
+    received: dict[int, int] = {}
     for m in moves:
         b = sources.get((m.topic, m.partition), m.leader)
         sent[b] = sent.get(b, 0) + 1
-    assert max(sent.values()) <= 3, sent
+        for r in set(m.target) - set(m.current):
+            received[r] = received.get(r, 0) + 1
+    assert max(received.values()) == 4 and max(sent.values()) == 4, (sent, received)
+    assert len(sources) == 4  # three off broker 8, one more to bring broker 1 back down
     assert all(state.partition(*k).leader != b for k, b in sources.items())  # only real changes listed
     assert all(b in state.partition(*k).isr for k, b in sources.items())
 
@@ -88,3 +93,28 @@ def test_no_sourcing_under_min_isr_or_with_an_offline_replica():
     gone = {**state.topics, key[0]: replace(state.topics[key[0]],
                                             partitions={**state.topics[key[0]].partitions, key[1]: offline})}
     assert key not in choose_sources(steps, replace(state, topics=gone))
+
+
+def test_augmenting_paths_reach_the_receivers_pace_where_a_greedy_pass_does_not():
+    """The real-cluster layout (tests/real_kafka/test_real_sourcing.py): broker 6 leaves, leading 4 of 10,
+    and each of brokers 1-5 receives 2. A first-come greedy left broker 3 sending 4."""
+    import itertools
+
+    from kafka_reassign.planning.estimate import PlannedMove
+
+    receiver = (5, 4, 3, 2, 1, 3, 4, 5, 1, 2)
+    moves, received = [], {b: 0 for b in range(1, 6)}
+    for p, (a, b) in enumerate(itertools.combinations(range(1, 6), 2)):
+        now = [(6, a, b), (a, 6, b), (a, b, 6)][p % 3]
+        new = receiver[p]
+        received[new] += 1
+        moves.append(PlannedMove(topic="t", partition=p, current=now, target=tuple(new if r == 6 else r for r in now),
+                                 size_bytes=6 * MB, leader=now[0]))
+    state = planned_state(moves)
+    steps = plan_all_steps([PartitionMove(m.topic, m.partition, tuple(m.target)) for m in moves], state)
+    sources = choose_sources(steps, state)
+    sent: dict[int, int] = {}
+    for m in moves:
+        b = sources.get((m.topic, m.partition), m.leader)
+        sent[b] = sent.get(b, 0) + 1
+    assert max(received.values()) == 2 and max(sent.values()) == 2, sent

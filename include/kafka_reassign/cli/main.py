@@ -185,7 +185,9 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
         finally:
             control.unregister(run_id)
         if not result.dry_run:
-            print(f"run {run_id} finished: {result.steps_done} step(s) done, throttles restored", flush=True)
+            changes = result.progress.leader_changes if result.progress is not None else 0
+            led = f", {changes} leader change(s)" if changes else ""
+            print(f"run {run_id} finished: {result.steps_done} step(s) done{led}, throttles restored", flush=True)
         if args.json:
             print(json.dumps({"event": "result", **result.to_json()}))
     return EXIT_OK

@@ -6,9 +6,9 @@ broker relieved), its outbound throttle sets the pace while the other in-sync re
 those partitions send nothing. Neither Kafka's tool nor Cruise Control changes that.
 
 With ``leader_sourcing`` on, each partition's copies get a *source*: the in-sync replica of its
-current list that keeps the busiest sender's bytes lowest (largest partitions first, each to the
-candidate with the least outbound bytes so far; the leader keeps it on a tie, so no leadership
-moves for nothing). Where the source is not the leader, a *lead step* goes before the
+current list that keeps the busiest sender's bytes lowest. Every leader starts as its
+partitions' source, and partitions move to another in-sync replica only along paths that lower
+the busiest sender (so no leadership moves for nothing). Where the source is not the leader, a *lead step* goes before the
 partition's first copy: an AlterPartitionReassignments to the same replicas with the source
 first (Kafka completes it at once: nothing is added), then a preferred leader election. Its
 last step puts the plan's order back and the executor elects the plan's preferred leader,
@@ -31,34 +31,79 @@ from kafka_reassign.execution.steps import StepMove
 def choose_sources(steps: Sequence[StepMove], state: ClusterState) -> dict[TopicPartition, int]:
     """Partition -> the in-sync replica that should send its copies (only where it is not the leader).
 
-    Outbound bytes of partitions that cannot change leader count first, as fixed load.
+    Starts from every leader sending its own partitions, then moves partitions off the busiest
+    sender along chains of in-sync replicas (an augmenting path, as in a flow) while that lowers
+    the busiest sender's bytes and it still sends more than the busiest receiver takes in (below
+    that, the receivers set the pace and another election gains nothing).
     """
     copies: dict[TopicPartition, int] = {}
     first: dict[TopicPartition, StepMove] = {}
+    inbound: dict[int, int] = {}
     for s in steps:
         if s.adding:
             copies[s.key] = copies.get(s.key, 0) + s.bytes_to_copy
             first.setdefault(s.key, s)
-    load: dict[int, float] = {}
-    movable: list[tuple[TopicPartition, int, int, tuple[int, ...]]] = []
-    for key, n in copies.items():
+            for b in s.adding:
+                inbound[b] = inbound.get(b, 0) + s.size_bytes
+    sender: dict[TopicPartition, int] = {}
+    candidates: dict[TopicPartition, tuple[int, ...]] = {}
+    for key in copies:
         p = state.partition(*key)
         if p is None:
             continue
-        candidates = tuple(b for b in first[key].current if b in p.isr)
-        eligible = (p.leader in first[key].current and not p.offline
-                    and len(p.isr) >= state.min_isr(key[0]) and len(candidates) > 1)
-        if eligible:
-            movable.append((key, n, p.leader, candidates))
-        else:
-            load[p.leader] = load.get(p.leader, 0.0) + n
-    chosen: dict[TopicPartition, int] = {}
-    for key, n, leader, candidates in sorted(movable, key=lambda m: (-m[1], m[0])):
-        best = min(candidates, key=lambda b: (load.get(b, 0.0), b != leader, b))
-        load[best] = load.get(best, 0.0) + n
-        if best != leader:
-            chosen[key] = best
-    return chosen
+        sender[key] = p.leader
+        ok = p.leader in first[key].current and not p.offline and len(p.isr) >= state.min_isr(key[0])
+        candidates[key] = tuple(b for b in first[key].current if b in p.isr) if ok else (p.leader,)
+    _balance_senders(sender, candidates, copies, max(inbound.values(), default=0))
+    return {k: b for k, b in sender.items() if b != state.partition(*k).leader}  # type: ignore[union-attr]
+
+
+def _balance_senders(sender: dict[TopicPartition, int], candidates: Mapping[TopicPartition, tuple[int, ...]],
+                     size: Mapping[TopicPartition, int], floor: int) -> None:
+    """Lower the busiest sender's bytes by augmenting paths until no path helps (in place)."""
+    load: dict[int, int] = {}
+    by_broker: dict[int, set[TopicPartition]] = {}
+    for k, b in sender.items():
+        load[b] = load.get(b, 0) + size[k]
+        by_broker.setdefault(b, set()).add(k)
+    for _ in range(4 * len(sender) + 1):
+        top = max(load, key=lambda b: (load[b], b), default=None)
+        if top is None or load[top] <= floor:
+            return
+        path = _augmenting_path(top, load[top], load, by_broker, candidates, size)
+        if not path:
+            return
+        for key, dst in path:
+            src = sender[key]
+            load[src] -= size[key]
+            load[dst] = load.get(dst, 0) + size[key]
+            by_broker[src].discard(key)
+            by_broker.setdefault(dst, set()).add(key)
+            sender[key] = dst
+
+
+def _augmenting_path(top: int, ceiling: int, load: Mapping[int, int], by_broker: Mapping[int, set[TopicPartition]],
+                     candidates: Mapping[TopicPartition, tuple[int, ...]], size: Mapping[TopicPartition, int]
+                     ) -> list[tuple[TopicPartition, int]]:
+    """Moves (partition, new sender) from ``top`` to a broker that ends below ``ceiling`` (BFS), or []."""
+    came: dict[int, tuple[int, TopicPartition] | None] = {top: None}
+    queue = [top]
+    for b in queue:
+        for key in sorted(by_broker.get(b, ()), key=lambda k: (-size[k], k)):
+            for c in candidates[key]:
+                if c in came:
+                    continue
+                came[c] = (b, key)
+                if load.get(c, 0) + size[key] < ceiling:
+                    path = []
+                    at = c
+                    while came[at] is not None:
+                        prev, k = came[at]  # type: ignore[misc]
+                        path.append((k, at))
+                        at = prev
+                    return path[::-1]
+                queue.append(c)
+    return []
 
 
 def with_lead_steps(steps: Sequence[StepMove], sources: Mapping[TopicPartition, int]) -> list[StepMove]:
