@@ -60,6 +60,10 @@ class MoveExecutor(AdmissionWindow, StepPoller, ProgressReporting):
         self.refill(admin, now)
 
 
+#: Seconds within which a wake counts as reached.
+_SLACK = 1e-3
+
+
 def run_execution(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, *, poll_seconds: float,
                   on_progress: Callable[[ProgressView], None] | None = None,
                   should_stop: Callable[[ProgressView], bool] | None = None,
@@ -94,9 +98,10 @@ def wait_for_work(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, nex
         now = clock()
         check, refill = executor.wake_at(now)
         wake = min(t for t in (next_poll, check, refill) if t is not None)
-        if wake > now:
+        if wake > now + _SLACK:
             sleep(wake - now)
             now = clock()
+        now += _SLACK  # a clock that stops a hair short of a wake (float sums) must not spin
         if now >= next_poll:
             return
         if refill is not None and now >= refill:
