@@ -31,14 +31,13 @@ def _first_event(trigger: ReassignmentWatchTrigger, timeout: float) -> tuple[dic
     return asyncio.run(asyncio.wait_for(first(), timeout))
 
 
-@pytest.fixture
-def moving(sim_cluster: Any, monkeypatch: pytest.MonkeyPatch):
-    """A 200 MB move under a 1 MB/s throttle (minutes long), submitted; yields (cluster, spec)."""
+def _submitted(sim_cluster: Any, monkeypatch: pytest.MonkeyPatch, size: int) -> tuple[Any, dict[str, Any]]:
+    """One partition of ``size`` bytes moving 1 -> 4 under a 1 MB/s throttle, submitted: (cluster, watch spec)."""
     from kafka_reassign.run.prepare import prepare
     from kafka_reassign.run.reassign import executor_for
     from kafka_reassign.throttle.apply import apply_throttle
 
-    cluster = sim_cluster(make_snapshot(brokers=4, topics={"t": {"partitions": 1, "rf": 3, "size_bytes": 200_000_000,
+    cluster = sim_cluster(make_snapshot(brokers=4, topics={"t": {"partitions": 1, "rf": 3, "size_bytes": size,
                                                                  "replicas": [[1, 2, 3]]}}), time_scale=1.0)
     for k, v in airflow_env.kafka_conn_env(cluster.bootstrap_servers).items():
         monkeypatch.setenv(k, v)
@@ -50,7 +49,13 @@ def moving(sim_cluster: Any, monkeypatch: pytest.MonkeyPatch):
         ex = executor_for(prepared, "r", records)
         ex.tick(admin)
         assert ex.watches, "the step was not submitted"
-        yield cluster, ex.watch_spec()
+        return cluster, ex.watch_spec()
+
+
+@pytest.fixture
+def moving(sim_cluster: Any, monkeypatch: pytest.MonkeyPatch):
+    """A 200 MB move under a 1 MB/s throttle (minutes long), submitted; yields (cluster, spec)."""
+    yield _submitted(sim_cluster, monkeypatch, 200_000_000)
 
 
 def test_a_long_move_wakes_the_task_to_save_progress_every_refresh(moving):
@@ -77,23 +82,7 @@ def test_without_refresh_it_waits_for_the_step(moving):
 @pytest.fixture
 def short_move(sim_cluster: Any, monkeypatch: pytest.MonkeyPatch):
     """A 4 MB move under a 1 MB/s throttle (about 4 s), submitted; yields (cluster, spec)."""
-    from kafka_reassign.run.prepare import prepare
-    from kafka_reassign.run.reassign import executor_for
-    from kafka_reassign.throttle.apply import apply_throttle
-
-    cluster = sim_cluster(make_snapshot(brokers=4, topics={"t": {"partitions": 1, "rf": 3, "size_bytes": 4_000_000,
-                                                                 "replicas": [[1, 2, 3]]}}), time_scale=1.0)
-    for k, v in airflow_env.kafka_conn_env(cluster.bootstrap_servers).items():
-        monkeypatch.setenv(k, v)
-    records = MemoryRecordStore()
-    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
-        prepared = prepare(admin, {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [4, 2, 3]}]},
-                           {"throttle_bytes_per_sec": 1_000_000, "produce_sample_seconds": 0})
-        apply_throttle(admin, prepared, records, "r")
-        ex = executor_for(prepared, "r", records)
-        ex.tick(admin)
-        assert ex.watches, "the step was not submitted"
-        yield cluster, ex.watch_spec()
+    yield _submitted(sim_cluster, monkeypatch, 4_000_000)
 
 
 def test_a_finished_step_wakes_the_task_long_before_the_poll_interval(short_move):
