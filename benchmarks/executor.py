@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 THROTTLE = 25_000_000
 TARGETS = {"lognormal-24": 1.10, "small-3000": 1.30}
@@ -89,11 +89,7 @@ class Observer(threading.Thread):
 def moving_phase(name: str, sizes: list[int], time_scale: float, poll_sim_seconds: float,
                  per_broker: int | None = None) -> dict[str, Any]:
     """Run one plan through ``run_reassignment`` and measure it from the cluster's side."""
-    from kafka_reassign.cluster.admin import KafkaAdmin
     from kafka_reassign.defaults import RUN_DEFAULTS
-    from kafka_reassign.execution.store import MemoryExecutionStore
-    from kafka_reassign.run.reassign import run_reassignment
-    from kafka_reassign.throttle.record import MemoryRecordStore
     from kafka_sim import SimulatedCluster
 
     cluster = SimulatedCluster(rf3_snapshot(sizes), time_scale=time_scale)
@@ -104,6 +100,28 @@ def moving_phase(name: str, sizes: list[int], time_scale: float, poll_sim_second
               "poll_interval_seconds": poll_sim_seconds / time_scale}
     if per_broker:
         params["max_movements_per_broker"] = per_broker
+    result, phase, idle, wall = observed_run(cluster, plan, params)
+    bound, free = throttle_bounds(result.prepared)
+    return {"case": name, "partitions": len(sizes), "steps": len(result.prepared.steps),
+            "outcome": result.progress.outcome if result.progress else None, "bound_s": round(bound, 1),
+            "source_free_s": round(free, 1), "free_ratio": round(phase / free, 3),
+            "moving_s": round(phase, 1), "ratio": round(phase / bound, 3), "target": TARGETS[name],
+            "idle_s": round(idle, 2), "wall_s": round(wall, 1), "time_scale": time_scale,
+            "poll_sim_s": poll_sim_seconds}
+
+
+def observed_run(cluster: Any, plan: dict[str, Any], params: dict[str, Any],
+                 after: Callable[[], Any] | None = None) -> tuple[Any, float, float, float]:
+    """``run_reassignment`` on a started simulator, watched from its side; stops the simulator.
+
+    :param after: called once the run ended, before the simulator stops (to read its state)
+    :returns: (the run's result, moving phase and idle time in simulated s, wall s of the run)
+    """
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.execution.store import MemoryExecutionStore
+    from kafka_reassign.run.reassign import run_reassignment
+    from kafka_reassign.throttle.record import MemoryRecordStore
+
     observer = Observer(cluster)
     admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers)
     try:
@@ -113,19 +131,15 @@ def moving_phase(name: str, sizes: list[int], time_scale: float, poll_sim_second
                                   on_event=lambda m: None)
         wall = time.monotonic() - t0
         time.sleep(0.05)
+        if after is not None:
+            after()
     finally:
         observer.stop_event.set()
         observer.join(5)
         admin.close()
         cluster.stop()
     phase, idle = observer.phase()
-    bound, free = throttle_bounds(result.prepared)
-    return {"case": name, "partitions": len(sizes), "steps": len(result.prepared.steps),
-            "outcome": result.progress.outcome if result.progress else None, "bound_s": round(bound, 1),
-            "source_free_s": round(free, 1), "free_ratio": round(phase / free, 3),
-            "moving_s": round(phase, 1), "ratio": round(phase / bound, 3), "target": TARGETS[name],
-            "idle_s": round(idle, 2), "wall_s": round(wall, 1), "time_scale": time_scale,
-            "poll_sim_s": poll_sim_seconds}
+    return result, phase, idle, wall
 
 
 class CountingAdmin:

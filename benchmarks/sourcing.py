@@ -46,12 +46,8 @@ def run(sourcing: bool) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from sim_snapshots import make_snapshot
 
-    from benchmarks.executor import Observer
-    from kafka_reassign.cluster.admin import KafkaAdmin
+    from benchmarks.executor import observed_run
     from kafka_reassign.defaults import RUN_DEFAULTS
-    from kafka_reassign.execution.store import MemoryExecutionStore
-    from kafka_reassign.run.reassign import run_reassignment
-    from kafka_reassign.throttle.record import MemoryRecordStore
     from kafka_sim import SimulatedCluster
 
     current, target = decommission_layout()
@@ -61,20 +57,9 @@ def run(sourcing: bool) -> dict[str, Any]:
     plan = {"version": 1, "partitions": [{"topic": "t", "partition": p, "replicas": r} for p, r in enumerate(target)]}
     params = {**RUN_DEFAULTS, "throttle_bytes_per_sec": THROTTLE, "poll_interval_seconds": 10 / TIME_SCALE,
               "leader_sourcing": sourcing, "produce_sample_seconds": 0}
-    observer = Observer(cluster)
-    admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers)
-    try:
-        observer.start()
-        result = run_reassignment(admin, plan, params, MemoryRecordStore(), exec_store=MemoryExecutionStore(),
-                                  on_event=lambda m: None)
-        time.sleep(0.05)
-        leaders = [cluster.partition_state("t", p)["leader"] for p in range(len(target))]
-    finally:
-        observer.stop_event.set()
-        observer.join(5)
-        admin.close()
-        cluster.stop()
-    phase, idle = observer.phase()
+    leaders: list[int] = []
+    result, phase, idle, _ = observed_run(cluster, plan, params, after=lambda: leaders.extend(
+        cluster.partition_state("t", p)["leader"] for p in range(len(target))))
     assert result.progress is not None
     return {"sourcing": sourcing, "steps": len(result.prepared.steps), "outcome": result.progress.outcome,
             "moving_s": phase, "idle_s": idle, "leader_changes": result.progress.leader_changes,
