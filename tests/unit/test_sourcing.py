@@ -25,7 +25,8 @@ def test_sources_spread_the_leaving_brokers_sends_and_keep_leaders_on_ties():
     moves, state, steps = decommission()
     sources = choose_sources(steps, state)
     # Broker 8 leads 7 of the 21: without sourcing it sends 7 copies, while the busiest receiver
-    # (broker 1) takes 4. Sourcing brings every sender down to that, and no further.
+    # (broker 1) takes 4. Sourcing spreads the sends as evenly as the in-sync replicas allow: 21
+    # copies over 8 senders is at least 3 for one of them.
     sent: dict[int, int] = {}
     received: dict[int, int] = {}
     for m in moves:
@@ -33,8 +34,7 @@ def test_sources_spread_the_leaving_brokers_sends_and_keep_leaders_on_ties():
         sent[b] = sent.get(b, 0) + 1
         for r in set(m.target) - set(m.current):
             received[r] = received.get(r, 0) + 1
-    assert max(received.values()) == 4 and max(sent.values()) == 4, (sent, received)
-    assert len(sources) == 4  # three off broker 8, one more to bring broker 1 back down
+    assert max(received.values()) == 4 and max(sent.values()) == 3, (sent, received)
     assert all(state.partition(*k).leader != b for k, b in sources.items())  # only real changes listed
     assert all(b in state.partition(*k).isr for k, b in sources.items())
 

@@ -33,18 +33,15 @@ def choose_sources(steps: Sequence[StepMove], state: ClusterState) -> dict[Topic
 
     Starts from every leader sending its own partitions, then moves partitions off the busiest
     sender along chains of in-sync replicas (an augmenting path, as in a flow) while that lowers
-    the busiest sender's bytes and it still sends more than the busiest receiver takes in (below
-    that, the receivers set the pace and another election gains nothing).
+    the busiest sender's bytes. Not only down to the busiest receiver's bytes: a sender exactly
+    as busy as a receiver must never idle, which a schedule of whole moves rarely manages.
     """
     copies: dict[TopicPartition, int] = {}
     first: dict[TopicPartition, StepMove] = {}
-    inbound: dict[int, int] = {}
     for s in steps:
         if s.adding:
             copies[s.key] = copies.get(s.key, 0) + s.bytes_to_copy
             first.setdefault(s.key, s)
-            for b in s.adding:
-                inbound[b] = inbound.get(b, 0) + s.size_bytes
     sender: dict[TopicPartition, int] = {}
     candidates: dict[TopicPartition, tuple[int, ...]] = {}
     for key in copies:
@@ -54,12 +51,12 @@ def choose_sources(steps: Sequence[StepMove], state: ClusterState) -> dict[Topic
         sender[key] = p.leader
         ok = p.leader in first[key].current and not p.offline and len(p.isr) >= state.min_isr(key[0])
         candidates[key] = tuple(b for b in first[key].current if b in p.isr) if ok else (p.leader,)
-    _balance_senders(sender, candidates, copies, max(inbound.values(), default=0))
+    _balance_senders(sender, candidates, copies)
     return {k: b for k, b in sender.items() if b != state.partition(*k).leader}  # type: ignore[union-attr]
 
 
 def _balance_senders(sender: dict[TopicPartition, int], candidates: Mapping[TopicPartition, tuple[int, ...]],
-                     size: Mapping[TopicPartition, int], floor: int) -> None:
+                     size: Mapping[TopicPartition, int]) -> None:
     """Lower the busiest sender's bytes by augmenting paths until no path helps (in place)."""
     load: dict[int, int] = {}
     by_broker: dict[int, set[TopicPartition]] = {}
@@ -68,7 +65,7 @@ def _balance_senders(sender: dict[TopicPartition, int], candidates: Mapping[Topi
         by_broker.setdefault(b, set()).add(k)
     for _ in range(4 * len(sender) + 1):
         top = max(load, key=lambda b: (load[b], b), default=None)
-        if top is None or load[top] <= floor:
+        if top is None:
             return
         path = _augmenting_path(top, load[top], load, by_broker, candidates, size)
         if not path:
