@@ -95,15 +95,19 @@ def _loads(brokers: list[int], replicas: np.ndarray, sizes: np.ndarray) -> dict[
     return load
 
 
-def decommission(brokers: int, moves: int, median: float, seed: int) -> Cluster:
-    """All brokers of rack 3 leave; ``moves`` partitions have a replica there (exactly)."""
-    rng = np.random.default_rng(seed)
+def _brokers(brokers: int, seed: int) -> tuple[np.random.Generator, list[int], dict[int, int], list[np.ndarray]]:
+    """The random generator, broker ids 1..N, rack per broker, and each rack's brokers."""
     ids = list(range(1, brokers + 1))
     rack = _rack_of(ids)
-    per_rack = [np.array([b for b in ids if rack[b] == r]) for r in range(RACKS)]
+    return np.random.default_rng(seed), ids, rack, [np.array([b for b in ids if rack[b] == r]) for r in range(RACKS)]
+
+
+def decommission(brokers: int, moves: int, median: float, seed: int) -> Cluster:
+    """All brokers of rack 3 leave; ``moves`` partitions have a replica there (exactly)."""
+    rng, ids, rack, per_rack = _brokers(brokers, seed)
     n = math.ceil(moves / 0.75 * 1.1) + 100
     replicas = _place(rng, n, per_rack)
-    on_leaving = np.isin(replicas, per_rack[RACKS - 1]).any(axis=1)
+    on_leaving = np.asarray(np.isin(replicas, per_rack[RACKS - 1]).any(axis=1))
     n = int(np.searchsorted(np.cumsum(on_leaving), moves) + 1)  # first n partitions hold ``moves`` of them
     replicas, on_leaving = replicas[:n], on_leaving[:n]
     sizes, rates = _draw(rng, n, median)
@@ -153,10 +157,7 @@ def new_brokers(brokers: int, moves: int, median: float, seed: int) -> Cluster:
 
 def hot_topics(brokers: int, moves: int, median: float, seed: int) -> Cluster:
     """Hot topics crowd the first quarter of each rack; ``moves`` of their replicas move off it."""
-    rng = np.random.default_rng(seed)
-    ids = list(range(1, brokers + 1))
-    rack = _rack_of(ids)
-    per_rack = [np.array([b for b in ids if rack[b] == r]) for r in range(RACKS)]
+    rng, ids, rack, per_rack = _brokers(brokers, seed)
     busiest = {b for r in range(RACKS) for b in per_rack[r][: max(1, len(per_rack[r]) // 4)].tolist()}
     weights = [np.where(np.isin(per_rack[r], list(busiest)), HOT_WEIGHT, 1.0) for r in range(RACKS)]
     hot_n = math.ceil(moves / (RF * 0.6)) + 100
