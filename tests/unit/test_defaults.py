@@ -31,9 +31,9 @@ def test_cli_and_dag_defaults_are_equal_and_come_from_defaults_module():
 def test_defaults_are_cruise_control_s_executor_defaults_but_per_broker():
     assert (defaults.MAX_PARTITION_MOVEMENTS, defaults.MAX_LEADER_MOVEMENTS,
             defaults.POLL_INTERVAL_SECONDS) == (1250, 1000, 10.0)
-    # Not Cruise Control's 5: at 5 moves per broker a 60-broker rebalance used ~75% of the
-    # throttle (benchmarks/rehearsal.py prints the ratio per setting).
-    assert defaults.MAX_MOVEMENTS_PER_BROKER == 20
+    # Not Cruise Control's 5: a ceiling above the byte budget that decides how much a broker has in
+    # flight, so many small moves keep the throttle busy (benchmarks/executor.py prints the ratio).
+    assert defaults.MAX_MOVEMENTS_PER_BROKER == 100
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -109,3 +109,8 @@ def wait_for_work(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, nex
                 store.save(executor.run_id, executor.state_json(), executor.progress(now).to_json())
         elif check is not None and now >= check and executor.quick_check(admin, now):
             return
+
+
+def work_due_within(executor: MoveExecutor, now: float, seconds: float) -> bool:
+    """Whether a step in flight is due, or a held-back broker runs low, within ``seconds``."""
+    return any(t is not None and t - now <= seconds for t in executor.wake_at(now))

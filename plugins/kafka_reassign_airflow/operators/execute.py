@@ -1,15 +1,18 @@
-"""The execute task: the pipelined executor, one tick per wake-up, waiting in the triggerer.
+"""The execute task: the pipelined executor, waiting in the triggerer while nothing is due.
 
 Each time it runs (first start, then each time its trigger fires) the task resumes the run's
 :class:`~kafka_reassign.execution.executor.MoveExecutor` from the state saved in the metadata DB, polls
 the steps in flight, refills the window (throttled-replica lists, then one
-AlterPartitionReassignments), saves the state and progress, and defers again to
-:class:`~kafka_reassign_airflow.triggers.reassignment.ReassignmentWatchTrigger`, which polls
-only the steps in flight and fires as soon as one finishes, dies or loses a broker. No worker
-slot is held between polls, and a plan of any size is one task instance.
+AlterPartitionReassignments) and saves the state and progress. While a step is due within
+:data:`_STAY_SECONDS` (many small moves) it goes on in the worker, as the CLI does, for at most
+:data:`_MAX_IN_WORKER_SECONDS`; otherwise it defers to
+:class:`~kafka_reassign_airflow.triggers.reassignment.ReassignmentWatchTrigger`, which watches
+only the steps in flight and fires as soon as one finishes, dies or loses a broker. A plan of
+any size is one task instance.
 """
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +27,15 @@ if TYPE_CHECKING:
     from kafka_reassign.execution.progress import ProgressView
     from kafka_reassign.run.payload import PreparedPayload
 
+#: A wake that finds the next step due (or a broker running low) within this many seconds keeps
+#: the worker and goes on in it: resuming a deferred task costs seconds (scheduling, a worker,
+#: the prepared plan read back), which many small moves would otherwise wait out each time.
+_STAY_SECONDS = 30.0
+#: At most this long in the worker per wake, then the task defers (its progress saved) and
+#: gives the slot back, however busy the run is.
+_MAX_IN_WORKER_SECONDS = 600.0
+#: The steps-in-flight table goes to the log at most this often (the summary line every poll).
+_TABLE_EVERY_SECONDS = 60.0
 #: Extra seconds a deferral may last beyond a step's timeout and stall window, so the trigger
 #: reports the timeout itself (naming the step) before Airflow's own trigger timeout.
 _TIMEOUT_GRACE = 600.0
@@ -70,7 +82,7 @@ class ReassignmentExecuteOperator(RunStepOperator):
         return executor_for(payload.run, run_id, VariableRecordStore(), saved=saved)
 
     def _wake(self, context: Context, event: dict[str, Any] | None) -> dict[str, Any]:
-        from kafka_reassign.execution.executor import run_execution
+        from kafka_reassign.execution.executor import run_execution, work_due_within
 
         from kafka_reassign_airflow.record_store import VariableExecutionStore
 
@@ -86,27 +98,28 @@ class ReassignmentExecuteOperator(RunStepOperator):
         poll = payload.run.params.poll_interval_seconds
         tags = {"dag_id": context["ti"].dag_id, "cluster": payload.cluster_id}
 
-        def on_progress(v: ProgressView) -> None:  # each poll: the log line and the metrics
-            self.log.info("%s", v.summary())
+        table_at = [0.0]
+
+        def on_progress(v: ProgressView) -> None:  # each poll: the log line (the table each minute), metrics
+            if time.monotonic() - table_at[0] >= _TABLE_EVERY_SECONDS:
+                table_at[0] = time.monotonic()
+                self.log.info("Progress (poll %d):\n%s", v.polls, v.format_table())
+            else:
+                self.log.info("%s", v.summary())
             metrics.progress_view(v, **tags)
 
         admin = admin_client(self.kafka_conn_id)
         try:
-            if self.deferrable:
-                ex.tick(admin)
+            def each_poll(v: ProgressView) -> None:
                 self._guard(admin, context)
-                view = ex.progress()
-                store.save(ex.run_id, ex.state_json(), view.to_json())
-            else:
-                def each_poll(v: ProgressView) -> None:
-                    self._guard(admin, context)
-                    on_progress(v)
+                on_progress(v)
 
-                view = run_execution(admin, ex, store, poll_seconds=poll, on_progress=each_poll)
+            until = time.monotonic() + _MAX_IN_WORKER_SECONDS
+            stop = (lambda v: time.monotonic() > until or not work_due_within(ex, time.time(), _STAY_SECONDS)) \
+                if self.deferrable else None
+            view = run_execution(admin, ex, store, poll_seconds=poll, on_progress=each_poll, should_stop=stop)
         finally:
             admin.close()
-        self.log.info("Progress (poll %d):\n%s", view.polls, view.format_table())
-        metrics.progress_view(view, **tags)
         if view.finished:
             return self._finish(view)
         self.defer(trigger=self._trigger(ex, context, poll), method_name="execute_complete",
