@@ -132,8 +132,9 @@ def read_health(admin: KafkaAdminPort, steps: Sequence[StepMove], min_isr: MinIs
         if p is None:
             continue
         isr = set(p.isr)
-        # The replicas in sync before the step; those it adds join the ISR only at its end.
-        lost = sorted(set(s.current) - isr)
+        # The replicas in sync before the step; those it adds join the ISR only at its end, and one
+        # it removed (the step completed since the last poll) is gone from the replicas, not lost.
+        lost = sorted(b for b in set(s.current) - isr if b in p.replicas)
         for b in lost:
             health.out_of_isr.setdefault(b, []).append(s.key)
         if lost and len(isr) <= floors.get(s.topic, 1):
