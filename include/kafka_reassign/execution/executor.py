@@ -91,8 +91,8 @@ def run_execution(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, *, 
 
 def wait_for_work(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, next_poll: float,
                   sleep: Callable[[float], None], clock: Callable[[], float]) -> None:
-    """Sleep until a full poll is worth making: a step due to finish left the listing, or it is
-    ``next_poll``. A broker the window held steps back from gets them when it runs low, on the way.
+    """Sleep until a full poll is due (``next_poll``, or a step changed by someone), refilling on
+    the way: when cheap checks find steps finished, and when a held-back broker runs low.
     """
     while True:
         now = clock()
@@ -107,8 +107,14 @@ def wait_for_work(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, nex
         if refill is not None and now >= refill:
             if executor.top_up(admin, now) and store is not None:
                 store.save(executor.run_id, executor.state_json(), executor.progress(now).to_json())
-        elif check is not None and now >= check and executor.quick_check(admin, now):
-            return
+        elif check is not None and now >= check:
+            finished, full_poll = executor.quick_check(admin, now)
+            if full_poll or executor.dead:
+                return
+            if finished:  # refill with the listing just read: the check and the refill are the requests
+                executor.refill(admin, now)
+                if store is not None:
+                    store.save(executor.run_id, executor.state_json(), executor.progress(now).to_json())
 
 
 def work_due_within(executor: MoveExecutor, now: float, seconds: float) -> bool:

@@ -9,8 +9,8 @@ from typing import Any
 
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.cluster.state import TopicPartition
-from kafka_reassign.execution.cluster_io import left_listing, observe, read_cluster
-from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepWatch, step_outcome
+from kafka_reassign.execution.cluster_io import ClusterView, left_listing, observe, read_cluster
+from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepObservation, StepWatch, step_outcome
 from kafka_reassign.execution.step_state import StepStates
 from kafka_reassign.execution.steps import StepMove
 from kafka_reassign.execution.wake import WakeRule
@@ -24,40 +24,51 @@ class StepPoller(StepStates):
         self.started_at = self.started_at if self.started_at is not None else now
         self.polls += 1
         flying = self.in_flight
+        self._finished_leaders = []
         if not flying:
             self._listing = None
             return []
         view = read_cluster(admin, [self.steps[i] for i in flying])
         self._listing = view.in_flight
-        finished: list[TopicPartition] = []
         for i in flying:
-            s = self.steps[i]
-            obs = observe(s, view)
-            w = self.watches[i]
-            w.observe(obs, now)
-            outcome, msg = step_outcome(s.name, s.target, obs, w, self.rules, now,
-                                        log_dir_only=s.is_log_dir_only, produce_rate=self.produce_rates.get(s.key, 0.0))
-            if outcome is Outcome.DONE:
-                self._finish(i)
-                # Leadership moves by itself when the old leader leaves; otherwise elect the new
-                # preferred leader once the partition's last step is done (not mid-chain, where
-                # it would make one new broker the source of every later copy), or at once after
-                # a lead step (leader-aware sourcing: the source must lead before its copy).
-                lead = self.sender[i]
-                if s.target and lead != s.target[0] and lead in s.target \
-                        and (self.next_of[i] < 0 or s.is_leader_only):
-                    finished.append(s.key)
-            elif outcome.final:
-                self._kill(i, outcome, msg)
-        self._finished_leaders = finished
-        return finished
+            self._judge(i, observe(self.steps[i], view), now)
+        return list(self._finished_leaders)
 
-    def quick_check(self, admin: KafkaAdminPort, now: float) -> bool:
-        """One ListPartitionReassignments: has a step in flight left the listing (a full poll is due)?"""
+    def _judge(self, i: int, obs: StepObservation, now: float) -> None:
+        """Fold one observation of step ``i`` in and act on its outcome (done, dead, going on)."""
+        s, w = self.steps[i], self.watches[i]
+        w.observe(obs, now)
+        outcome, msg = step_outcome(s.name, s.target, obs, w, self.rules, now,
+                                    log_dir_only=s.is_log_dir_only, produce_rate=self.produce_rates.get(s.key, 0.0))
+        if outcome is Outcome.DONE:
+            self._finish(i)
+            # Leadership moves by itself when the old leader leaves; otherwise elect the new
+            # preferred leader once the partition's last step is done (not mid-chain, where
+            # it would make one new broker the source of every later copy), or at once after
+            # a lead step (leader-aware sourcing: the source must lead before its copy).
+            lead = self.sender[i]
+            if s.target and lead != s.target[0] and lead in s.target and (self.next_of[i] < 0 or s.is_leader_only):
+                self._finished_leaders.append(s.key)
+        elif outcome.final:
+            self._kill(i, outcome, msg)
+
+    def quick_check(self, admin: KafkaAdminPort, now: float) -> tuple[int, bool]:
+        """One ListPartitionReassignments: (steps found finished, whether a full poll is due).
+
+        A step whose partition left the listing finished (KIP-435 drops it once the new replicas
+        are in sync; a full poll would judge it the same way): it is judged done here, with no
+        other request. One listed with another target was changed by someone: a full poll judges it.
+        """
         self._last_check = now
         self.checks += 1
-        self._listing = admin.list_partition_reassignments(None)
-        return bool(left_listing({i: self.steps[i] for i in self.watches}, self._listing))
+        self._listing = listing = admin.list_partition_reassignments(None)
+        left = left_listing({i: self.steps[i] for i in self.watches}, listing)
+        gone = [i for i in left if self.steps[i].key not in listing]
+        view = ClusterView(in_flight=listing, alive={b for i in gone for b in (*self.steps[i].current,
+                                                                             *self.steps[i].target)})
+        for i in gone:
+            self._judge(i, observe(self.steps[i], view), now)
+        return len(gone), len(gone) < len(left)
 
 
 def watch_poll(admin: KafkaAdminPort, spec: dict[str, Any], now: float, seen_offline: set[int] | None = None
