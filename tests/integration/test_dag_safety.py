@@ -30,11 +30,12 @@ from test_dag_reassign import FAST, airflow_db, in_flight, kafka_conn, plan_of, 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 
-def run_with_fault(fault: Callable[[], None], capfd: pytest.CaptureFixture[str]) -> tuple[object, str]:
+def run_with_fault(fault: Callable[[], None], capfd: pytest.CaptureFixture[str],
+                   throttle: int = 10_000_000) -> tuple[object, str]:
     """Run the one-move plan orders-0 [1,2,3] -> [4,2,3] while ``fault`` runs in a thread; (run, log)."""
     injector = threading.Thread(target=fault, daemon=True)
     injector.start()
-    dr = airflow_env.run_dag({"plan": plan_of(("orders", 0, [4, 2, 3])), "throttle_bytes_per_sec": 10_000_000,
+    dr = airflow_env.run_dag({"plan": plan_of(("orders", 0, [4, 2, 3])), "throttle_bytes_per_sec": throttle,
                               **FAST})
     injector.join(10)
     return dr, capfd.readouterr().out
@@ -116,27 +117,32 @@ def test_throttle_deleted_mid_run_is_put_back_by_the_execute_task(airflow_db, si
     from kafka_reassign.cluster.admin import KafkaAdmin
     from kafka_reassign.throttle.specs import LEADER_RATE, ConfigChange
 
-    cluster = sim_cluster(six_broker_snapshot(size=60_000_000), time_scale=1.0)
+    # 160 MB at 2 MB/s: due in over a minute, so the execute task defers and its trigger watches
+    # (a move due within 30 s keeps the task in its worker, whose own guard would see it first).
+    cluster = sim_cluster(six_broker_snapshot(size=160_000_000), time_scale=1.0)
     kafka_conn(cluster)
     before = airflow_env.throttle_configs(cluster)
     seen: dict[str, object] = {}
 
     def delete_mid_move() -> None:
         wait_moving(cluster)
+        # Once the task has deferred (it does right after its first tick and its own guard), so
+        # that the trigger is the one to see the change.
+        time.sleep(5)
         with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
-            admin.alter_configs([ConfigChange("broker", "1", LEADER_RATE, "10000000", None)])
+            admin.alter_configs([ConfigChange("broker", "1", LEADER_RATE, "2000000", None)])
         deadline = time.monotonic() + 60
         while LEADER_RATE not in cluster.broker_configs(1) and time.monotonic() < deadline:
             time.sleep(0.05)
         seen["back"] = cluster.broker_configs(1).get(LEADER_RATE)
         seen["moving"] = bool(in_flight(cluster))
 
-    dr, out = run_with_fault(delete_mid_move, capfd)
+    dr, out = run_with_fault(delete_mid_move, capfd, throttle=2_000_000)
     assert dr.state == "success", airflow_env.task_states(dr)
     assert "throttle changed by someone else: broker 1" in out, "the trigger saw it"
-    assert "was changed by someone else" in out and "writing '10000000' again" in out
-    assert seen == {"back": "10000000", "moving": True}, "put back while the move was still going"
+    assert "was changed by someone else" in out and "writing '2000000' again" in out
+    assert seen == {"back": "2000000", "moving": True}, "put back while the move was still going"
     record = airflow_env.read_record(dr.run_id)
-    assert any(c.name == "1" and c.key == LEADER_RATE and c.prior is None and c.value == "10000000"
+    assert any(c.name == "1" and c.key == LEADER_RATE and c.prior is None and c.value == "2000000"
                for c in record.changes[1:]), "the re-apply was recorded"
     assert airflow_env.throttle_configs(cluster) == before

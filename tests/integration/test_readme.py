@@ -83,9 +83,12 @@ def test_defaults_table_matches_kafka_reassign_defaults() -> None:
         "Partition moves in flight, whole cluster": str(D.MAX_PARTITION_MOVEMENTS),
         "Moves in flight per broker (in, out or leader copying)": str(D.MAX_MOVEMENTS_PER_BROKER),
         "Leader movements at once": str(D.MAX_LEADER_MOVEMENTS),
+        "Adapt the caps to ISR health": "on" if D.ADAPTIVE_CONCURRENCY else "off",
+        "Adaptive floor, moves per broker": str(D.MIN_MOVEMENTS_PER_BROKER),
         "Move timeout": f"{D.MOVE_TIMEOUT_MINUTES:g} min",
         "Stall window (bytes left not falling)": f"{D.STALL_WINDOW_SECONDS / 60:g} min",
         "Progress poll interval": f"{D.POLL_INTERVAL_SECONDS:g} s",
         "Which moves start first": D.MOVEMENT_STRATEGY,
         "Cancel this run's moves on failure": "on" if D.CANCEL_ON_FAILURE else "off",
+        "Copy from the least busy in-sync replica": "on" if D.LEADER_SOURCING else "off",
     }

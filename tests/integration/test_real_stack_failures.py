@@ -306,13 +306,14 @@ def _two_move_plan() -> dict[str, Any]:
 
 
 def test_wait_runs_in_the_triggerer_when_deferrable(stack: AirflowStack, snapshot_factory: Any) -> None:
+    # Moves of 70 s (140 MB at 2 MB/s): due later than the 30 s a task stays in its worker for.
     cluster = start_cluster(snapshot_factory(brokers=4, racks=2, topics={
-        "orders": {"partitions": 3, "rf": 3, "size_bytes": 40_000_000, "configs": {"min.insync.replicas": "2"}}}))
+        "orders": {"partitions": 3, "rf": 3, "size_bytes": 140_000_000, "configs": {"min.insync.replicas": "2"}}}))
     try:
         add_connection(stack, "kafka_deferred", cluster)
         run_id = f"deferred-{int(time.time())}"
         stack.trigger("kafka_reassign", {
-            "plan": _two_move_plan(), "kafka_conn_id": "kafka_deferred", "throttle_bytes_per_sec": 10_000_000,
+            "plan": _two_move_plan(), "kafka_conn_id": "kafka_deferred", "throttle_bytes_per_sec": 2_000_000,
             "max_partition_movements": 1, "poll_interval_seconds": POLL_SECONDS, "batch_timeout_minutes": 10}, run_id=run_id)
         seen: set[str] = set()
 
