@@ -91,6 +91,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._balance_at: float | None = None  # next automatic preferred-leader election  # replica.lag.time.max.ms per broker, in seconds
         self._steady_out: dict[int, float] = {}
         self._steady_in: dict[int, float] = {}
+        self._rate_bound: dict[int, float] = {}  # at least the fastest in-sync write rate via each broker
         self._inflight: dict[tuple[str, int], Partition] = {}
         self._preferred_dirs: dict[tuple[int, str, int], str] = {}
         self._rates: dict[int, tuple[float, float, float]] = {}

@@ -2,7 +2,8 @@
 
 Every transfer that is not simply "a caught-up follower tracking its leader" is a flow
 crossing capacitated resources: the leader's outbound and the follower's inbound network
-(``network_bytes_per_sec`` minus the steady in-sync traffic), the KIP-73 quotas for
+(``network_bytes_per_sec`` minus the steady in-sync traffic, which shares a saturated link
+with them per partition: :mod:`kafka_sim.replication_sharing`), the KIP-73 quotas for
 out-of-sync replicas of throttled partitions, the disk and the KIP-113 quota for future
 replicas. Rates are max-min fair (:mod:`kafka_sim.fairshare`) and constant until the next
 event, which the plan computes too.
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 import math
 
-from kafka_sim.fairshare import allocate
 from kafka_sim.model_base import CATCH_UP_EPS
 from kafka_sim.replication_quotas import FOLLOWER_QUOTA, LEADER_QUOTA
+from kafka_sim.replication_sharing import FetchSharing
 from kafka_sim.state import Partition, Replica, is_throttled
 
 #: a flow keeps up when its rate is at least its partition's write rate, within rounding
@@ -43,7 +44,7 @@ class Flow:
         return self.rate >= self.grow * _KEEP_UP
 
 
-class FlowPlanning:
+class FlowPlanning(FetchSharing):
     """Mixin of ClusterModel: the flows of the active partitions, their rates and the next event."""
 
     def _partition_flows(self, p: Partition) -> list[Flow]:
@@ -164,8 +165,12 @@ class FlowPlanning:
 
     def _make_plan(self) -> tuple[list[Flow], float, list[tuple[Partition, Replica, float]]]:
         """Rates of every flow and the next event time; valid until something changes."""
-        flows = self._collect_flows()
-        rates = allocate([f.resources for f in flows], self._capacities(flows))
+        while True:
+            flows = self._collect_flows()
+            rates = self._fair_rates(flows, self._capacities(flows))
+            if rates is not None:
+                break
+            self._flush_dirty()  # in-sync followers a saturated link squeezed became flows: plan again
         follow_rate = {id(f.replica): r for f, r in zip(flows, rates) if f.kind == 0}
         now = self._t
         event = math.inf

@@ -120,6 +120,8 @@ class ChangeTracking:
             lrec = rate * followers if is_throttled(topic.leader_throttled, p.index, p.leader) else 0.0
             contrib.append((p.leader, rate * followers, rate, lrec, 0.0))
         for b, out, inn, lrec, frec in contrib:
+            if rate > self._rate_bound.get(b, 0.0):  # never lowered: an upper bound is enough
+                self._rate_bound[b] = rate
             if b not in before:
                 before[b] = (steady_out.get(b, 0.0), steady_in.get(b, 0.0))
             steady_out[b] = steady_out.get(b, 0.0) + out
