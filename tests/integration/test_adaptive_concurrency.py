@@ -101,11 +101,9 @@ def test_caps_shrink_for_the_brokers_losing_isr_and_grow_back_once_healthy(sim_c
 
 
 def test_fixed_caps_never_change_and_keep_more_moves_on_the_troubled_broker(sim_cluster, caplog):
-    """What the simulator can show. It gives in-sync replication the link before any copy
-    (kafka_sim.replication_flows: a copy gets the capacity left over), so more moves never push
-    a follower out of the ISR there, and both runs see the same ISR losses (those of the
-    degraded link); what adaptive concurrency changes is how many moves keep leaning on the
-    troubled broker while its ISRs are short."""
+    """Broker 2's 3 MB/s link cannot carry its in-sync traffic even with no move, so both runs
+    see the same ISR losses; what adaptive concurrency changes is how many moves keep leaning on
+    the troubled broker while its ISRs are short (the ISR it protects: the next test)."""
     caplog.set_level(logging.WARNING, logger="kafka_reassign.execution.executor")
     fixed: list[int] = []
     views, result = run(sim_cluster, {"adaptive_concurrency": False}, fixed)
@@ -117,6 +115,28 @@ def test_fixed_caps_never_change_and_keep_more_moves_on_the_troubled_broker(sim_
     assert fixed and adaptive
     assert sum(adaptive) / len(adaptive) < sum(fixed) / len(fixed), (sum(adaptive) / len(adaptive),
                                                                      sum(fixed) / len(fixed))
+
+
+def test_adaptive_caps_keep_every_partition_at_min_isr_where_fixed_caps_breach_it(sim_cluster):
+    """benchmarks.adaptive: copies out of broker 2 share its degrading link per partition with its
+    in-sync followers. At the first step the ``fast`` partitions (min ISR 1) lose their follower, a
+    signal; at the second, with the caps still at 8, both followers of each ``slow`` partition
+    (min ISR 2) fall out. The ISR is sampled from the simulator's model, not the executor."""
+    from benchmarks.adaptive import CAP, run as run_scenario
+
+    fixed = run_scenario(False, sim_cluster)
+    assert fixed.outcome == "done" and not fixed.changes and set(fixed.caps) == {CAP}
+    assert fixed.least_isr["slow"] == 1 and fixed.breach_seconds > 60, fixed
+
+    adaptive = run_scenario(True, sim_cluster)
+    assert adaptive.outcome == "done"
+    assert adaptive.least_isr["slow"] == 3 and adaptive.breach_seconds == 0, adaptive
+    assert adaptive.least_isr["fast"] == 1  # the signal: at min ISR, not under
+    shrinks = [c for c in adaptive.changes if f"caps {CAP}->4 per broker" in c]
+    assert shrinks and "broker(s) 1, 2, 3" in shrinks[0] and "at min ISR (fast-0, fast-1)" in shrinks[0], adaptive.changes
+    assert min(adaptive.caps) == 2 and adaptive.caps[0] == CAP  # down to the floor, not before the trouble
+    assert any("healthy for 60 s" in c for c in adaptive.changes), adaptive.changes
+    assert adaptive.caps[-1] == CAP  # grown back once the link was restored
 
 
 def test_a_floor_above_the_cap_is_refused_before_any_write(sim_cluster):
