@@ -53,7 +53,7 @@ class QuotaMeter:
         sample) and starts fresh again once every sample has gone obsolete.
     """
 
-    __slots__ = ("window", "min_span", "aged", "t", "rate", "first", "ts", "cs")
+    __slots__ = ("window", "min_span", "aged", "t", "rate", "first", "ts", "cs", "version", "_break")
 
     def __init__(self, samples: int = DEFAULT_SAMPLES, sample_seconds: float = DEFAULT_SAMPLE_SECONDS,
                  aged: bool = False) -> None:
@@ -67,6 +67,10 @@ class QuotaMeter:
         # A lump is two breakpoints at the same time (before, after).
         self.ts: list[float] = []
         self.cs: list[float] = []
+        # bumped whenever the allowance's future course changes (rate, lump, fresh window);
+        # the next break below is valid, in absolute time, until it is bumped
+        self.version = 0
+        self._break: tuple[int, float] | None = None  # version, time
 
     # -- the cumulative curve
     def _cum(self, x: float, left: bool = False) -> float:
@@ -124,6 +128,7 @@ class QuotaMeter:
 
     # -- recording
     def _open(self, now: float) -> None:
+        self.version += 1
         self.t = now
         if self.first is None:
             self.first = now
@@ -152,6 +157,7 @@ class QuotaMeter:
         if (not self.aged and self.rate == 0 and now - ts[-1] >= self.window
                 and self.total < _EPS_BYTES):
             # every sample is obsolete: Kafka's next record starts a fresh window
+            self.version += 1
             self.t = self.first = None
             self.ts, self.cs = [], []
 
@@ -164,6 +170,7 @@ class QuotaMeter:
         self.advance(now)
         rate = max(0.0, rate)
         if self.t is not None and rate != self.rate:
+            self.version += 1
             c = self._cum(now)
             if self.ts[-1] == now:
                 self.cs[-1] = c
@@ -183,6 +190,7 @@ class QuotaMeter:
         self.advance(now)
         if self.t is None:
             self._open(now)  # the first record of a fresh (or expired) sensor opens its window
+        self.version += 1
         c = self._cum(now)
         self.ts += [now, now]
         self.cs += [c, c + max(0.0, nbytes)]
@@ -264,7 +272,14 @@ class QuotaMeter:
         if self.t is None:
             return math.inf if self.rate <= 0 or bound * self.min_span <= level else \
                 (bound * self.min_span - level) / self.rate
+        if self.aged:
+            return self._sweep_to_cross(bound, level)
+        return self._walk_to_cross(bound, level)
+
+    def _walk_to_cross(self, bound: float, level: float) -> float:
+        """seconds_to_cross of an open meter, from break to break (any sensor)."""
         now = self.t
+        assert now is not None
         side = self._allowance_at(bound, now) - level
         if side == 0:
             return math.inf
@@ -282,3 +297,86 @@ class QuotaMeter:
         if d0 > 1e-9 and ((self._allowance_at(bound, now + d0) - level > 0) != (side > 0)):
             return d0
         return math.inf
+
+    def _sweep_to_cross(self, bound: float, level: float) -> float:
+        """seconds_to_cross of an open aged meter: :meth:`_walk_to_cross` in one pass.
+
+        Its span is always the window and its breaks are its breakpoints leaving the window,
+        in order, so the walk's bisections (four per break, at every re-plan, for every quota:
+        the rehearsal's hot spot) are replaced by the breakpoint at hand. The arithmetic is
+        the walk's, rounding included: the tail ``now + d - window`` may land an ulp either
+        side of the breakpoint, which decides whether a lump leaving counts as a jump there.
+        """
+        now = self.t
+        assert now is not None
+        ts, cs, w, rate = self.ts, self.cs, self.window, self.rate
+        n = len(ts)
+        last_t, last_c = ts[-1], cs[-1]
+        side = bound * w - (self._cum(now) - self._cum(now - w)) - level
+        if side == 0:
+            return math.inf
+        up = side > 0
+        d0, a0 = 0.0, side  # the last break and the allowance just after it
+        k = 0
+        while k < n:
+            th = ts[k]
+            j = k
+            while j + 1 < n and ts[j + 1] == th:
+                j += 1  # a lump: two breakpoints at one time
+            d1 = th + w - now
+            if d1 > 1e-12:
+                x = now + d1
+                head = cs[0] if x <= ts[0] else last_c + rate * (x - last_t)  # _cum(x): x is past ts[-1]
+                a1 = bound * w - (head - self._cum_near(x - w, k, j, True)) - level
+                if a1 == 0 or (a1 > 0) != up:
+                    return d0 + (d1 - d0) * a0 / (a0 - a1) if a0 != a1 else d1
+                d0 = d1
+                a0 = bound * w - (head - self._cum_near(x - w, k, j, False)) - level
+                if d0 > 1e-9 and (a0 > 0) != up:
+                    return d0
+            k = j + 1
+        return math.inf
+
+    def _cum_near(self, x: float, k: int, j: int, left: bool) -> float:
+        """``_cum(x, left)`` for ``x`` within rounding of ``ts[k] == ... == ts[j]``, without bisecting."""
+        ts, cs = self.ts, self.cs
+        n = len(ts)
+        if x <= ts[0]:
+            return cs[0]
+        th = ts[k]
+        if x < th or (x == th and left):
+            i = k - 1  # bisect lands before the breakpoint(s) at th
+            if ts[i] >= x:
+                return self._cum(x, left)
+        else:
+            i = j
+            if j + 1 < n and ts[j + 1] <= x:
+                return self._cum(x, left)
+        t0, c0 = ts[i], cs[i]
+        if i + 1 < n:
+            t1 = ts[i + 1]
+            slope = (cs[i + 1] - c0) / (t1 - t0) if t1 > t0 else 0.0
+        else:
+            slope = self.rate
+        return c0 + slope * (x - t0)
+
+    def break_at(self, now: float) -> float:
+        """Time of the allowance's next slope change: ``next_break`` in absolute time, kept
+        until the meter's course changes or the break is reached.
+
+        The breaks are fixed points in time between rate changes, lumps and fresh windows, so
+        a quota at its bound whose recording rate a re-plan did not change costs nothing.
+        (Crossings are not kept that way: recomputed later, the walk can land a window's tail
+        an ulp the other side of a lump and answer differently, so keeping one would change
+        the model's event times.)
+
+        :param now: simulated seconds (the meter's time once it records)
+        """
+        if self.t is None:
+            return now + self.next_break()
+        cached = self._break
+        if cached is not None and cached[0] == self.version and cached[1] - self.t > 1e-12:  # as _breaks
+            return cached[1]
+        at = self.t + self.next_break()
+        self._break = (self.version, at)
+        return at

@@ -130,4 +130,4 @@ class ReplicationQuotas:
             return self._t + meter.seconds_to_cross(bound, 0.0)
         if allowance < -band:
             return self._t + meter.seconds_to_cross(bound, -band * 0.5)
-        return self._t + meter.next_break()  # at the bound until what leaves the window changes
+        return meter.break_at(self._t)  # at the bound until what leaves the window changes

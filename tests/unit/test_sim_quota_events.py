@@ -1,0 +1,88 @@
+"""The quota meter's fast next-event answers equal the slow ones they replace.
+
+The physics asks every throttled quota for its next event at every re-plan
+(replication_quotas._quota_event); an aged (leader-side) meter answers by one sweep of its
+window instead of the break-by-break walk, and a quota at its bound keeps its next break
+until its course changes. Both must give the model the same event times as before.
+"""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from kafka_sim.quotas import QuotaMeter
+
+MB = 1024 * 1024
+
+
+def _random_history(rng: random.Random, aged: bool, bound: float, steps: int = 80):
+    """A meter driven by a random mix of rate changes, lumps and plain advances, with its time after each."""
+    meter = QuotaMeter(11, 1.0, aged=aged)
+    t = 0.0
+    for _ in range(steps):
+        t += rng.choice([0.0, 0.01, 0.05, 0.3, 1.0, rng.random() * 4])  # 0.0: several changes at one instant
+        op = rng.random()
+        if op < 0.35:
+            meter.set_rate(t, rng.choice([0.0, bound * rng.random() * 2]))
+        elif op < 0.6:
+            meter.record(t, rng.random() * bound * 3)
+        else:
+            meter.advance(t)
+        yield meter, t
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_aged_sweep_equals_the_walk_bit_for_bit(seed):
+    rng = random.Random(seed)
+    compared = crossings = 0
+    for _ in range(150):
+        bound = rng.choice([1 * MB, 2 * MB, 5 * MB])
+        for meter, _t in _random_history(rng, aged=True, bound=bound):
+            if meter.t is None:
+                continue
+            for level in (0.0, -bound / 4):
+                swept = meter._sweep_to_cross(bound, level)
+                walked = meter._walk_to_cross(bound, level)
+                assert swept == walked
+                compared += 1
+                crossings += not math.isinf(walked)
+    assert compared > 10_000 and crossings > 1_000  # the histories do reach crossings, both ways
+
+
+@pytest.mark.parametrize("aged", [True, False])
+def test_kept_next_break_equals_the_recomputed_one(aged):
+    rng = random.Random(11 if aged else 12)
+    kept = 0
+    for _ in range(300):
+        bound = rng.choice([1 * MB, 2 * MB])
+        meter = QuotaMeter(11, 1.0, aged=aged)
+        t = 0.0
+        for _step in range(120):
+            t += rng.choice([0.0, 0.01, 0.05, 0.1, 0.3])  # small steps: many answers come from the kept one
+            op = rng.random()
+            if op < 0.08:
+                meter.set_rate(t, rng.choice([0.0, bound * rng.random()]))
+            elif op < 0.12:
+                meter.record(t, rng.random() * bound)
+            else:
+                meter.advance(t)
+            before = meter._break
+            answer = meter.break_at(t)
+            kept += before is not None and meter._break is before
+            recomputed = (meter.t if meter.t is not None else t) + meter.next_break()
+            assert answer == pytest.approx(recomputed, rel=1e-12, abs=1e-9)
+            assert math.isinf(answer) or answer > t
+    assert kept > 1_000  # the kept answer was actually used, not recomputed every time
+
+
+def test_the_kept_break_is_dropped_when_the_course_changes():
+    meter = QuotaMeter(11, 1.0, aged=True)
+    meter.set_rate(0.0, 1 * MB)
+    meter.advance(3.0)
+    assert meter.break_at(3.0) == pytest.approx(11.0)  # the first breakpoint leaves the window
+    meter.set_rate(5.0, 2 * MB)  # a new breakpoint: the first still leaves first
+    assert meter.break_at(5.0) == pytest.approx(11.0)
+    meter.advance(11.5)
+    assert meter.break_at(11.5) == pytest.approx(16.0)  # passed: the next one, recomputed
