@@ -11,9 +11,9 @@
    (the simulated cluster's server thread only waits on the model's lock): CPU is
    ``time.process_time()`` of the whole process.
 2. Per-wake cost at 1k, 10k and 100k steps: what the deferrable execute task does on every wake
-   (operators/execute.py ``_wake``), without Airflow: read the prepared run (XCom JSON) and the
-   saved state, rebuild the executor from every step, one tick, save the state. Printed: CPU ms of
-   the waking thread, bytes read and written, Kafka requests sent.
+   (operators/execute.py ``_wake``), without Airflow: read the run's head and saved state, read the
+   pages of steps the window works on (prepare stored them once, a page per XCom), one tick, save
+   the state. Printed: CPU ms of the waking thread, bytes read and written, Kafka requests sent.
 
 Run: ``python -m benchmarks.execution_scale [--quick] [--shapes decommission,hot] [--sizes 20000:60]``.
 """
@@ -83,14 +83,18 @@ def _print_rehearsal(r: dict[str, Any]) -> None:
 def per_wake(n_steps: int, window: int = 1250) -> dict[str, Any]:
     """CPU ms, bytes read/written and requests of one executor wake with a plan of ``n_steps`` steps.
 
+    A wake does what the DAG's execute task does (operators/execute.py): read the run's head and
+    saved state, read the pages of steps the window works on (each page an XCom, stored once by
+    prepare: here JSON texts), one tick, save the state.
+
     :param window: the cluster-wide cap (the default max_partition_movements)
     """
     from benchmarks.executor import CountingAdmin
     from benchmarks import scale_shapes as S
     from kafka_reassign.cluster.admin import KafkaAdmin
     from kafka_reassign.execution.store import MemoryExecutionStore
-    from kafka_reassign.run.prepare import PreparedRun, prepare
-    from kafka_reassign.run.reassign import executor_for
+    from kafka_reassign.run.paged import PagedRun, page_from_json, pages_json
+    from kafka_reassign.run.prepare import prepare
     from kafka_reassign.throttle.record import MemoryRecordStore
     from kafka_sim import SimulatedCluster
 
@@ -99,26 +103,33 @@ def per_wake(n_steps: int, window: int = 1250) -> dict[str, Any]:
     sim.start()
     admin = KafkaAdmin(bootstrap_servers=sim.bootstrap_servers)
     try:
-        prepared_json = json.dumps(prepare(admin, S.plan(cluster), {"max_partition_movements": window}).to_json())
+        paged, pages = PagedRun.of(prepare(admin, S.plan(cluster), {"max_partition_movements": window}))
+        head_text, page_texts = json.dumps(paged.to_json()), [json.dumps(p) for p in pages_json(pages)]
         counting, store, records = CountingAdmin(admin), MemoryExecutionStore(), MemoryRecordStore()
         rows = []
         for _ in range(8):
             before, cpu0 = counting.requests, time.thread_time()
+            read = [len(head_text)]
+
+            def load(k: int) -> list[Any]:
+                read[0] += len(page_texts[k])
+                return page_from_json(json.loads(page_texts[k]))
+
             saved_text = store.saved.get("bench")
-            prepared = PreparedRun.from_json(prepared_json)
-            ex = executor_for(prepared, "bench", records, saved=json.loads(saved_text) if saved_text else None)
+            ex = PagedRun.from_json(json.loads(head_text)).executor(
+                load, "bench", records, saved=json.loads(saved_text) if saved_text else None)
             ex.tick(counting)
             store.save("bench", ex.state_json(), ex.progress().to_json())
             rows.append(((time.thread_time() - cpu0) * 1000, counting.requests - before,
-                         len(prepared_json) + len(saved_text or ""), len(store.saved["bench"])))
+                         read[0] + len(saved_text or ""), len(store.saved["bench"])))
             time.sleep(0.05)
     finally:
         admin.close()
         sim.stop()
     steady = sorted(rows[2:])  # after the first wake submitted the window
-    cpu_ms, requests, read, written = steady[len(steady) // 2]
-    return {"steps": len(prepared.steps), "cpu_ms": cpu_ms, "requests": requests, "read": read, "written": written,
-            "first_cpu_ms": rows[0][0]}
+    cpu_ms, requests, read_bytes, written = steady[len(steady) // 2]
+    return {"steps": paged.book.steps, "cpu_ms": cpu_ms, "requests": requests, "read": read_bytes,
+            "written": written, "first_cpu_ms": rows[0][0]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         for shape in args.shapes.split(","):
             _print_rehearsal(rehearse_shape(shape, moves, brokers))
     if not args.skip_wake:
-        print("Per wake of the deferrable execute task (read prepared run + saved state, rebuild the executor, "
+        print("Per wake of the deferrable execute task (read head + saved state + the pages worked on, "
               "one tick, save), median of 6 steady wakes, window 1250, 60 brokers:", flush=True)
         for n in ((1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)):
             r = per_wake(n)

@@ -146,6 +146,7 @@ def test_trigger_serializes_to_plain_json_and_imports_from_the_package():
     from kafka_reassign_airflow.triggers.reassignment import ReassignmentWatchTrigger
 
     ex = MoveExecutor([StepMove("t", 0, (1, 2), (3, 1), size_bytes=10)], ExecutionLimits(), throttle_rate=1000)
+    ex.fill_frontier()  # the page of step 0 is read
     ex.watches[0] = StepWatch.start(100.0)  # as if submitted
     trig = ReassignmentWatchTrigger(kafka_conn_id="kafka_default", spec=ex.watch_spec(), poll_interval=1.5,
                                     run_id="r")

@@ -225,7 +225,7 @@ def test_resume_with_the_same_steps_continues_from_the_saved_state(sim_cluster):
         first = executor_for(prepared, "r1", records)
         run_execution(admin, first, store, poll_seconds=0.05, should_stop=lambda v: v.steps_done >= 5)
         saved = store.load("r1")
-        done_before = {i for i, c in enumerate(saved["state"]["status"]) if c == "d"}
+        done_before = {i for i, c in first.status.items() if c == "d"}
         rec = RecordingAdmin(admin)
         second = executor_for(prepared, "r1", records, saved=saved)
         view = run_execution(rec, second, store, poll_seconds=0.05)

@@ -94,16 +94,55 @@ def test_state_round_trip_is_compact_and_resumes_counters():
         ex._finish(i)
     state = ex.state_json()
     text = json.dumps(state, separators=(",", ":"))
-    assert len(text) < 60_000  # one character per step, details only for the 40 in flight
+    # Counters, the loaded pages' characters and the 40 in flight: not a character per step of the plan.
+    assert len(text) < 12_000, len(text)  # (the plan has 20,000 steps)
     again = MoveExecutor(steps, ExecutionLimits(max_partition_movements=50))
     again.load_state(json.loads(text))
     assert again.counts == ex.counts and again.counts[DONE] == 10 and again.counts[IN_FLIGHT] == 40
     assert sorted(again.watches) == sorted(ex.watches) and again.watches[started[20]].submitted_at == 5.0
     assert {b: n for b, n in again.broker_load.items() if n} == {b: n for b, n in ex.broker_load.items() if n}
+    assert again.broker_left == ex.broker_left and again.done_bytes == ex.done_bytes == 10
     other = MoveExecutor(steps[:-1], ExecutionLimits())
     with pytest.raises(ValueError, match="other steps"):
         other.load_state(state)
-    assert chr(again.status[started[0]]) == DONE and chr(again.status[len(steps) - 1]) == QUEUED
+    # Only the pages worked on are loaded again; the rest of the plan is not read.
+    assert again.status_of(started[0]) == DONE and again.status_of(len(steps) - 1) is None
+    assert again.book.pages_read == len(state["pages"]) and len(again.steps) <= 1_000
+
+
+def test_a_state_with_a_character_per_step_still_resumes():
+    steps = [s for p in range(2_000) for s in chain("t", p, [(1 + p % 20, 41), (21 + p % 20, 41)], size=1)]
+    ex = MoveExecutor(steps, ExecutionLimits(max_partition_movements=50))
+    started = take(ex, now=5.0)
+    for i in started[:10]:
+        ex._finish(i)
+    state = ex.state_json()
+    codes = [QUEUED] * len(steps)
+    for i in ex.status:
+        codes[i] = ex.status[i]
+    old = {k: v for k, v in state.items() if k not in ("pages", "cursor", "counts", "done_bytes",
+                                                         "partitions_done", "broker_left")}
+    again = MoveExecutor(steps, ExecutionLimits(max_partition_movements=50))
+    again.load_state({**old, "v": 1, "status": "".join(codes)})
+    assert again.counts == ex.counts and again.broker_left == ex.broker_left
+    assert again.partitions_done == ex.partitions_done == 10
+    assert {b: n for b, n in again.broker_load.items() if n} == {b: n for b, n in ex.broker_load.items() if n}
+    again.fill_frontier()  # the pages done are dropped once read
+    assert len(again.steps) < len(steps)
+
+
+def test_the_frontier_reads_a_bounded_part_of_the_plan_and_moves_on():
+    steps = [s for p in range(10_000) for s in chain("t", p, [(1 + p % 20, 41 + p % 7), (21 + p % 20, 41 + p % 7)])]
+    ex = MoveExecutor(steps, ExecutionLimits(max_partition_movements=40, max_movements_per_broker=1000))
+    done = 0
+    while ex.counts[DONE] < len(steps):
+        for i in take(ex):
+            ex._finish(i)
+        assert len(ex.steps) <= 8 * 40 + 1_000  # the loaded pages: bounded by the caps, not the plan
+        assert ex.counts[DONE] > done, "no progress"
+        done = ex.counts[DONE]
+    ex.fill_frontier()
+    assert ex.book.pages_read == ex.book.head.pages and not ex.steps and ex.partitions_done == 10_000
 
 
 RULES = OutcomeRules(stall_window=60.0, step_timeout=600.0, throttle_rate=1_000_000)

@@ -109,6 +109,7 @@ def test_watch_spec_is_named_plain_json():
     from kafka_reassign.execution.limits import ExecutionLimits
 
     ex = MoveExecutor([STEP], ExecutionLimits(), throttle_rate=1000)
+    ex.fill_frontier()  # the page of step 0 is read
     ex.watches[0] = StepWatch.start(100.0)
     spec = json.loads(json.dumps(ex.watch_spec()))
     assert spec["rules"]["throttle_rate"] == 1000

@@ -22,11 +22,15 @@ not the size of the plan.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar, Union
 
 from kafka_reassign.defaults import MOVEMENT_STRATEGIES, MOVEMENT_STRATEGY
 
 DEFAULT_STRATEGY = MOVEMENT_STRATEGY
+
+T = TypeVar("T")
+#: per-step values by step index: a list over the plan, or a dict over the steps loaded
+Indexed = Union[Sequence[T], Mapping[int, T]]
 
 
 class OrderContext:
@@ -39,8 +43,8 @@ class OrderContext:
     :param urp: step indices of partitions under-replicated at prepare time
     """
 
-    def __init__(self, broker_left: dict[int, float], chain_left: Sequence[float], step_bytes: Sequence[float],
-                 data_brokers: Sequence[tuple[int, ...]], urp: set[int]) -> None:
+    def __init__(self, broker_left: dict[int, float], chain_left: Indexed[float], step_bytes: Indexed[float],
+                 data_brokers: Indexed[tuple[int, ...]], urp: set[int]) -> None:
         self.broker_left = broker_left
         self.chain_left = chain_left
         self.step_bytes = step_bytes

@@ -5,6 +5,7 @@ import time
 
 from kafka_reassign.execution.outcome import Outcome
 from kafka_reassign.execution.progress import ProgressView, StepRow
+from kafka_reassign.execution.steps import StepMove
 from kafka_reassign.execution.step_state import DEAD, DONE, IN_FLIGHT, QUEUED, StepStates
 
 IN_FLIGHT_NAME = "in_flight"
@@ -31,7 +32,7 @@ class ProgressReporting(StepStates):
         outcome = self.outcome()
         eta = 0.0 if outcome is Outcome.DONE else (left / rate if rate else None)
         return ProgressView(
-            run_id=self.run_id, outcome=outcome.value, message=self.message, steps_total=len(self.steps),
+            run_id=self.run_id, outcome=outcome.value, message=self.message, steps_total=self.steps_total,
             steps_done=self.counts[DONE], steps_in_flight=self.counts[IN_FLIGHT], steps_queued=self.counts[QUEUED],
             steps_dead=self.counts[DEAD], partitions_total=self.partitions_total,
             partitions_done=self.partitions_done, bytes_total=max(self.bytes_total, moved + left), bytes_moved=moved,
@@ -51,15 +52,15 @@ class ProgressReporting(StepStates):
 
     def _rows(self) -> list[StepRow]:
         out = []
-        for i in [*sorted(self.dead), *self.in_flight, *reversed(self._recent_done)]:
-            s, w = self.steps[i], self.watches.get(i)
-            if i in self.dead:
-                status, msg = self.dead[i][0].value, self.dead[i][1]
-            else:
-                status, msg = (IN_FLIGHT_NAME, "") if w is not None else ("done", "")
-            out.append(StepRow(name=s.name, step=f"{s.step_index + 1}/{s.step_count}", status=status,
-                               current=list(s.current), target=list(s.target),
-                               bytes_total=w.bytes_total if w and w.bytes_total else int(self.step_bytes[i]),
-                               bytes_left=self._watch_left(i) if w else 0,
-                               submitted_at=w.submitted_at if w else None, message=msg))
+        for i in [*sorted(self.dead), *self.in_flight]:
+            w = self.watches.get(i)
+            status, msg = (self.dead[i][0].value, self.dead[i][1]) if i in self.dead else (IN_FLIGHT_NAME, "")
+            out.append(_row(self.steps[i], status, w.bytes_total if w and w.bytes_total else int(self.step_bytes[i]),
+                            self._watch_left(i) if w else 0, w.submitted_at if w else None, msg))
+        out.extend(_row(s, "done", int(size), 0, None, "") for s, size in reversed(self._recent_done))
         return out
+
+
+def _row(s: StepMove, status: str, total: int, left: int, submitted_at: float | None, msg: str) -> StepRow:
+    return StepRow(name=s.name, step=f"{s.step_index + 1}/{s.step_count}", status=status, current=list(s.current),
+                   target=list(s.target), bytes_total=total, bytes_left=left, submitted_at=submitted_at, message=msg)

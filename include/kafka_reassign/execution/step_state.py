@@ -10,19 +10,18 @@ progress view (:mod:`~kafka_reassign.execution.reporting`) are the other parts o
 from __future__ import annotations
 
 import logging
-import zlib
 from collections import deque
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.cluster.state import InFlight, TopicPartition
 from kafka_reassign.errors import KafkaAdminError
+from kafka_reassign.execution.book import StepBook, data_brokers
 from kafka_reassign.execution.health import CapGovernor, MinIsrCache, read_health
 from kafka_reassign.execution.order import OrderContext, ReadyQueue, parse_strategy
 from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepWatch, outcome_of, run_outcome
 from kafka_reassign.execution.progress import RECENT_DONE_ROWS
 from kafka_reassign.execution.steps import StepMove
-from kafka_reassign.planning.leadership import senders
 from kafka_reassign.execution.wake import FlightItem, WakeRule
 from kafka_reassign.throttle.replica_lists import ReplicaThrottle
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
@@ -35,44 +34,37 @@ log = logging.getLogger("kafka_reassign.execution.executor")
 QUEUED, IN_FLIGHT, DONE, DEAD = "q", "f", "d", "x"
 
 
-def data_brokers(step: StepMove, leader: int | None) -> tuple[int, ...]:
-    """Brokers a step's bytes go through: the one sending (the leader) and the receivers."""
-    if step.is_log_dir_only:
-        return tuple(sorted(step.wanted_dirs()))
-    if not step.adding:
-        return ()
-    source = leader if leader is not None and leader in step.current else step.current[0]
-    return (source, *step.adding)
-
-
-def steps_fingerprint(steps: Sequence[StepMove]) -> str:
-    """A short digest of the steps: a saved state only resumes the very same plan."""
-    crc = 0
-    for s in steps:
-        crc = zlib.crc32(f"{s.topic}\0{s.partition}\0{s.current}\0{s.target}\0{s.log_dirs}\n".encode(), crc)
-    return f"{len(steps)}:{crc:08x}"
-
-
 class StepStates:
     """Owns the state of every step of a run; see :class:`~kafka_reassign.execution.executor.MoveExecutor`
-    for the parameters."""
+    for the parameters (and ``book``: the run's steps in pages, instead of ``steps``).
+
+    Only the pages it works on are loaded (:mod:`~kafka_reassign.execution.book`): those holding a
+    step in flight, dead, or eligible soon. Pages before :attr:`cursor` that are not loaded are done,
+    those from it on are untouched. The per-step tables (``steps``, ``step_bytes``, ``data``, ...)
+    hold the loaded steps, keyed by the step's index in the plan.
+    """
 
     def __init__(self, steps: Sequence[StepMove], limits: ExecutionLimits, *, run_id: str = "",
                  throttle_rate: int | None = None, replica_throttle: ReplicaThrottle | None = None,
                  leaders: Mapping[TopicPartition, int] | None = None, urp: Iterable[TopicPartition] = (),
                  produce_rates: Mapping[TopicPartition, float] | None = None,
-                 record_store: Any = None, cluster_id: str | None = None) -> None:
-        limits.validate(steps)
+                 record_store: Any = None, cluster_id: str | None = None, book: StepBook | None = None) -> None:
+        if book is None:
+            limits.validate(steps)
+            book = StepBook.in_memory(steps, leaders, urp, limits.strategy)
+        else:
+            limits.validate()  # the steps were checked against the limits when the book was made
+        self.book = book
+        head = book.head
         self.record_store = record_store
         self.cluster_id = cluster_id
-        self.steps = list(steps)
         self.limits = limits
         self.run_id = run_id
         self.rules = OutcomeRules(limits.stall_window_seconds, limits.step_timeout_seconds, throttle_rate)
         self.replica_throttle = replica_throttle
-        self.leaders = dict(leaders or {})
         self.produce_rates = dict(produce_rates or {})
-        self.status = bytearray(QUEUED.encode() * len(self.steps))
+        self.steps_total, self.partitions_total = head.steps, head.partitions
+        self.bytes_total, self.fingerprint = int(head.bytes_total), head.fingerprint
         self.watches: dict[int, StepWatch] = {}
         self.dead: dict[int, tuple[Outcome, str]] = {}
         self.started_at: float | None = None
@@ -88,7 +80,8 @@ class StepStates:
         self._finished_leaders: list[TopicPartition] = []
         self._verify = True  # the first refill checks the candidates against the cluster
         self._dir_moves: dict[int, dict[tuple[str, int, int], str]] = {}
-        self._recent_done: deque[int] = deque(maxlen=RECENT_DONE_ROWS)
+        #: (step, bytes) of the last steps done, for the progress view's rows
+        self._recent_done: deque[tuple[StepMove, float]] = deque(maxlen=RECENT_DONE_ROWS)
         self._rate_samples: deque[tuple[float, float]] = deque(maxlen=8)
         #: brokers whose eligible steps the last pick held back for their bytes in flight
         self._held_back: set[int] = set()
@@ -97,64 +90,103 @@ class StepStates:
         self.governor = CapGovernor(limits.max_partition_movements, limits.max_movements_per_broker,
                                     limits.min_movements_per_broker) if limits.adaptive_concurrency else None
         self._min_isr = MinIsrCache()
-        self._index(set(urp))
+        self._strategy = parse_strategy(limits.strategy)
+        self._unload_all()
+        self._fresh_counters()
 
-    def _index(self, urp_keys: set[TopicPartition]) -> None:
-        """Chains, per-step bytes and brokers, counters: everything derived from the steps."""
-        n = len(self.steps)
-        self.next_of = [-1] * n
-        self.prev_of = [-1] * n
-        last: dict[TopicPartition, int] = {}
-        for i, s in enumerate(self.steps):
-            if s.key in last:
-                self.next_of[last[s.key]] = i
-                self.prev_of[i] = last[s.key]
-            last[s.key] = i
-        self.step_bytes = [float(s.bytes_to_copy) for s in self.steps]
-        self.chain_left = [0.0] * n
-        for i in range(n - 1, -1, -1):
-            nxt = self.next_of[i]
-            self.chain_left[i] = self.step_bytes[i] + (self.chain_left[nxt] if nxt >= 0 else 0.0)
+    # -- the loaded pages ---------------------------------------------------------------
+    def _unload_all(self) -> None:
+        self.steps: dict[int, StepMove] = {}
+        self.status: dict[int, str] = {}
+        self.next_of: dict[int, int] = {}
+        self.prev_of: dict[int, int] = {}
+        self.step_bytes: dict[int, float] = {}
+        self.chain_left: dict[int, float] = {}
         #: the broker expected to lead each step when it runs (lead steps hand leadership on)
-        self.sender = senders(self.steps, self.leaders)
-        self.data = [data_brokers(s, lead) for s, lead in zip(self.steps, self.sender)]
-        # A step occupies a slot on every broker it adds to or removes from, and on the leader it
-        # copies from: a leader serving many copies at once splits its throttle among them and
-        # holds the receivers' slots while it does.
-        self.touched = [tuple(sorted(set(s.brokers_touched) | set(d))) for s, d in zip(self.steps, self.data)]
-        self.bytes_total = int(sum(self.step_bytes))
-        self.partitions_total = len(last)
-        self.fingerprint = steps_fingerprint(self.steps)
-        self.broker_left: dict[int, float] = {}
-        self.order = OrderContext(self.broker_left, self.chain_left, self.step_bytes, self.data,
-                                  {i for i, s in enumerate(self.steps) if s.key in urp_keys})
-        self._strategy = parse_strategy(self.limits.strategy)
-        self._reset_counters()
+        self.sender: dict[int, int | None] = {}
+        self.data: dict[int, tuple[int, ...]] = {}
+        self.touched: dict[int, tuple[int, ...]] = {}
+        self.page_of: dict[int, int] = {}
+        self.pages: dict[int, list[int]] = {}
+        self._page_left: dict[int, int] = {}
+        self._urp_steps: set[int] = set()
+        #: the first page never loaded: the pages from it on hold only queued steps
+        self.cursor = 0
+        self.broker_left: dict[int, float] = dict(self.book.head.broker_bytes)
+        self.order = OrderContext(self.broker_left, self.chain_left, self.step_bytes, self.data, self._urp_steps)
 
-    def _reset_counters(self) -> None:
-        """Loads, bytes left per broker and the eligible set, from ``status``."""
+    def _fresh_counters(self) -> None:
+        """Every step queued, nothing held."""
+        self.counts = {QUEUED: self.steps_total, IN_FLIGHT: 0, DONE: 0, DEAD: 0}
         self.broker_load: dict[int, int] = {}
         self.leader_load = 0
         self.done_bytes = 0.0
         self.partitions_done = 0
         self.ready = ReadyQueue(self._strategy, self.order)
-        left = self.broker_left
-        left.clear()  # shared with the strategies' context
-        counts = {QUEUED: 0, IN_FLIGHT: 0, DONE: 0, DEAD: 0}
-        for i, code in enumerate(self.status):
-            c = chr(code)
-            counts[c] += 1
-            if c == DONE:
-                self.done_bytes += self.step_bytes[i]
-                self.partitions_done += self.next_of[i] < 0
-                continue
-            for b in self.data[i]:
-                left[b] = left.get(b, 0.0) + self.step_bytes[i]
-            if c == IN_FLIGHT:
+
+    def _load_page(self, k: int, codes: str | None = None) -> None:
+        """Load page ``k``: its steps' tables, their status (``codes``, else all queued), slots and eligibility."""
+        entries = self.book.page(k)
+        idx = [e.index for e in entries]
+        codes = codes if codes is not None else QUEUED * len(idx)
+        if len(codes) != len(idx):
+            raise ValueError(f"the saved state of page {k} has {len(codes)} step(s), the page {len(idx)}")
+        last: dict[TopicPartition, int] = {}
+        for e, code in zip(entries, codes):
+            i, s = e.index, e.step
+            self.steps[i], self.status[i], self.page_of[i], self.sender[i] = s, code, k, e.sender
+            self.step_bytes[i] = float(s.bytes_to_copy)
+            self.data[i] = data_brokers(s, e.sender)
+            # A step occupies a slot on every broker it adds to or removes from, and on the leader
+            # it copies from: a leader serving many copies at once splits its throttle among them.
+            self.touched[i] = tuple(sorted(set(s.brokers_touched) | set(self.data[i])))
+            if e.urp:
+                self._urp_steps.add(i)
+            self.prev_of[i], self.next_of[i] = last.get(s.key, -1), -1
+            if s.key in last:
+                self.next_of[last[s.key]] = i
+            last[s.key] = i
+        for i in reversed(idx):
+            nxt = self.next_of[i]
+            self.chain_left[i] = self.step_bytes[i] + (self.chain_left[nxt] if nxt >= 0 else 0.0)
+        self.pages[k] = idx
+        self._page_left[k] = sum(1 for c in codes if c != DONE)
+        for i in idx:
+            if self.status[i] == IN_FLIGHT:
                 self._hold(i, +1)
-            elif c == QUEUED and (self.prev_of[i] < 0 or chr(self.status[self.prev_of[i]]) == DONE):
+            elif self.status[i] == QUEUED and (self.prev_of[i] < 0 or self.status[self.prev_of[i]] == DONE):
                 self.ready.add(i)
-        self.counts = counts
+
+    def _drop_done_pages(self) -> None:
+        """Forget the pages whose every step is done: nothing of them is read or saved again."""
+        for k in [k for k, n in self._page_left.items() if n == 0]:
+            self._unload_page(k)
+
+    def _unload_page(self, k: int) -> None:
+        for i in self.pages.pop(k):
+            self.ready.discard(i)
+            for table in (self.steps, self.status, self.next_of, self.prev_of, self.step_bytes,
+                          self.chain_left, self.sender, self.data, self.touched, self.page_of):
+                del table[i]
+            self._urp_steps.discard(i)
+        del self._page_left[k]
+
+    def fill_frontier(self) -> None:
+        """Load pages in admission order until enough steps are eligible for the next refills.
+
+        Enough: twice the cluster cap. At most eight times it is loaded, so a window whose
+        eligible steps all wait on full brokers does not read the rest of the plan.
+        """
+        self._drop_done_pages()
+        want = 2 * self.limits.max_partition_movements
+        most = 8 * self.limits.max_partition_movements
+        while len(self.ready) < want and self.cursor < self.book.head.pages and len(self.steps) < most:
+            self._load_page(self.cursor)
+            self.cursor += 1
+
+    def status_of(self, i: int) -> str | None:
+        """The status code of step ``i`` (None: its page is not loaded)."""
+        return self.status.get(i)
 
     def _hold(self, i: int, d: int) -> None:
         for b in self.touched[i]:
@@ -163,9 +195,11 @@ class StepStates:
             self.leader_load += d
 
     def _set(self, i: int, code: str) -> None:
-        self.counts[chr(self.status[i])] -= 1
+        self.counts[self.status[i]] -= 1
         self.counts[code] += 1
-        self.status[i] = ord(code)
+        if code == DONE:
+            self._page_left[self.page_of[i]] -= 1
+        self.status[i] = code
 
     # -- what is where ---------------------------------------------------------------
     @property
@@ -241,7 +275,7 @@ class StepStates:
         for b in self.data[i]:
             self.broker_left[b] = self.broker_left.get(b, 0.0) - self.step_bytes[i]
         self._touched_topics.add(self.steps[i].topic)
-        self._recent_done.append(i)
+        self._recent_done.append((self.steps[i], self.step_bytes[i]))
         nxt = self.next_of[i]
         if nxt >= 0:
             self.ready.add(nxt)
@@ -266,13 +300,20 @@ class StepStates:
 
     # -- durable state -------------------------------------------------------------------
     def state_json(self) -> dict[str, Any]:
-        """Compact plain-JSON state: one character per step, details only for steps in flight or dead."""
-        return {"v": 1, "run_id": self.run_id, "fingerprint": self.fingerprint,
-                "status": self.status.decode(), "watch": {str(i): w.to_json() for i, w in self.watches.items()},
+        """Compact plain-JSON state of what changes: the counters, a character per step of the
+        loaded pages that are not all done, details of the steps in flight or dead. Its size follows
+        the window, not the plan."""
+        return {"v": 2, "run_id": self.run_id, "fingerprint": self.fingerprint, "cursor": self.cursor,
+                "pages": {str(k): "".join(self.status[i] for i in idx)
+                          for k, idx in self.pages.items() if self._page_left[k]},
+                "counts": dict(self.counts), "done_bytes": self.done_bytes, "partitions_done": self.partitions_done,
+                "broker_left": {str(b): v for b, v in sorted(self.broker_left.items())},
+                "watch": {str(i): w.to_json() for i, w in self.watches.items()},
                 "dead": {str(i): [o.value, m] for i, (o, m) in self.dead.items()},
                 "dead_moving": sorted(self._dead_moving), "started_at": self.started_at,
-                "first_submit_at": self.first_submit_at, "polls": self.polls, "checks": self.checks, "leader_changes": self.leader_changes,
-                "submissions": self.submissions, "rate": [list(x) for x in self._rate_samples],
+                "first_submit_at": self.first_submit_at, "polls": self.polls, "checks": self.checks,
+                "leader_changes": self.leader_changes, "submissions": self.submissions,
+                "rate": [list(x) for x in self._rate_samples],
                 "caps": self.governor.to_json() if self.governor is not None else None}
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -281,7 +322,6 @@ class StepStates:
         if state.get("fingerprint") != fp:
             raise ValueError(f"the saved execution state is for other steps ({state.get('fingerprint')} "
                              f"!= {fp}): it cannot be resumed with this plan")
-        self.status = bytearray(str(state["status"]).encode())
         self.watches = {int(i): StepWatch.from_json(w) for i, w in state.get("watch", {}).items()}
         self.dead = {int(i): (outcome_of(o), str(m)) for i, (o, m) in state.get("dead", {}).items()}
         self._dead_moving = {int(i) for i in state.get("dead_moving", [])}
@@ -296,7 +336,40 @@ class StepStates:
         if self.governor is not None and state.get("caps"):  # absent from states saved before it
             self.governor.load(state["caps"])
         self._verify = True
-        self._reset_counters()
+        self._unload_all()
+        self._fresh_counters()
+        if "status" in state:  # saved by a release that kept a character per step of the plan
+            self._load_whole_plan(str(state["status"]))
+            return
+        for k, codes in sorted((int(k), str(c)) for k, c in state.get("pages", {}).items()):
+            self._load_page(k, codes)
+        self.cursor = int(state["cursor"])
+        self.counts = {c: int(state["counts"][c]) for c in (QUEUED, IN_FLIGHT, DONE, DEAD)}
+        self.done_bytes = float(state["done_bytes"])
+        self.partitions_done = int(state["partitions_done"])
+        self.broker_left.clear()  # shared with the strategies' context
+        self.broker_left.update((int(b), float(v)) for b, v in state["broker_left"].items())
+
+    def _load_whole_plan(self, status: str) -> None:
+        """Resume a state with a character per step of the plan: load every page once, count from it."""
+        if len(status) != self.steps_total:
+            raise ValueError(f"the saved state has {len(status)} step(s), the plan {self.steps_total}")
+        for k in range(self.book.head.pages):
+            idx = [e.index for e in self.book.page(k)]
+            self._load_page(k, "".join(status[i] for i in idx))
+        self.cursor = self.book.head.pages
+        self.counts = {c: status.count(c) for c in (QUEUED, IN_FLIGHT, DONE, DEAD)}
+        for i, code in self.status.items():
+            if code == DONE:
+                self.done_bytes += self.step_bytes[i]
+                self.partitions_done += self.next_of[i] < 0
+                for b in self.data[i]:
+                    self.broker_left[b] -= self.step_bytes[i]
+        # The untouched pages after the last one worked on are read again when the window gets there.
+        self.cursor = 1 + max((k for k, idx in self.pages.items() if any(self.status[i] != QUEUED for i in idx)),
+                              default=-1)
+        for k in [k for k in self.pages if k >= self.cursor]:
+            self._unload_page(k)
 
     # -- the trigger's share: watch the steps in flight without the whole plan -------------
     def watch_spec(self) -> dict[str, Any]:

@@ -31,6 +31,8 @@ class AdmissionWindow(StepStates):
         """
         room = self.partition_cap - self.counts[IN_FLIGHT]
         self._held_back = set()
+        if room > 0 and not self.dead:
+            self.fill_frontier()
         if room <= 0 or not len(self.ready) or self.dead:
             return []
         cap_b, cap_l = self.broker_cap, self.limits.max_leader_movements

@@ -30,11 +30,11 @@ from kafka_reassign.execution.store import ExecutionStore
 from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.planning.validate import ReassignParams
 from kafka_reassign.run.cancel import CancelReport, cancel_in_flight
+from kafka_reassign.run.paged import PagedRun
 from kafka_reassign.run.prepare import PreparedRun, Rehearser, new_run_id, prepare
 from kafka_reassign.throttle.apply import apply_throttle
 from kafka_reassign.throttle.guard import ThrottleGuard
 from kafka_reassign.throttle.record import RecordStore, submitted_targets
-from kafka_reassign.throttle.replica_lists import ReplicaThrottle
 from kafka_reassign.throttle.restore import RestoreResult, finish_hint, restore_after_run, restore_throttle
 
 log = logging.getLogger(__name__)
@@ -85,15 +85,8 @@ def executor_for(prepared: PreparedRun, run_id: str, record_store: RecordStore |
     :param record_store: where the throttle record is (None: the replica lists are not managed)
     :param saved: what an :class:`ExecutionStore` loaded for this run (``{"state": ...}``)
     """
-    replica_throttle = ReplicaThrottle(record_store, run_id, prepared.cluster_id) \
-        if prepared.throttle_spec.rate is not None and record_store is not None else None
-    ex = MoveExecutor(prepared.steps, prepared.limits(strategy), run_id=run_id,
-                      throttle_rate=prepared.throttle_spec.rate, replica_throttle=replica_throttle,
-                      leaders=prepared.leaders, urp=prepared.urp, produce_rates=produce_rates,
-                      record_store=record_store, cluster_id=prepared.cluster_id)
-    if saved and saved.get("state"):
-        ex.load_state(saved["state"])
-    return ex
+    paged, pages = PagedRun.of(prepared, strategy)
+    return paged.executor(pages.__getitem__, run_id, record_store, saved=saved, produce_rates=produce_rates)
 
 
 class RunFailed(ReassignError):

@@ -8,7 +8,7 @@ moves already heading there, cancelling and restoring are no-ops the second time
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
@@ -17,10 +17,16 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from kafka_reassign.execution.book import PagedStep
+    from kafka_reassign.run.paged import PagedRun
     from kafka_reassign.run.payload import PreparedPayload
+    from kafka_reassign.run.prepare import PreparedRun
 
 PREPARE_TASK_ID = "prepare"
 PREPARED_XCOM_KEY = "prepared"
+#: The execute task's head of the run (:class:`~kafka_reassign.run.paged.PagedRun`) and its pages of steps.
+PAGED_XCOM_KEY = "paged"
+PAGE_XCOM_KEY = "steps-page-{}"
 
 
 def run_params(context: Context) -> dict[str, Any]:
@@ -47,6 +53,34 @@ def pull_prepared(context: Context, prepare_task_id: str) -> PreparedPayload | N
     except PayloadVersionError as exc:
         # Written by another release (an upgrade mid-run): retrying cannot help.
         raise AirflowFailException(str(exc)) from exc
+
+
+def push_pages(ti: Any, prepared: PreparedRun) -> None:
+    """Store the run's steps once, a page per XCom, for the execute task to read a page at a time."""
+    from kafka_reassign.run.paged import PagedRun, pages_json
+
+    paged, pages = PagedRun.of(prepared)
+    for k, page in enumerate(pages_json(pages)):
+        ti.xcom_push(key=PAGE_XCOM_KEY.format(k), value=page)
+    ti.xcom_push(key=PAGED_XCOM_KEY, value=paged.to_json())  # last: present only with every page
+
+
+def pull_paged(context: Context, prepare_task_id: str) -> tuple[PagedRun, Callable[[int], list[PagedStep]]] | None:
+    """The run's head and a reader of its pages (None: prepare stored none, e.g. an older release)."""
+    from kafka_reassign.run.paged import PagedRun, page_from_json
+
+    ti = context["ti"]
+    data = ti.xcom_pull(task_ids=prepare_task_id, key=PAGED_XCOM_KEY)
+    if data is None:
+        return None
+
+    def load(k: int) -> list[PagedStep]:
+        page = ti.xcom_pull(task_ids=prepare_task_id, key=PAGE_XCOM_KEY.format(k))
+        if page is None:
+            raise AirflowFailException(f"page {k} of the prepared steps is missing from XCom: clear prepare")
+        return page_from_json(page)
+
+    return PagedRun.from_json(data), load
 
 
 def is_run_active(dag_id: str, run_id: str) -> bool:

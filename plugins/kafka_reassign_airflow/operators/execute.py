@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from kafka_reassign_airflow.operators.common import RunStepOperator, admin_client
+from kafka_reassign_airflow.operators.common import RunStepOperator, admin_client, pull_paged
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from kafka_reassign.execution.executor import MoveExecutor
     from kafka_reassign.execution.progress import ProgressView
-    from kafka_reassign.run.payload import PreparedPayload
+    from kafka_reassign.run.paged import PagedRun
 
 #: A wake that finds the next step due (or a broker running low) within this many seconds keeps
 #: the worker and goes on in it: resuming a deferred task costs seconds (scheduling, a worker,
@@ -72,31 +72,38 @@ class ReassignmentExecuteOperator(RunStepOperator):
             self.log.info("%s", reason)
         return self._wake(context, event)
 
-    def _executor(self, context: Context, payload: PreparedPayload) -> MoveExecutor:
-        from kafka_reassign.run.reassign import executor_for
+    def _executor(self, context: Context) -> tuple[PagedRun, MoveExecutor]:
+        """The run's head and executor: from the pages prepare stored (a wake reads only those it
+        works on), or from the whole prepared run when prepare stored no pages (an older release)."""
+        from kafka_reassign.run.paged import PagedRun
 
         from kafka_reassign_airflow.record_store import VariableExecutionStore, VariableRecordStore
 
+        paged = pull_paged(context, self.prepare_task_id)
+        if paged is None:
+            prepared = self.prepared(context).run  # a dry run stores no pages
+            if prepared.params.dry_run:
+                raise AirflowSkipException("dry run: nothing is moved")
+            head, pages = PagedRun.of(prepared)
+            paged = head, pages.__getitem__
+        head, load = paged
         run_id = context["run_id"]
         saved = VariableExecutionStore().load(run_id)
-        return executor_for(payload.run, run_id, VariableRecordStore(), saved=saved)
+        return head, head.executor(load, run_id, VariableRecordStore(), saved=saved)
 
     def _wake(self, context: Context, event: dict[str, Any] | None) -> dict[str, Any]:
         from kafka_reassign.execution.executor import run_execution, work_due_within
 
         from kafka_reassign_airflow.record_store import VariableExecutionStore
 
-        payload = self.prepared(context)
-        if payload.dry_run:
-            raise AirflowSkipException("dry run: nothing is moved")
-        ex = self._executor(context, payload)
+        head, ex = self._executor(context)
         if event:
             ex.merge_watches(event.get("watch") or {})
         from kafka_reassign_airflow import metrics
 
         store = VariableExecutionStore()
-        poll = payload.run.params.poll_interval_seconds
-        tags = {"dag_id": context["ti"].dag_id, "cluster": payload.cluster_id}
+        poll = head.poll_interval_seconds
+        tags = {"dag_id": context["ti"].dag_id, "cluster": head.cluster_id}
 
         table_at = [0.0]
 

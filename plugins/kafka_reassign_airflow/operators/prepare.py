@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from kafka_reassign_airflow.operators.common import PREPARED_XCOM_KEY, admin_client, is_run_active, run_params
+from kafka_reassign_airflow.operators.common import PREPARED_XCOM_KEY, admin_client, is_run_active, push_pages, run_params
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -97,6 +97,7 @@ class ReassignmentPrepareOperator(BaseOperator):
         cluster_id = self._lock(context, prepared.cluster_id or "unknown-cluster")
         payload = PreparedPayload.of(prepared, state, started_at=time.time())
         ti.xcom_push(key=PREPARED_XCOM_KEY, value=payload.to_json())
+        push_pages(ti, prepared)
         from kafka_reassign_airflow import metrics
 
         metrics.plan_size(moves=len(prepared.plan.moves), bytes_to_move=sum(s.bytes_to_copy for s in prepared.steps),
