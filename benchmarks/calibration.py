@@ -110,9 +110,14 @@ def throttle_changes(sc: Scenario, topic: str, on: bool) -> list:
 
 def set_throttle(bootstrap: str, sc: Scenario, topic: str, on: bool) -> None:
     """Set or remove the throttle; raises if any resource refused."""
+    apply_configs(bootstrap, throttle_changes(sc, topic, on))
+
+
+def apply_configs(bootstrap: str, resources: list) -> None:
+    """IncrementalAlterConfigs of ``resources`` (kafka-python ConfigResources); raises if any refused."""
     admin = _admin(bootstrap)
     try:
-        raw = admin.alter_configs(throttle_changes(sc, topic, on), raise_on_unknown=False, incremental=True)
+        raw = admin.alter_configs(resources, raise_on_unknown=False, incremental=True)
     finally:
         admin.close()
     bad = [f"{t} {n}: {r}" for t, by in raw.items() for n, r in by.items() if r != "OK"]
@@ -276,12 +281,12 @@ def table(rows: Sequence[tuple[Scenario, float | None, float | None]]) -> str:
     return "\n".join(lines)
 
 
-def write_docs(text: str, path: Path = DOCS) -> None:
-    """Replace what is between the calibration markers of ``path`` (appended if absent)."""
+def write_docs(text: str, path: Path = DOCS, begin: str = BEGIN, end: str = END) -> None:
+    """Replace what is between the ``begin``/``end`` markers of ``path`` (appended if absent)."""
     doc = path.read_text()
-    block = f"{BEGIN}\n{text}\n{END}"
-    if BEGIN in doc and END in doc:
-        doc = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _m: block, doc, flags=re.S)
+    block = f"{begin}\n{text}\n{end}"
+    if begin in doc and end in doc:
+        doc = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _m: block, doc, flags=re.S)
     else:
         doc = doc.rstrip("\n") + "\n\n" + block + "\n"
     path.write_text(doc)
