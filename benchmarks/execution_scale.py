@@ -138,13 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default="decommission,new-brokers,hot", help="comma-separated shapes")
     ap.add_argument("--sizes", default="", help="moves:brokers,... (default: 20000:60,100000:300)")
     ap.add_argument("--skip-wake", action="store_true", help="only the rehearsals")
+    ap.add_argument("--skip-rehearsal", action="store_true", help="only the per-wake cost")
     args = ap.parse_args(argv if argv is not None else [])
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     sizes = [tuple(int(x) for x in s.split(":")) for s in args.sizes.split(",") if s] or \
         (QUICK_SIZES if args.quick else FULL_SIZES)
     print("Rehearsed moving time with the default run parameters (one core: the rehearsal is single-threaded; "
           "CPU = process_time):", flush=True)
-    for moves, brokers in sizes:
+    for moves, brokers in ([] if args.skip_rehearsal else sizes):
         for shape in args.shapes.split(","):
             _print_rehearsal(rehearse_shape(shape, moves, brokers))
     if not args.skip_wake:
