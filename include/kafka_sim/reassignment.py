@@ -11,8 +11,12 @@ Sources followed (apache/kafka, metadata module):
 - ``ReplicationControlManager.changePartitionReassignment`` hands the PartitionChangeBuilder
   only non-empty adding/removing lists, so re-submitting the target of an ongoing
   reassignment keeps its adding list.
-- ``PartitionReassignmentReplicas.maybeCompleteReassignment``: done once the ISR minus
-  removing holds every replica that is not being removed.
+- ``PartitionReassignmentReplicas.maybeCompleteReassignment`` (Kafka 4.3.1's jar): done once
+  the ISR minus removing holds every *adding* replica, and, when fewer replicas are added
+  than removed, every replica that stays. A replica both adding and removing (a new target
+  that drops a replica the first target was adding) can therefore never complete: the
+  reassignment waits until cancelled (seen on 4.3.1: [1,2,3] -> [4,2,3] -> [1,2,3] stays
+  at replicas [1,2,3,4], adding [4], removing [4] with 4 in the ISR).
 - ``PartitionReassignmentRevert``: a cancel keeps replicas - adding and ISR - adding;
   if that ISR is empty the revert is unclean, and
   ``ReplicationControlManager.cancelPartitionReassignment`` refuses it with
@@ -75,16 +79,21 @@ def revert(replicas: list[int], adding: list[int], isr: list[int]) -> tuple[list
     return original, original[:1], True
 
 
-def completed(replicas: list[int], removing: list[int], isr: list[int]) -> tuple[list[int], list[int]] | None:
+def completed(replicas: list[int], adding: list[int], removing: list[int], isr: list[int]
+              ) -> tuple[list[int], list[int]] | None:
     """(replicas, isr) once the reassignment can complete, else None (maybeCompleteReassignment).
 
     :param replicas: current full replica list
+    :param adding: replicas being added
     :param removing: replicas being removed
     :param isr: current ISR
     """
     new_isr = [b for b in isr if b not in removing]
     new_replicas = [b for b in replicas if b not in removing]
-    if not new_isr or not new_replicas or not set(new_replicas) <= set(new_isr):
+    if not new_isr or not new_replicas or not set(adding) <= set(new_isr):
+        return None
+    # only a reassignment that shrinks the replica count waits for every staying replica
+    if len(adding) < len(removing) and not set(new_replicas) <= set(new_isr):
         return None
     return new_replicas, new_isr
 
@@ -182,7 +191,7 @@ class Reassignment:
         """PartitionChangeBuilder.completeReassignmentIfNeeded, then elect if the leader left."""
         if not p.in_flight:
             return
-        done = completed(p.replicas, p.removing, p.isr)
+        done = completed(p.replicas, p.adding, p.removing, p.isr)
         if done is None:
             return
         removed = list(p.removing)

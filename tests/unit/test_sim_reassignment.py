@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from kafka_sim import errors as E
-from kafka_sim.reassignment import change_reassignment, merge_target, revert
+from kafka_sim.reassignment import change_reassignment, completed, merge_target, revert
 
-from test_sim_model_helpers import GB, manual, snapshot, topic
+from test_sim_model_helpers import GB, manual, run_until, snapshot, topic
 
 
 def test_merge_target_matches_partition_reassignment_replicas():
@@ -73,3 +73,32 @@ def test_cancel_with_unclean_election_enabled_reverts_to_first_original():
     assert st["replicas"] == [1, 2] and st["isr"] == [1] and st["leader"] == -1  # 1 is down
     m.start_broker(1)
     assert m.partition_state("t", 0)["leader"] == 1
+
+
+def test_completion_needs_the_adding_replicas_in_sync_and_all_staying_ones_only_when_shrinking():
+    # Kafka 4.3.1 PartitionReassignmentReplicas.maybeCompleteReassignment (kafka-metadata jar):
+    # the ISR minus removing must hold every adding replica; every staying replica only when
+    # fewer replicas are added than removed
+    assert completed([4, 2, 3, 1], [4], [1], [1, 3, 4]) == ([4, 2, 3], [3, 4])  # 2 out of sync: done
+    assert completed([4, 2, 3, 1], [4], [1], [1, 2, 3]) is None
+    assert completed([1, 2, 3], [], [3], [1, 3]) is None  # 3 -> 2 replicas: 2 must be in sync
+    assert completed([1, 2, 3], [], [3], [1, 2, 3]) == ([1, 2], [1, 2])
+    # a replica both adding and removing is never in "ISR minus removing": never complete
+    assert completed([1, 2, 3, 4], [4], [4], [1, 2, 3, 4]) is None
+
+
+def test_original_target_mid_move_stays_listed_until_cancelled():
+    # Seen on Kafka 4.3.1 (benchmarks/calibration_states.py, "original target mid-move"):
+    # [1,2,3] -> [4,2,3], then [1,2,3] again: replicas [1,2,3,4], adding [4], removing [4];
+    # 4 keeps copying and joins the ISR but the reassignment never completes; a cancel ends it
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB)]))
+    m.alter_reassignments([("t", 0, [4, 2, 3])])
+    m.advance_by(0.1)
+    assert m.alter_reassignments([("t", 0, [1, 2, 3])]) == [("t", 0, E.NONE, None)]
+    assert m.list_reassignments() == [("t", 0, [1, 2, 3, 4], [4], [4])]
+    run_until(m, lambda: 4 in m.partition_state("t", 0)["isr"], step=1.0)
+    m.advance_by(5)
+    assert m.list_reassignments() == [("t", 0, [1, 2, 3, 4], [4], [4])]
+    assert m.alter_reassignments([("t", 0, None)]) == [("t", 0, E.NONE, None)]
+    st = m.partition_state("t", 0)
+    assert (st["replicas"], st["isr"], st["leader"], m.list_reassignments()) == ([1, 2, 3], [1, 2, 3], 1, [])
