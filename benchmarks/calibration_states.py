@@ -317,7 +317,7 @@ def cases() -> list[Case]:
              original_target_after([4, 2, 3], [5, 2, 3])),
         Case("cancel, one adding in sync", layout("cancel-isr", {0: ((1, 2, 3), (4, 5, 3))}, 6 * MB), cancel_in_sync),
         Case("preferred election after move", layout("elect", {0: one[0], 1: ((1, 2, 3), (4, 1, 2))}, MB),
-             preferred_after_move),
+             preferred_after_move, fast=True),
         Case("throttled move: listing, log dirs", layout("logdirs", one, 6 * MB), throttled_move_listing),
     ]
 
