@@ -298,6 +298,7 @@ def bad_requests(bootstrap: str, case: Case, topic: str) -> Observations:
                 "unknown topic": sorted(err_name(e) for e in unknown_topic.values()),
                 "cancel, none in progress": alter(admin, topic, {0: None}),
                 "listing of an unknown topic": admin.list_partition_reassignments({f"{topic}-absent": [0]}),
+                "preferred election of an unknown partition": elect_preferred(admin, topic, [7]),
                 "state": state(admin, topic)}
     return _with_admin(bootstrap, body)
 
