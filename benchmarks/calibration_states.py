@@ -88,10 +88,10 @@ def state(admin, topic: str) -> dict[int, dict[str, object]]:
     return last
 
 
-def elect_preferred(admin, topic: str, partitions: list[int]) -> dict[int, str]:
-    """ElectLeaders (preferred) of ``partitions``: partition -> error name."""
+def elect_preferred(admin, topic: str, partitions: list[int], election_type: int = 0) -> dict[int, str]:
+    """ElectLeaders (preferred, or unclean with ``election_type`` 1) of ``partitions``: partition -> error name."""
     from kafka.errors import for_code
-    resp = admin.elect_leaders(0, {topic: partitions}, raise_errors=False)
+    resp = admin.elect_leaders(election_type, {topic: partitions}, raise_errors=False)
     return {r.partition_id: err_name(None if r.error_code == 0 else for_code(r.error_code))
             for res in resp.replica_election_results for r in res.partition_result}
 
@@ -222,6 +222,7 @@ def order_only(bootstrap: str, case: Case, topic: str) -> Observations:
         obs["preferred election"] = elect_preferred(admin, topic, [0])
         obs["after election"] = state(admin, topic)
         obs["preferred election again"] = elect_preferred(admin, topic, [0])
+        obs["unclean election, leader alive"] = elect_preferred(admin, topic, [0], election_type=1)
         return obs
     return _with_admin(bootstrap, body)
 
@@ -235,6 +236,17 @@ def preferred_after_move(bootstrap: str, case: Case, topic: str) -> Observations
         obs["preferred election"] = elect_preferred(admin, topic, [0, 1])
         obs["after election"] = state(admin, topic)
         obs["preferred election again"] = elect_preferred(admin, topic, [0, 1])
+        return obs
+    return _with_admin(bootstrap, body)
+
+
+def replication_factor_change(bootstrap: str, case: Case, topic: str) -> Observations:
+    """p0 [1,2,3] -> [2,3] (shrink, the leader leaves), p1 [1,2,3] -> [1,2,3,4] (grow)."""
+    def body(admin) -> Observations:
+        obs: Observations = {"alter": alter(admin, topic, {0: [2, 3], 1: [1, 2, 3, 4]}),
+                             "listing": listing(admin, topic)}
+        wait_no_reassignment(admin, topic)
+        obs["final"] = state(admin, topic)
         return obs
     return _with_admin(bootstrap, body)
 
@@ -321,6 +333,8 @@ def cases() -> list[Case]:
         Case("cancel, one adding in sync", layout("cancel-isr", {0: ((1, 2, 3), (4, 5, 3))}, 12 * MB), cancel_in_sync),
         Case("preferred election after move", layout("elect", {0: one[0], 1: ((1, 2, 3), (4, 1, 2))}, MB),
              preferred_after_move, fast=True),
+        Case("replication factor change", layout("rf", {0: ((1, 2, 3), (2, 3)), 1: ((1, 2, 3), (1, 2, 3, 4))}, MB),
+             replication_factor_change, fast=True),
         Case("throttled move: listing, log dirs", layout("logdirs", one, 10 * MB), throttled_move_listing),
     ]
 
@@ -344,6 +358,8 @@ def on_simulator(case: Case, topic: str = "calibration-states") -> Observations:
 
 def render(value: object) -> str:
     """One table cell: dicts as ``key: value; ...``, lists compact, pipes escaped."""
+    if value in ({}, []):
+        return "(none)"
     if isinstance(value, dict):
         text = "; ".join(f"{k}: {render(v)}" for k, v in value.items())
     elif isinstance(value, list):
