@@ -86,12 +86,18 @@ def test_busiest_brokers_feeds_the_busiest_broker_and_long_chains_first():
     assert take(ex2) != [0]
 
 
-def test_state_round_trip_is_compact_and_resumes_counters():
-    steps = [s for p in range(20_000) for s in chain("t", p, [(1 + p % 20, 41), (21 + p % 20, 41)], size=1)]
+def half_run(partitions: int) -> tuple[list[StepMove], MoveExecutor, list[int]]:
+    """A plan of one-step partitions with 50 taken at t=5 and the first 10 of them finished."""
+    steps = [s for p in range(partitions) for s in chain("t", p, [(1 + p % 20, 41), (21 + p % 20, 41)], size=1)]
     ex = MoveExecutor(steps, ExecutionLimits(max_partition_movements=50))
     started = take(ex, now=5.0)
     for i in started[:10]:
         ex._finish(i)
+    return steps, ex, started
+
+
+def test_state_round_trip_is_compact_and_resumes_counters():
+    steps, ex, started = half_run(20_000)
     state = ex.state_json()
     text = json.dumps(state, separators=(",", ":"))
     # Counters, the loaded pages' characters and the 40 in flight: not a character per step of the plan.
@@ -111,11 +117,7 @@ def test_state_round_trip_is_compact_and_resumes_counters():
 
 
 def test_a_state_with_a_character_per_step_still_resumes():
-    steps = [s for p in range(2_000) for s in chain("t", p, [(1 + p % 20, 41), (21 + p % 20, 41)], size=1)]
-    ex = MoveExecutor(steps, ExecutionLimits(max_partition_movements=50))
-    started = take(ex, now=5.0)
-    for i in started[:10]:
-        ex._finish(i)
+    steps, ex, _ = half_run(2_000)
     state = ex.state_json()
     codes = [QUEUED] * len(steps)
     for i in ex.status:
