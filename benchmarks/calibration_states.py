@@ -17,10 +17,11 @@ Run: ``.venv/bin/python -m benchmarks.calibration_states [--only NAME ...] [--no
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from benchmarks import calibration as cal
 
@@ -108,6 +109,16 @@ def throttled(bootstrap: str, case: Case, topic: str, on: bool) -> None:
         time.sleep(cal.CONFIG_SETTLE_S)
 
 
+@contextlib.contextmanager
+def held(switch: Callable[[bool], None]) -> Iterator[None]:
+    """``switch(True)`` for the duration, ``switch(False)`` after, whatever happened."""
+    switch(True)
+    try:
+        yield
+    finally:
+        switch(False)
+
+
 def _with_admin(bootstrap: str, body: Callable[[object], Observations]) -> Observations:
     admin = cal._admin(bootstrap)
     try:
@@ -117,71 +128,31 @@ def _with_admin(bootstrap: str, body: Callable[[object], Observations]) -> Obser
 
 
 # ------------------------------------------------------------------ the cases
-def new_target_mid_move(bootstrap: str, case: Case, topic: str) -> Observations:
-    """KIP-455: [1,2,3] -> [4,2,3] throttled, then [5,2,3] submitted for the same partition."""
-    def body(admin) -> Observations:
-        obs: Observations = {}
-        throttled(bootstrap, case, topic, True)
-        try:
-            obs["alter [4,2,3]"] = alter(admin, topic, {0: [4, 2, 3]})
-            obs["listing, first target"] = listing(admin, topic)
-            obs["alter [5,2,3]"] = alter(admin, topic, {0: [5, 2, 3]})
-            obs["listing, second target"] = listing(admin, topic)
-        finally:
-            throttled(bootstrap, case, topic, False)
-        wait_no_reassignment(admin, topic)
-        obs["final"] = state(admin, topic)
-        return obs
-    return _with_admin(bootstrap, body)
+Action = Callable[[object, str], object]  # (admin, topic) -> what the client saw
+Run = Callable[[str, Case, str], Observations]
 
 
-def cancel_not_in_sync(bootstrap: str, case: Case, topic: str) -> Observations:
-    """Cancel [1,2,3] -> [4,2,3] while 4 is still copying under the throttle."""
-    def body(admin) -> Observations:
-        obs: Observations = {}
-        throttled(bootstrap, case, topic, True)
-        try:
-            obs["alter [4,2,3]"] = alter(admin, topic, {0: [4, 2, 3]})
-            # at once: a real broker may copy its first megabytes before the throttle bites
-            obs["listing"] = listing(admin, topic)
-            obs["cancel"] = alter(admin, topic, {0: None})
-            obs["listing after cancel"] = listing(admin, topic)
-        finally:
-            throttled(bootstrap, case, topic, False)
-        obs["final"] = state(admin, topic)
-        return obs
-    return _with_admin(bootstrap, body)
+def to(target: list[int] | None) -> Action:
+    """AlterPartitionReassignments of partition 0 to ``target`` (None: cancel)."""
+    return lambda admin, topic: alter(admin, topic, {0: target})
 
 
-def original_target_after(*targets: list[int]) -> Callable[[str, Case, str], Observations]:
-    """[1,2,3] -> each of ``targets`` throttled, then the original [1,2,3] submitted as the new target."""
-    def run(bootstrap: str, case: Case, topic: str) -> Observations:
-        def body(admin) -> Observations:
-            obs: Observations = {}
-            throttled(bootstrap, case, topic, True)
-            try:
-                for target in targets:
-                    obs[f"alter {target}"] = alter(admin, topic, {0: target})
-                obs["alter [1, 2, 3]"] = alter(admin, topic, {0: [1, 2, 3]})
-                obs["listing after [1, 2, 3]"] = listing(admin, topic)
-            finally:
-                throttled(bootstrap, case, topic, False)
-            # Kafka 4.3.1 never completes this (a replica both adding and removing): wait for
-            # the added replicas to catch up, look again, then cancel
-            added = {b for t in targets for b in t} - {1, 2, 3}
-            cal.wait_until(lambda: added <= set(_metadata(admin, topic)[0]["isr"]), 30.0,
-                           f"replicas {sorted(added)} to join the ISR")
-            obs["listing, all in sync"] = listing(admin, topic)
-            obs["state, all in sync"] = state(admin, topic)
-            obs["cancel"] = alter(admin, topic, {0: None})
-            wait_no_reassignment(admin, topic)
-            obs["final"] = state(admin, topic)
-            return obs
-        return _with_admin(bootstrap, body)
-    return run
+def in_sync_state(brokers: set[int]) -> Action:
+    """Wait until ``brokers`` are in partition 0's ISR, then its state."""
+    def act(admin, topic: str) -> object:
+        cal.wait_until(lambda: brokers <= set(_metadata(admin, topic)[0]["isr"]), 30.0,
+                       f"replicas {sorted(brokers)} to join the ISR")
+        return state(admin, topic)
+    return act
 
 
-def _hold_broker_5(bootstrap: str, topic: str, on: bool) -> None:
+def done_state(admin, topic: str) -> object:
+    """The state once no reassignment of ``topic`` is listed."""
+    wait_no_reassignment(admin, topic)
+    return state(admin, topic)
+
+
+def _hold_broker_5(bootstrap: str, case: Case, topic: str, on: bool) -> None:
     """A follower throttle on broker 5 only (no leader throttle): replica 4 copies at once, 5 is held."""
     from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 
@@ -194,23 +165,56 @@ def _hold_broker_5(bootstrap: str, topic: str, on: bool) -> None:
         time.sleep(cal.CONFIG_SETTLE_S)
 
 
-def cancel_in_sync(bootstrap: str, case: Case, topic: str) -> Observations:
-    """Cancel [1,2,3] -> [4,5,3] once 4 joined the ISR while 5 is held by its throttle."""
-    def body(admin) -> Observations:
-        obs: Observations = {}
-        _hold_broker_5(bootstrap, topic, True)
-        try:
-            obs["alter [4,5,3]"] = alter(admin, topic, {0: [4, 5, 3]})
-            cal.wait_until(lambda: 4 in _metadata(admin, topic)[0]["isr"], 30.0, "replica 4 to join the ISR")
-            obs["listing, 4 in sync"] = listing(admin, topic)
-            obs["state, 4 in sync"] = state(admin, topic)
-            obs["cancel"] = alter(admin, topic, {0: None})
-            obs["listing after cancel"] = listing(admin, topic)
-        finally:
-            _hold_broker_5(bootstrap, topic, False)
-        obs["final"] = state(admin, topic)
-        return obs
-    return _with_admin(bootstrap, body)
+def held_steps(steps: Sequence[tuple[str, Action]], after: Sequence[tuple[str, Action]],
+               hold: Callable[[str, Case, str, bool], None] = throttled) -> Run:
+    """A case: ``steps`` while ``hold`` (default: the case's throttle) is on, ``after`` once it is off.
+
+    :param steps: (observation name, action) run in order under the hold
+    :param after: the same, run after the hold is removed
+    """
+    def run(bootstrap: str, case: Case, topic: str) -> Observations:
+        def body(admin) -> Observations:
+            obs: Observations = {}
+            with held(lambda on: hold(bootstrap, case, topic, on)):
+                obs.update((name, act(admin, topic)) for name, act in steps)
+            obs.update((name, act(admin, topic)) for name, act in after)
+            return obs
+        return _with_admin(bootstrap, body)
+    return run
+
+
+#: KIP-455: [1,2,3] -> [4,2,3] throttled, then [5,2,3] submitted for the same partition
+new_target_mid_move = held_steps(
+    [("alter [4,2,3]", to([4, 2, 3])), ("listing, first target", listing),
+     ("alter [5,2,3]", to([5, 2, 3])), ("listing, second target", listing)],
+    [("final", done_state)])
+
+#: a cancel while 4 still copies; listed at once: a real broker may copy its first
+#: megabytes before the throttle bites
+cancel_not_in_sync = held_steps(
+    [("alter [4,2,3]", to([4, 2, 3])), ("listing", listing), ("cancel", to(None)),
+     ("listing after cancel", listing)],
+    [("final", state)])
+
+#: [1,2,3] -> [4,5,3], cancelled once 4 joined the ISR while 5 is held by its throttle
+cancel_in_sync = held_steps(
+    [("alter [4,5,3]", to([4, 5, 3])), ("state, 4 in sync", in_sync_state({4})),
+     ("listing, 4 in sync", listing), ("cancel", to(None)), ("listing after cancel", listing)],
+    [("final", state)], hold=_hold_broker_5)
+
+
+def original_target_after(*targets: list[int]) -> Run:
+    """[1,2,3] -> each of ``targets`` throttled, then the original [1,2,3] as the new target.
+
+    Kafka 4.3.1 never completes it (a replica both adding and removing): once the added
+    replicas caught up, the listing is read again and the reassignment cancelled.
+    """
+    added = {b for t in targets for b in t} - {1, 2, 3}
+    return held_steps(
+        [*((f"alter {t}", to(t)) for t in targets), ("alter [1, 2, 3]", to([1, 2, 3])),
+         ("listing after [1, 2, 3]", listing)],
+        [("state, all in sync", in_sync_state(added)), ("listing, all in sync", listing),
+         ("cancel", to(None)), ("final", done_state)])
 
 
 def order_only(bootstrap: str, case: Case, topic: str) -> Observations:
@@ -275,14 +279,11 @@ def _samples(admin, topic: str) -> tuple[list[str], list[list[tuple[int, bool]]]
 def throttled_move_listing(bootstrap: str, case: Case, topic: str) -> Observations:
     """[1,2,3] -> [4,2,3] at 1 MB/s, sampled every second: listing and the new replica's log dir."""
     def body(admin) -> Observations:
-        throttled(bootstrap, case, topic, True)
-        try:
+        with held(lambda on: throttled(bootstrap, case, topic, on)):
             accepted = alter(admin, topic, {0: [4, 2, 3]})
             # 4 leads the target but is not in the ISR yet
             election = elect_preferred(admin, topic, [0])
             listings, dirs = _samples(admin, topic)
-        finally:
-            throttled(bootstrap, case, topic, False)
         sizes = [d[0][0] for d in dirs if len(d) == 1]
         final_4, final_2 = _new_replica_dirs(admin, topic, 4), _new_replica_dirs(admin, topic, 2)
         return {"alter [4,2,3]": accepted, "preferred election mid-move": election,
