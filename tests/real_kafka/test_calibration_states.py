@@ -3,7 +3,8 @@
 The fast cases of benchmarks/calibration_states.py (each a few seconds on the real side):
 refused AlterPartitionReassignments (nonexistent broker, duplicate broker, unknown partition
 and topic, a cancel with nothing in progress), a reorder-only reassignment followed by
-preferred elections, and preferred elections after moves whose first target replica is new.
+preferred elections, preferred elections after moves whose first target replica is new, and
+a replication factor shrink and growth.
 Each runs through the same kafka-python calls on the local real cluster and on a
 SimulatedCluster of the same shape; every observation (error names, replica lists in order,
 leaders, leader epochs, ISR, ElectLeaders codes) must be equal. The real topics are deleted
