@@ -86,7 +86,11 @@ class LogDirAccess(AdminConnection):
         from kafka.protocol.admin import DescribeLogDirsRequest
         client = self._open
         manager = client._manager
-        requests = {b: DescribeLogDirsRequest(topics=client._get_topic_partitions(a)) for b, a in args.items()}
+        # "every partition" (None) costs kafka-python a Metadata round trip of all topics: ask once
+        # for all brokers, not once each (60 brokers x 30k partitions: 55 s of a 20k-move prepare)
+        everything = list(client._get_topic_partitions(None)) if None in args.values() else []
+        requests = {b: DescribeLogDirsRequest(topics=everything if a is None else client._get_topic_partitions(a))
+                    for b, a in args.items()}
 
         async def ask_all() -> dict[int, list[dict[str, Any]]]:
             sent = {b: manager.send(req, node_id=b) for b, req in requests.items()}
