@@ -78,7 +78,11 @@ class QuotaMeter:
         ts, cs = self.ts, self.cs
         if not ts or x <= ts[0]:
             return cs[0] if cs else 0.0
-        i = (bisect.bisect_left(ts, x) if left else bisect.bisect_right(ts, x)) - 1
+        return self._on_segment((bisect.bisect_left(ts, x) if left else bisect.bisect_right(ts, x)) - 1, x)
+
+    def _on_segment(self, i: int, x: float) -> float:
+        """Bytes recorded up to ``x`` on the segment from breakpoint ``i`` (at the current rate past the last)."""
+        ts, cs = self.ts, self.cs
         t0, c0 = ts[i], cs[i]
         if i + 1 < len(ts):
             t1 = ts[i + 1]
@@ -352,13 +356,7 @@ class QuotaMeter:
             i = j
             if j + 1 < n and ts[j + 1] <= x:
                 return self._cum(x, left)
-        t0, c0 = ts[i], cs[i]
-        if i + 1 < n:
-            t1 = ts[i + 1]
-            slope = (cs[i + 1] - c0) / (t1 - t0) if t1 > t0 else 0.0
-        else:
-            slope = self.rate
-        return c0 + slope * (x - t0)
+        return self._on_segment(i, x)
 
     def break_at(self, now: float) -> float:
         """Time of the allowance's next slope change: ``next_break`` in absolute time, kept
