@@ -149,8 +149,10 @@ def run(adaptive: bool, cluster_factory: Callable[[dict[str, Any]], Any] | None 
     started = cluster.model.sim_time()
     try:
         with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+            # A 60 s poll gives each broker two minutes of the throttle as its byte budget (7.2 GB),
+            # so the count cap, the thing adaptive concurrency moves, is what binds here.
             result = run_reassignment(
-                admin, plan(), {"poll_interval_seconds": 5, "produce_sample_seconds": 0,
+                admin, plan(), {"poll_interval_seconds": 60, "produce_sample_seconds": 0,
                                 "throttle_bytes_per_sec": THROTTLE, "stall_window_seconds": 3000,
                                 "max_movements_per_broker": CAP, "adaptive_concurrency": adaptive},
                 MemoryRecordStore(), on_event=lambda m: None, sleep=watch.sleep, clock=cluster.model.now,

@@ -31,7 +31,7 @@ class ExecutionLimits:
     :param stall_window_seconds: bytes left not falling (or a needed broker offline) this long
     :param strategy: ordering strategy, see :mod:`kafka_reassign.execution.order`
     :param budget_seconds: seconds of the throttle a broker should have in flight: a step is
-        admitted only if one of its brokers has less (see ``AdmissionWindow.pick``)
+        admitted only if each of its brokers has less (see ``AdmissionWindow.pick``)
     :param adaptive_concurrency: the caps follow the ISR health of the moving partitions
         (:mod:`kafka_reassign.execution.health`)
     :param min_movements_per_broker: adaptive concurrency's floor (at most the per-broker cap:

@@ -24,10 +24,13 @@ class AdmissionWindow(StepStates):
     def pick(self, now: float | None = None) -> list[int]:
         """The eligible steps that fit the caps now, in strategy order (slots are taken).
 
-        Besides the counts, a step must bring work to a broker short of it: one of the brokers
-        its bytes go through has less than ``budget_seconds`` of the throttle in flight. Many
-        small steps then fill a broker's share of the throttle until the next wake, and a few
-        large ones do not take slots that add nothing but a thinner split of the same throttle.
+        Besides the counts, every broker its bytes go through (the sender and the receivers)
+        must have less than ``budget_seconds`` of the throttle in flight. Many small steps then
+        fill a broker's share of the throttle until the next wake, and a broker that has enough
+        work does not take more that would only split its throttle thinner: the moves already on
+        it, a long chain of steps among them, keep their pace. (Admitting a step when only one
+        side was short let an idle sender crowd a busy receiver: new empty brokers took 1.37x
+        the fixed-leader bound in rehearsal, 500 moves on 60 brokers, against 1.21x.)
         """
         room = self.partition_cap - self.counts[IN_FLIGHT]
         self._held_back = set()
@@ -50,8 +53,9 @@ class AdmissionWindow(StepStates):
                     continue
                 if self.steps[i].moves_leader and self.leader_load >= cap_l:
                     continue
-                if self.data[i] and all(left.get(b, 0.0) >= budget for b in self.data[i]):
-                    self._held_back.update(self.data[i])
+                busy = [b for b in self.data[i] if left.get(b, 0.0) >= budget]
+                if busy:
+                    self._held_back.update(busy)
                     continue
                 self._hold(i, +1)
                 for b in self.data[i]:
