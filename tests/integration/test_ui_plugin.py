@@ -60,8 +60,10 @@ def start_slow_move(cluster: Any, run_id: str = "ui-test-move") -> None:
         plan = {"version": 1, "partitions": [
             {"topic": "orders", "partition": 0, "replicas": [4, 2, 3]},
             {"topic": "orders", "partition": 1, "replicas": [1, 3, 4]}]}
-        prepared = prepare(admin, plan, {"throttle_bytes_per_sec": 2_000_000, "max_partition_movements": 10},
-                           run_id=run_id)
+        # A 300 s poll makes each broker's byte budget 600 s of the throttle (1.2 GB), so both 400 MB
+        # moves (broker 1 sends one and receives the other) start in the one tick.
+        prepared = prepare(admin, plan, {"throttle_bytes_per_sec": 2_000_000, "max_partition_movements": 10,
+                                         "poll_interval_seconds": 300}, run_id=run_id)
         records = MemoryRecordStore()
         apply_throttle(admin, prepared, records, run_id)
         executor_for(prepared, run_id, records).tick(admin)  # submits both moves

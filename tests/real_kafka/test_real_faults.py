@@ -64,7 +64,9 @@ def test_throttle_deleted_by_another_admin_is_put_back_then_restored(runs, real_
     """Another admin deletes our rate and our replica list mid-run: the guard writes them again
     (recorded first), and the restore at the end leaves nothing."""
     bs, brokers = real_bootstrap, local_kafka.brokers
-    topic = loaded_topic(bs, topic_name("guard"), {0: [1, 2, 3]}, 8)
+    # 24 MB at 1 MB/s: the move outlasts the deletion and the guard's next poll (with 8 MB it could
+    # finish first, leader-side throttled only, and the run end before the guard looked).
+    topic = loaded_topic(bs, topic_name("guard"), {0: [1, 2, 3]}, 24)
     proc = runs(*execute_args(bs, one_move(tmp_path, topic, [4, 2, 3]), tmp_path / "rec", "guard",
                                    "--throttle", "1MB/s"))
     ours = ("1000000", "DYNAMIC_BROKER_CONFIG")
