@@ -127,6 +127,7 @@ def test_a_state_with_a_character_per_step_still_resumes():
     again = MoveExecutor(steps, ExecutionLimits(max_partition_movements=50))
     again.load_state({**old, "v": 1, "status": "".join(codes)})
     assert again.counts == ex.counts and again.broker_left == ex.broker_left
+    assert again.book.pages_read == again.book.head.pages  # each page read once
     assert again.partitions_done == ex.partitions_done == 10
     assert {b: n for b, n in again.broker_load.items() if n} == {b: n for b, n in ex.broker_load.items() if n}
     again.fill_frontier()  # the pages done are dropped once read

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.cluster.state import InFlight, TopicPartition
@@ -124,10 +124,12 @@ class StepStates:
         self.partitions_done = 0
         self.ready = ReadyQueue(self._strategy, self.order)
 
-    def _load_page(self, k: int, codes: str | None = None) -> None:
+    def _load_page(self, k: int, codes: str | Callable[[list[int]], str] | None = None) -> None:
         """Load page ``k``: its steps' tables, their status (``codes``, else all queued), slots and eligibility."""
         entries = self.book.page(k)
         idx = [e.index for e in entries]
+        if callable(codes):
+            codes = codes(idx)
         codes = codes if codes is not None else QUEUED * len(idx)
         if len(codes) != len(idx):
             raise ValueError(f"the saved state of page {k} has {len(codes)} step(s), the page {len(idx)}")
@@ -355,8 +357,7 @@ class StepStates:
         if len(status) != self.steps_total:
             raise ValueError(f"the saved state has {len(status)} step(s), the plan {self.steps_total}")
         for k in range(self.book.head.pages):
-            idx = [e.index for e in self.book.page(k)]
-            self._load_page(k, "".join(status[i] for i in idx))
+            self._load_page(k, lambda idx: "".join(status[i] for i in idx))  # the page is read once
         self.cursor = self.book.head.pages
         self.counts = {c: status.count(c) for c in (QUEUED, IN_FLIGHT, DONE, DEAD)}
         for i, code in self.status.items():
