@@ -74,7 +74,11 @@ def _free_port() -> int:
 
 
 def _cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # Like Kafka's Uuid.randomUuid: never a leading "-", which command lines read as an option.
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 class LocalKafka:
@@ -231,7 +235,7 @@ class LocalKafka:
     def _start_watchdog(self) -> None:
         if self.owner_pid:
             subprocess.Popen([sys.executable, "-m", "kafka_local.watchdog", "--dir", str(self.directory),
-                              "--owner", str(self.owner_pid), "--cluster-id", self.cluster_id],
+                              "--owner", str(self.owner_pid), f"--cluster-id={self.cluster_id}"],
                              start_new_session=True,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -243,7 +247,7 @@ class LocalKafka:
             shutil.rmtree(self.directory / spec.name, ignore_errors=True)
             props = self._write_props(spec)
             cmd = self._jvm(spec, "kafka.tools.StorageTool",
-                            ["format", "-t", self.cluster_id, "-c", str(props)])
+                            ["format", f"--cluster-id={self.cluster_id}", "-c", str(props)])
             running.append((spec, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                                    stdin=subprocess.DEVNULL, start_new_session=True)))
         for spec, proc in running:
