@@ -12,6 +12,7 @@ from datetime import datetime
 
 from airflow.sdk import DAG
 
+from kafka_reassign_airflow.fleet import max_active_runs, planning_pool
 from kafka_reassign_airflow.operators.workflow import planning_tasks, reassignment_tasks
 from kafka_reassign_airflow.params import reassign_params
 from kafka_reassign_airflow.notifications import run_notifiers
@@ -37,9 +38,11 @@ trigger watches the steps in flight; progress saved after every poll in Variable
 (teardown: restores every config, also when the run is marked failed by hand) → `report`
 (placement vs plan, configs prior vs now, time taken).
 
-Only one reassignment per Kafka cluster runs at a time (`max_active_runs=1` and a cluster lock
-in Variable `kafka_reassign.lock.<cluster id>`); a plan touching a partition another tool is
-reassigning is refused, naming the partition.
+Runs on different clusters go in parallel (up to `[kafka_reassign] max_active_runs`, default 16);
+runs on one cluster never do: `prepare` takes a lock keyed by the cluster id read from Kafka
+(Variable `kafka_reassign.lock.<cluster id>`, so two connections to one cluster share it) and
+refuses a second run, naming the run that holds it, before writing anything. A plan touching a
+partition another tool is reassigning is refused, naming the partition.
 
 ## From the UI
 *Trigger DAG* → fill the form: paste the plan (Kafka reassignment JSON as
@@ -90,7 +93,7 @@ with DAG(
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,
-    max_active_runs=1,
+    max_active_runs=max_active_runs(),
     render_template_as_native_obj=True,
     params=reassign_params(),
     doc_md=DOC_MD,
@@ -99,4 +102,6 @@ with DAG(
     on_failure_callback=run_notifiers("failure", "kafka_reassign"),
     on_success_callback=run_notifiers("success", "kafka_reassign"),
 ) as dag:
-    reassignment_tasks(planning=planning_tasks())
+    planning = planning_tasks()
+    planning.plan.pool = planning_pool()  # bounds the Spark jobs running at once, fleet-wide
+    reassignment_tasks(planning=planning)

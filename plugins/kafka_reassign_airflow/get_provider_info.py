@@ -32,6 +32,19 @@ CONFIG_OPTIONS: dict[str, dict[str, Any]] = {
                                   "string", "@daily", "0 3 * * *"),
     "reconciler_schedule": _option("Schedule of the kafka_throttle_reconciler DAG; none = only when triggered.",
                                    "string", "*/15 * * * *", "none"),
+    "max_active_runs": _option(
+        "Runs of kafka_reassign at once across the fleet; runs on one cluster never overlap (the cluster "
+        "lock refuses the second one at prepare).", "integer", 16, 32),
+    "fleet": _option(
+        "The clusters the scheduled DAGs cover: a JSON list of {conn_id, schedule, balance_threshold, "
+        "throttle_bytes_per_sec, require_approval}; the Variable kafka_reassign_fleet wins when set. "
+        "Empty = one cluster, kafka_default.", "string", "",
+        '[{"conn_id": "kafka_eu1", "schedule": "0 2 * * *"}, "kafka_us1"]'),
+    "planning_pool": _option(
+        "Airflow pool of the planning (Spark) tasks: bounds how many planning jobs run at once. "
+        "Created with planning_pool_slots slots when the api-server starts and it is missing; "
+        "empty = default_pool.", "string", "kafka_reassign_planning"),
+    "planning_pool_slots": _option("Slots of the planning pool when the provider creates it.", "integer", 4),
     "notify_on_failure": _option(
         "Where failed runs are reported: channels separated by ';' - smtp:<addresses>, slack:#<channel>, "
         "slack-webhook, log. <dag_id>_notify_on_failure overrides it for one DAG.", "string", "",

@@ -171,10 +171,18 @@ class ClusterLockError(Exception):
 class ClusterLock:
     """One reassignment per Kafka cluster at a time, across DAGs and runs.
 
-    Variables have no compare-and-swap, so the lock is a lease that is written then read back;
-    the DAG's ``max_active_runs=1`` and the validation that refuses in-flight reassignments
-    that are not ours close the remaining race. A lock whose run is no longer running (the
-    worker died and the run was marked failed) is stale and is taken over.
+    Keyed by the cluster id read from Kafka, not the connection: two connections to one cluster
+    share one lock. Runs on different clusters go in parallel (``max_active_runs`` is fleet-sized).
+
+    Variables have no compare-and-swap, so the lock is a lease that is written then read back:
+    of two prepares that both find the lock free, the one that writes last keeps it, and the
+    other fails when its read-back comes after that write. The race left:
+    A reads free, B reads free, A writes and reads back, *then* B writes and reads back - both
+    pass, within the few milliseconds between a read and a write of the Variable. Then the
+    in-flight check still stands (prepare refuses partitions that anyone is reassigning
+    without a record of its run), but two runs could start moves on one cluster at once.
+    A lock whose run is no longer running (the worker died and the run was marked failed) is
+    stale and is taken over.
 
     :param is_running: (dag_id, run_id) -> whether that run is still queued or running
     """

@@ -1,0 +1,179 @@
+"""The fleet: the Kafka clusters one Airflow looks after, with per-cluster overrides.
+
+A fleet config is a JSON list; each entry names a cluster by its Airflow connection id and may
+override what the scheduled DAGs do on it::
+
+    [{"conn_id": "kafka_eu1", "schedule": "0 2 * * *", "balance_threshold": 1.15},
+     {"conn_id": "kafka_us1", "throttle_bytes_per_sec": 50000000, "require_approval": true},
+     "kafka_ap1"]
+
+A bare string is an entry with only a connection id. Parsing checks the shape here (no
+Airflow); what needs Airflow (does the connection exist, is the schedule valid, which bootstrap
+servers a connection points at) is passed in as callables, so every problem of every entry
+is reported at once, each naming its entry.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from kafka_reassign.errors import ReassignError
+
+#: Connection ids become part of DAG ids (``kafka_rebalance__<conn_id>``): same alphabet.
+_CONN_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+#: Entry keys and the types they take (bool is not an int here).
+_KEYS: dict[str, tuple[type, ...]] = {"conn_id": (str,), "schedule": (str, type(None)),
+                                      "balance_threshold": (int, float), "throttle_bytes_per_sec": (int,),
+                                      "require_approval": (bool,)}
+
+
+class FleetConfigError(ReassignError):
+    """The fleet config is wrong; the message names every bad entry and what is wrong with it."""
+
+
+@dataclass(frozen=True)
+class FleetEntry:
+    """One cluster of the fleet; None = the DAG's own default applies.
+
+    :param conn_id: Airflow connection id of the cluster
+    :param schedule: cron expression or preset of its scheduled rebalance; "none" = only when triggered
+    :param balance_threshold: act when the fullest broker's disk use is over this times the mean
+    :param throttle_bytes_per_sec: replication throttle of its rebalance moves
+    :param require_approval: wait for a person's approval before moving
+    """
+
+    conn_id: str
+    schedule: str | None = None
+    balance_threshold: float | None = None
+    throttle_bytes_per_sec: int | None = None
+    require_approval: bool | None = None
+
+    @property
+    def schedule_off(self) -> bool:
+        """The entry turns its scheduled rebalance off (triggered runs only)."""
+        return self.schedule is not None and self.schedule.strip().lower() in ("", "none")
+
+
+@dataclass(frozen=True)
+class FleetChecks:
+    """What parsing asks Airflow about an entry.
+
+    :param connection_exists: conn_id -> whether Airflow knows the connection
+    :param schedule_problem: schedule -> what is wrong with it, None when valid
+    :param bootstrap_of: conn_id -> its bootstrap servers (two entries on the same servers are one cluster)
+    """
+
+    connection_exists: Callable[[str], bool]
+    schedule_problem: Callable[[str], str | None]
+    bootstrap_of: Callable[[str], str | None]
+
+
+def _label(index: int, raw: object) -> str:
+    name = raw if isinstance(raw, str) else raw.get("conn_id") if isinstance(raw, dict) else None
+    return f"fleet entry {index + 1}" + (f" ({name})" if isinstance(name, str) and name else "")
+
+
+def _shape_problems(raw: object) -> list[str]:
+    """What is wrong with one entry's keys and types (no Airflow)."""
+    if isinstance(raw, str):
+        raw = {"conn_id": raw}
+    if not isinstance(raw, dict):
+        return [f"must be an object with conn_id, or a connection id string, not {type(raw).__name__}"]
+    problems = []
+    for key in sorted(set(raw) - set(_KEYS)):
+        close = difflib.get_close_matches(key, list(_KEYS), n=1)
+        problems.append(f"unknown key {key!r}" + (f" - did you mean {close[0]!r}?" if close else "")
+                        + f" (an entry takes: {', '.join(_KEYS)})")
+    for key, kinds in _KEYS.items():
+        value = raw.get(key)
+        if (value is not None or key == "conn_id") and (isinstance(value, bool) and bool not in kinds
+                                                         or not isinstance(value, kinds)):
+            problems.append(f"{key} must be {' or '.join(k.__name__ for k in kinds if k is not type(None))}, "
+                            f"not {value!r}")
+    conn_id = raw.get("conn_id")
+    if isinstance(conn_id, str) and not _CONN_ID.match(conn_id):
+        problems.append(f"conn_id {conn_id!r} may hold only letters, digits, '_', '.' and '-' "
+                        "(it becomes part of a DAG id)")
+    threshold = raw.get("balance_threshold")
+    if isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and threshold < 1.0:
+        problems.append(f"balance_threshold must be at least 1.0 (1.0 = perfectly even), not {threshold}")
+    rate = raw.get("throttle_bytes_per_sec")
+    if isinstance(rate, int) and not isinstance(rate, bool) and rate <= 0:
+        problems.append(f"throttle_bytes_per_sec must be over 0, not {rate}")
+    return problems
+
+
+def _entry(raw: object) -> FleetEntry:
+    data = {"conn_id": raw} if isinstance(raw, str) else dict(raw)  # type: ignore[call-overload]
+    threshold = data.get("balance_threshold")
+    return FleetEntry(conn_id=data["conn_id"], schedule=data.get("schedule"),
+                      balance_threshold=None if threshold is None else float(threshold),
+                      throttle_bytes_per_sec=data.get("throttle_bytes_per_sec"),
+                      require_approval=data.get("require_approval"))
+
+
+def _airflow_problems(entry: FleetEntry, checks: FleetChecks) -> list[str]:
+    """What Airflow says is wrong with a well-shaped entry."""
+    problems = []
+    if not checks.connection_exists(entry.conn_id):
+        problems.append(f"unknown connection {entry.conn_id!r}: create it (Admin -> Connections, or "
+                        f"AIRFLOW_CONN_{entry.conn_id.upper()}) or remove the entry")
+    problem = None if entry.schedule is None or entry.schedule_off else checks.schedule_problem(entry.schedule)
+    if problem:
+        problems.append(f"invalid schedule {entry.schedule!r}: {problem} (a cron expression such as "
+                        "'0 3 * * *', a preset such as '@daily', or 'none')")
+    return problems
+
+
+def _same_cluster_problems(entries: Iterable[tuple[str, FleetEntry]], checks: FleetChecks) -> list[str]:
+    """Two entries naming one connection, or two connections on the same bootstrap servers."""
+    problems: list[str] = []
+    seen_conn: dict[str, str] = {}
+    seen_servers: dict[str, str] = {}
+    for label, entry in entries:
+        if entry.conn_id in seen_conn:
+            problems.append(f"{label}: the same cluster as {seen_conn[entry.conn_id]} "
+                            f"(connection {entry.conn_id!r} is listed twice); list each cluster once")
+            continue
+        seen_conn[entry.conn_id] = label
+        servers = checks.bootstrap_of(entry.conn_id)
+        key = ",".join(sorted(s.strip() for s in servers.split(","))) if servers else None
+        if key and key in seen_servers:
+            problems.append(f"{label}: the same cluster as {seen_servers[key]} (both connect to {servers}); "
+                            "list each cluster once")
+        elif key:
+            seen_servers[key] = label
+    return problems
+
+
+def parse_fleet(text: str, checks: FleetChecks, source: str = "fleet config") -> list[FleetEntry]:
+    """The fleet's entries from its JSON text; raise naming every bad entry.
+
+    :param text: a JSON list of entries
+    :param checks: what Airflow answers about connections and schedules
+    :param source: where the text came from, for messages
+    :raises FleetConfigError: bad JSON, not a list, an empty list or any bad entry
+    """
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise FleetConfigError(f"{source} is not valid JSON: {exc}") from exc
+    if not isinstance(raw, list) or not raw:
+        raise FleetConfigError(f"{source} must be a non-empty JSON list of clusters, e.g. "
+                               '[{"conn_id": "kafka_eu1", "schedule": "0 2 * * *"}], not ' + text[:80])
+    problems: list[str] = []
+    good: list[tuple[str, FleetEntry]] = []
+    for index, item in enumerate(raw):
+        label = _label(index, item)
+        shape = _shape_problems(item)
+        found = shape or _airflow_problems(_entry(item), checks)
+        problems += [f"{label}: {p}" for p in found]
+        if not shape:
+            good.append((label, _entry(item)))
+    problems += _same_cluster_problems(good, checks)
+    if problems:
+        raise FleetConfigError(f"{source} has {len(problems)} problem(s): " + "; ".join(problems))
+    return [entry for _, entry in good]
