@@ -10,13 +10,15 @@ Each plan runs in a fresh process on Spark ``local[2]`` with default settings (a
 the wall time includes Python and Spark start). The parent generates the snapshot-lines file
 (not timed) and checks the plan file itself:
 
-* moved / bound: data moved over the lower bound (sum over brokers of the bytes above the mean
-  utilisation x capacity; the rack-aware bound where racks constrain it);
+* moved / bound: data moved over the summary's ``lower_bound_bytes``, the least any plan must
+  move to reach the balance the goal accepts (every broker at most ``balance_tolerance`` above
+  the mean utilisation, drained brokers empty): the figure the UI and the metric show. A plan
+  never moves less (a row below 1.0 fails);
 * disk balance after = fullest broker's utilisation / mean utilisation; leaders after = most
   preferred leaders on a broker / mean; rack-safe = moved partitions keeping 3 distinct racks;
 * the same figures for Kafka's ``--generate`` (rack-alternating round robin from a random start).
 
-Targets (issue 10): moved/bound <= 1.05, disk <= 1.05, leaders <= 1.10, 100% rack-safe, wall
+Targets (issue 10): 1 <= moved/bound <= 1.05, disk <= 1.05, leaders <= 1.10, 100% rack-safe, wall
 <= 30 s at 120k and <= 180 s at 1.5M. ``PLANNER_BENCH_SIZES=120k`` skips the 1.5M runs (minutes
 on 2 cores); ``PLANNER_BENCH_SHAPES=skew,hot`` picks shapes; ``PLANNER_BENCH_STRESS=1`` adds a 3M
 replica run (no hang) and an over-the-limit run that must fail with a clear error.
@@ -82,9 +84,8 @@ def one(shape: str, size: str, work: Path) -> dict[str, Any]:
     after, safe = applied(s, out)
     mine = evaluate(s, after)
     rr = evaluate(s, round_robin(s))
-    bound = summary["rack_aware_lower_bound_bytes"] or 1
+    bound = summary["lower_bound_bytes"] or 1
     return {**row, "moved_over_bound": round(mine["moved"] / bound, 4),
-            "rack_bound_differs": summary["rack_aware_lower_bound_bytes"] != summary["lower_bound_bytes"],
             "disk_after": round(mine["balance"], 4), "leaders_after": round(mine["leader_balance"], 4),
             "disk_before": summary["balance_before"], "rack_safe": round(safe, 4),
             "replica_moves": summary["replica_movements"], "timings": summary["timings"],
@@ -95,7 +96,7 @@ def one(shape: str, size: str, work: Path) -> dict[str, Any]:
 def verdict(r: dict[str, Any]) -> str:
     if "error" in r:
         return "FAILED"
-    ok = (r["moved_over_bound"] <= TARGET_RATIO and r["disk_after"] <= TARGET_DISK
+    ok = (1.0 <= r["moved_over_bound"] <= TARGET_RATIO and r["disk_after"] <= TARGET_DISK
           and r["leaders_after"] <= TARGET_LEADERS and r["rack_safe"] == 1.0
           and r["wall_s"] <= TARGET_SECONDS[r["size"]])
     return "OK" if ok else "MISSED"
@@ -108,12 +109,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         if "error" in r:
             print(f"{r['shape']:<12}{r['replicas']:>10}{r['wall_s']:>8.1f}  error: {r['error']}")
             continue
-        bound = "r" if r["rack_bound_differs"] else " "
-        print(f"{r['shape']:<12}{r['replicas']:>10}{r['wall_s']:>8.1f}{r['moved_over_bound']:>11.3f}{bound}"
+        print(f"{r['shape']:<12}{r['replicas']:>10}{r['wall_s']:>8.1f}{r['moved_over_bound']:>12.3f}"
               f"{r['disk_after']:>7.3f}{r['leaders_after']:>8.3f}{r['rack_safe']:>10.1%} | "
               f"{r['rr_moved_over_bound']:>24.2f}{r['rr_disk_after']:>7.3f}{r['rr_leaders_after']:>8.3f}  "
               f"{verdict(r)}")
-    print("targets: moved/bound <= 1.05 (r = rack-aware bound), disk <= 1.05, leaders <= 1.10, "
+    print("targets: 1 <= moved/bound <= 1.05 (bound: the accepted balance), disk <= 1.05, leaders <= 1.10, "
           "100% rack-safe, wall <= 30 s (120k) / 180 s (1.5M), Spark start included; the machine "
           "is shared, so wall times are noisy")
 

@@ -28,20 +28,32 @@ def _ratio(a: Any, b: Any) -> str:
     return "–" if a is None or b is None else f"{float(a):.3f} → {float(b):.3f}"
 
 
+def _data_to_copy(summary: Mapping[str, Any]) -> str:
+    """The bytes to copy, against the planner's lower bound (the least any plan copies to reach
+    the balance the goal accepts) when that bound applies."""
+    text = fmt_bytes(summary.get("data_to_move_bytes") or 0)
+    ratio = summary.get("moved_over_lower_bound")
+    if ratio is not None:
+        return f"{text} ({float(ratio):.2f} × the least any plan could move to reach the accepted balance)"
+    if summary.get("reaches_accepted_balance") is False:
+        return f"{text} (the accepted balance is out of reach: see the warnings)"
+    if summary.get("lower_bound_bytes") == 0 and summary.get("data_to_move_bytes"):
+        return f"{text} (the disks were already within the balance tolerance)"
+    return text
+
+
 def plan_summary_view(summary: Mapping[str, Any]) -> dict[str, Any]:
     """Headline rows (label, value) and per-broker rows of a planner summary.
 
     :param summary: the decoded ``PLAN.summary.json``
     """
-    bound = summary.get("moved_over_lower_bound")
     seconds = summary.get("estimated_seconds")
     headline = [
         ("Goal", str(summary.get("goal") or "–")),
         ("Partitions moved", str(summary.get("partitions_moved", "–"))),
         ("Replica movements", f"{summary.get('replica_movements', '–')} between brokers, "
                               f"{summary.get('log_dir_movements', 0)} between disks"),
-        ("Data to copy", fmt_bytes(summary.get("data_to_move_bytes") or 0)
-         + (f" ({float(bound):.2f} × the least any plan must move)" if bound is not None else "")),
+        ("Data to copy", _data_to_copy(summary)),
         ("Leader changes", str(summary.get("leader_movements", "–"))),
         ("Disk balance (max / mean)", _ratio(summary.get("balance_before"), summary.get("balance_after"))),
         ("Replica count balance", _ratio(summary.get("replica_count_balance_before"),

@@ -17,7 +17,7 @@ SUMMARY = {"goal": "remove-brokers", "partitions_moved": 12, "replica_movements"
 def test_headline_and_broker_rows_read_like_an_operator_writes():
     view = plan_summary_view(SUMMARY)
     rows = {h["label"]: h["value"] for h in view["headline"]}
-    assert rows["Data to copy"] == "3.5 GB (1.04 × the least any plan must move)"
+    assert rows["Data to copy"] == "3.5 GB (1.04 × the least any plan could move to reach the accepted balance)"
     assert rows["Disk balance (max / mean)"] == "1.310 → 1.020"
     assert rows["Estimated time"] == "12m34s"  # units.format_duration
     assert "Batches" not in rows, "no batch exists since the sliding window"
@@ -28,6 +28,18 @@ def test_headline_and_broker_rows_read_like_an_operator_writes():
     assert view["warnings"] == ["broker 7 is drained"]
     never = dict((h["label"], h["value"]) for h in plan_summary_view({**SUMMARY, "estimated_seconds": None})["headline"])
     assert never["Estimated time"].startswith("never finishes")
+
+
+def test_data_to_copy_says_when_the_lower_bound_does_not_apply():
+    def copy_row(**changes: object) -> str:
+        rows = {h["label"]: h["value"] for h in plan_summary_view({**SUMMARY, **changes})["headline"]}
+        return rows["Data to copy"]
+
+    short = copy_row(moved_over_lower_bound=None, reaches_accepted_balance=False, lower_bound_bytes=9_000_000_000)
+    assert short == "3.5 GB (the accepted balance is out of reach: see the warnings)"
+    within = copy_row(moved_over_lower_bound=None, reaches_accepted_balance=True, lower_bound_bytes=0)
+    assert within == "3.5 GB (the disks were already within the balance tolerance)"
+    assert copy_row(moved_over_lower_bound=None) == "3.5 GB"  # a user assignor: no bound
 
 
 def test_files_come_from_the_plan_tasks_xcom(tmp_path):

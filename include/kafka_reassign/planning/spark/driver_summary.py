@@ -7,7 +7,9 @@ Definitions (also in the README):
 * ``replica_movements``: replicas created on a broker that did not hold them (each copies the
   partition once); ``log_dir_movements``: replicas moved between log dirs of one broker.
 * ``data_to_move_bytes``: bytes those copies read, inter-broker plus intra-broker.
-* ``lower_bound_bytes``: bytes any plan reaching the goal must move (per goal, see goals.py);
+* ``lower_bound_bytes``: bytes any plan reaching the goal must move, each goal's own (rack-repair:
+  one copy per missing rack; replication-factor: one per missing replica; disks: the bytes above
+  each log dir's tolerance edge, ``balance_tolerance`` above its broker's utilisation);
   ``moved_over_lower_bound`` = data_to_move_bytes / lower_bound_bytes.
 * ``leader_movements``: partitions whose preferred leader (first replica) changes.
 * ``balance`` = max broker disk utilisation / mean utilisation (bytes / capacity; mean =
@@ -30,6 +32,7 @@ from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.cluster import Cluster
 from kafka_reassign.planning.spark.eta import cluster_moves, network_of, plan_eta
+from kafka_reassign.planning.spark.targets import moved_over_bound
 
 Placement = Sequence[tuple[Sequence[int], Sequence[str]]]
 
@@ -129,8 +132,7 @@ def build_summary(cluster: Cluster, opts: PlanOptions, final: Placement, reassig
         "replica_movements": moved.replica_moves, "log_dir_movements": moved.log_dir_moves,
         "data_to_move_bytes": round(moved.data_bytes),
         "lower_bound_bytes": None if lower_bound is None else round(lower_bound),
-        "moved_over_lower_bound": (round(moved.data_bytes / lower_bound, 4) if lower_bound else
-                                   (1.0 if lower_bound == 0 and moved.data_bytes == 0 else None)),
+        "moved_over_lower_bound": moved_over_bound(moved.data_bytes, lower_bound),
         "leader_movements": moved.leader_moves,
         "batches": None, "batching": "none: the executor's sliding window of KIP-435 steps",
         "balance_metric": "max broker utilisation / mean utilisation (1.0 = perfect)",

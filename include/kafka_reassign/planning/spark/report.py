@@ -4,12 +4,13 @@ Definitions (also in the README):
 
 * ``replica_movements``: replicas created on a broker that did not hold them;
   ``data_to_move_bytes``: the bytes those copies read.
-* ``lower_bound_bytes``: sum over brokers of the bytes above the cluster mean (mean utilisation
-  x capacity when capacities differ; drained brokers: all they hold); every plan that balances
-  must move at least that. ``rack_aware_lower_bound_bytes``: the same against targets that
-  racks allow (a rack holds at most one replica of each partition when racks >= RF); it equals
-  the plain bound unless racks constrain it. ``moved_over_lower_bound`` = data moved / the
-  rack-aware bound.
+* ``lower_bound_bytes``: the least data any plan must copy to reach the balance the goal
+  accepts (:func:`~kafka_reassign.planning.spark.targets.accepted_lower_bound`): every live
+  broker at most ``balance_tolerance`` above the mean utilisation, drained brokers empty. No
+  plan reaching that balance copies less; 0 when the cluster is already within tolerance.
+  ``moved_over_lower_bound`` = data moved / it; null when the bound is 0 and data moves, or
+  when ``reaches_accepted_balance`` is false (the plan stops above the tolerance, so the bound
+  does not apply; a warning says why).
 * ``balance`` per resource = the largest broker / the mean over the brokers that hold data
   after the plan: ``disk`` by utilisation (bytes / capacity), ``replicas`` and ``leaders`` by count.
   ``balance_before`` / ``balance_after`` are the disk figures.
@@ -27,7 +28,7 @@ from kafka_reassign.planning.estimate import PlannedMove
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.eta import plan_eta
 from kafka_reassign.planning.spark.loads import Loads
-from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
+from kafka_reassign.planning.spark.targets import BrokerInfo, Targets, accepted_lower_bound, moved_over_bound
 
 if TYPE_CHECKING:  # pandas is imported where the frames are made
     import pandas as pd
@@ -67,7 +68,8 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
     seconds, stall_warnings = plan_eta(moves, opts, nic)
     live = [b for b in brokers if b not in t.drained and brokers[b].alive]
     everyone = sorted(brokers)
-    bound = t.rack_aware_lower_bound
+    bound = accepted_lower_bound(brokers, t, before.bytes, opts.balance_tolerance)
+    reached = disk_balance(after.bytes, brokers, live) <= 1 + opts.balance_tolerance
     balance = {
         "disk": {"before": disk_balance(before.bytes, brokers, everyone),
                  "after": disk_balance(after.bytes, brokers, live)},
@@ -80,9 +82,9 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
     return {
         "goal": opts.goal, "assignor": f"builtin:{opts.goal}",
         "partitions_moved": int(len(changes)), "replica_movements": replicas, "log_dir_movements": 0,
-        "data_to_move_bytes": round(data), "lower_bound_bytes": round(t.lower_bound),
-        "rack_aware_lower_bound_bytes": round(bound),
-        "moved_over_lower_bound": round(data / bound, 4) if bound else (1.0 if data == 0 else None),
+        "data_to_move_bytes": round(data), "lower_bound_bytes": round(bound),
+        "moved_over_lower_bound": moved_over_bound(data, bound, reached),
+        "reaches_accepted_balance": reached,
         "leader_movements": leaders, "batches": None,
         "batching": "none: the executor's sliding window of KIP-435 steps (plan in executor order)",
         "balance_metric": "max / mean per broker (disk: utilisation = bytes / capacity; 1.0 = perfect)",

@@ -2,13 +2,13 @@
 
 * The target of a placeable broker is its share of the movable bytes by capacity (equal
   utilisation); a drained broker's target is 0; excluded and dead brokers keep what they hold.
-* ``lower_bound_bytes`` = sum over brokers of the bytes above their target: every plan that
-  reaches the targets must move at least that much (each byte above a target leaves its broker).
+* The lower bound (:func:`accepted_lower_bound`) is against the balance the goal accepts: each
+  broker at most ``balance_tolerance`` above the mean utilisation, not on it (proof in its
+  docstring).
 * Racks: with at least as many racks as replicas a rack holds at most one replica of each
   partition, so its load is capped at the bytes of all partitions. Rack targets are
   water-filled under that cap (the capacity share of a capped rack goes to the others) and
-  brokers share their rack's target by capacity; ``rack_aware_lower_bound_bytes`` is the same
-  sum against these targets. The search aims at them.
+  brokers share their rack's target by capacity. The search aims at them.
 * Quotas: in each rack the over-target brokers (sources) shed into the rack's under-target
   brokers first; racks with a net surplus export it to racks with a net need, split in
   proportion to need, and each importing broker's share is sliced between the exporting racks.
@@ -39,14 +39,12 @@ class BrokerInfo:
 
 @dataclass
 class Targets:
-    """Targets and bounds; ``group`` maps each broker to its search group (its rack)."""
+    """Targets; ``group`` maps each broker to its search group (its rack)."""
 
     target: dict[int, float]
     placeable: list[int]
     drained: set[int]
     group: dict[int, str]
-    lower_bound: float
-    rack_aware_lower_bound: float
     mean_util: float
     rack_capped: list[str] = field(default_factory=list)
     receivers: set[int] = field(default_factory=set)
@@ -87,7 +85,7 @@ def search_groups(brokers: dict[int, BrokerInfo], max_rf: int) -> dict[int, str]
 
 def compute_targets(brokers: dict[int, BrokerInfo], loads: dict[int, float], drain: set[int],
                     exclude: set[int], partition_bytes: float, max_rf: int) -> Targets:
-    """Targets and lower bounds.
+    """Targets (the bound is :func:`accepted_lower_bound`).
 
     :param loads: bytes per broker now
     :param drain: brokers that must end empty
@@ -99,7 +97,6 @@ def compute_targets(brokers: dict[int, BrokerInfo], loads: dict[int, float], dra
     cap_p = sum(brokers[b].capacity for b in placeable) or 1.0
     target = {b: loads.get(b, 0.0) for b in brokers}
     target.update({b: 0.0 for b in drain})
-    plain = {b: total * brokers[b].capacity / cap_p for b in placeable}
     racks = sorted({brokers[b].rack for b in placeable})
     rack_cap = {r: sum(brokers[b].capacity for b in placeable if brokers[b].rack == r) for r in racks}
     fixed_rack = {r: sum(loads.get(b, 0.0) for b in brokers if brokers[b].rack == r
@@ -113,11 +110,8 @@ def compute_targets(brokers: dict[int, BrokerInfo], loads: dict[int, float], dra
     for b in placeable:
         r = brokers[b].rack
         target[b] = rack_target[r] * brokers[b].capacity / rack_cap[r]
-    bound = sum(max(0.0, loads.get(b, 0.0) - plain.get(b, 0.0)) for b in movable)
-    rack_bound = sum(max(0.0, loads.get(b, 0.0) - target[b]) for b in movable)
     return Targets(target=target, placeable=placeable, drained=set(drain),
-                   group=search_groups(brokers, max_rf), lower_bound=bound,
-                   rack_aware_lower_bound=max(bound, rack_bound), mean_util=total / cap_p,
+                   group=search_groups(brokers, max_rf), mean_util=total / cap_p,
                    rack_capped=capped, receivers=set(placeable))
 
 
@@ -125,7 +119,7 @@ def fill_only(t: Targets, brokers: dict[int, BrokerInfo], loads: dict[int, float
               receivers: set[int]) -> Targets:
     """Targets for add-brokers: only ``receivers`` gain data, up to their balanced target; the
     other brokers give it up from the top, down to one common utilisation level (found by
-    bisection), so the fullest brokers shed first. The lower bound is what must arrive."""
+    bisection), so the fullest brokers shed first."""
     need = sum(max(0.0, t.target[b] - loads.get(b, 0.0)) for b in receivers)
     givers = [b for b in t.placeable if b not in receivers]
 
@@ -141,10 +135,52 @@ def fill_only(t: Targets, brokers: dict[int, BrokerInfo], loads: dict[int, float
         target[b] = min(loads.get(b, 0.0), hi * brokers[b].capacity)
     for b in receivers:
         target[b] = max(loads.get(b, 0.0), t.target[b])
-    bound = sum(max(0.0, target[b] - loads.get(b, 0.0)) for b in receivers)
     return Targets(target=target, placeable=t.placeable, drained=t.drained, group=t.group,
-                   lower_bound=bound, rack_aware_lower_bound=bound, mean_util=t.mean_util,
+                   mean_util=t.mean_util,
                    rack_capped=t.rack_capped, receivers=set(receivers) & set(t.placeable))
+
+
+def accepted_lower_bound(brokers: dict[int, BrokerInfo], t: Targets, loads: dict[int, float],
+                         tolerance: float) -> float:
+    """The least data any plan must copy to reach the balance the goal accepts: every live
+    broker's utilisation at most ``1 + tolerance`` times the mean (the summary's disk balance,
+    whose warning fires above it) and every drained broker empty::
+
+        edge_b = mean x capacity_b x (1 + tolerance),  mean = bytes on live brokers / their capacity
+        bound  = sum over placeable or drained b of max(0, load_b - edge_b)     (drained: edge 0)
+
+    Proof. The balancing goals keep each partition's replica count, so a plan copies exactly the
+    bytes of its new replicas, and every new replica pairs with a removed one of the same size:
+    bytes copied = sum over brokers of bytes lost >= sum of max(0, load_b - final_b). The mean
+    does not depend on the plan (drained data lands on live brokers; dead brokers keep theirs), so a plan reaching the accepted balance has final_b <= edge_b for every b and
+    copies at least ``bound``. Only bytes above an edge are counted, so a plan that takes exactly
+    those bytes off and lands them under the edges reaches the balance with ``bound`` copied: the
+    bound is never above what such a plan moves. Rack caps and replica sizes may make the balance
+    unreachable (the summary then warns); they never lower what must leave. Where the cluster is
+    already within tolerance the bound is 0.
+
+    :param brokers: broker id -> capacity, rack, alive
+    :param t: the goal's targets (placeable and drained brokers)
+    :param loads: bytes per broker now
+    :param tolerance: the goal's ``balance_tolerance``
+    """
+    live = [b for b, x in brokers.items() if x.alive and b not in t.drained]
+    capacity = sum(brokers[b].capacity for b in live)
+    ends_live = sum(loads.get(b, 0.0) for b in set(live) | t.drained)  # a drained broker's data lands on live ones
+    mean = ends_live / capacity if capacity else 0.0
+    edge = {b: mean * brokers[b].capacity * (1 + tolerance) for b in t.placeable}
+    return sum(max(0.0, loads.get(b, 0.0) - edge.get(b, 0.0)) for b in set(t.placeable) | t.drained)
+
+
+def moved_over_bound(moved: float, bound: float | None, reached: bool = True) -> float | None:
+    """Data moved / the lower bound (4 decimals): 1.0 when both are 0; None when the bound is
+    unknown, is 0 while data moves, or does not apply because the plan stops short of the
+    balance the bound is for (``reached`` False)."""
+    if bound is None or not reached:
+        return None
+    if bound <= 0:
+        return 1.0 if moved == 0 else None
+    return round(moved / bound, 4)
 
 
 def group_quotas(t: Targets, loads: dict[int, float], counts: dict[int, int], hard_cap: dict[int, float],
