@@ -1,5 +1,10 @@
 """kafka_rebalance: daily, plan a rebalance on Spark and carry it out when the cluster needs it.
 
+One DAG per cluster of the fleet (``kafka_rebalance__<conn_id>``, see
+``kafka_reassign_airflow.fleet``), each with the schedule, threshold, throttle and approval of
+its entry; without a fleet config, one DAG ``kafka_rebalance`` on ``kafka_default``. A bad
+fleet config raises here, so it shows in this file's import errors naming the entry.
+
 Wiring only: planning is the same ``snapshot >> plan`` tasks ``kafka_reassign`` runs
 (``kafka_reassign_airflow.operators.workflow.planning_tasks``: the cluster snapshot, then the
 Spark job through the Spark provider's SparkSubmitOperator), the reassignment tasks are the very
@@ -17,6 +22,8 @@ from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import DAG, Param, TriggerRule, task
 
+from kafka_reassign.fleet import FleetEntry
+from kafka_reassign_airflow.fleet import Fleet, load_fleet, planning_pool, rebalance_dag_id
 from kafka_reassign_airflow.operators.workflow import PLAN_TASK_ID, planning_tasks, reassignment_tasks
 from kafka_reassign_airflow.params import dag_schedule, reassign_params
 from kafka_reassign_airflow.notifications import run_notifiers
@@ -44,6 +51,13 @@ DOC_MD = """
    implementation for both DAGs. Every throttle and movement-limit param of `kafka_reassign` applies.
 
 The DAG is created paused (it moves data): unpause it when the params suit the cluster.
+
+**A fleet** (`[kafka_reassign] fleet` or the Variable `kafka_reassign_fleet`) gets one DAG per
+cluster, `kafka_rebalance__<conn_id>`: each has its own schedule, run history and pause
+toggle in the UI, so "when did cluster X last rebalance, and did it act?" is one click, a
+slow or failing cluster never holds up the others, and a cluster is paused on its own. The
+`plan` task runs in the planning pool (`[kafka_reassign] planning_pool`), which bounds the
+Spark jobs running at once across the fleet.
 """
 
 
@@ -53,18 +67,30 @@ REBALANCE_ONLY = ("balance_threshold", "require_approval", "spark_conn_id", "pla
 NOT_APPLICABLE = ("plan", "goal", "brokers", "replication_factor", "allow_replication_factor_change")
 
 
-def _params() -> dict[str, Param]:
+def _params(entry: FleetEntry, fleet: Fleet) -> dict[str, Param]:
+    """This DAG's params, with the fleet entry's overrides as defaults.
+
+    :param entry: the cluster
+    :param fleet: the fleet (in a configured fleet the connection is fixed: one DAG per cluster)
+    """
     params = reassign_params()
     for name in NOT_APPLICABLE:
         params.pop(name, None)
+    if fleet.configured:
+        conn = params["kafka_conn_id"]
+        params["kafka_conn_id"] = Param(entry.conn_id, type="string", enum=[entry.conn_id],
+                                        title=conn.schema.get("title"), section=conn.schema.get("section"),
+                                        description=f"This DAG rebalances {entry.conn_id} (one DAG per cluster).")
+    if entry.throttle_bytes_per_sec is not None:
+        params["throttle_bytes_per_sec"].value = entry.throttle_bytes_per_sec
     params.update({
         "balance_threshold": Param(
-            1.10, type="number", minimum=1.0, title="Balance threshold",
+            entry.balance_threshold or 1.10, type="number", minimum=1.0, title="Balance threshold",
             description="Act only when the fullest broker's disk utilisation is more than this times the "
                         "mean (1.10 = 10% above the mean). At or under it the run stops quietly.",
             section="When to act"),
         "require_approval": Param(
-            False, type="boolean", title="Require approval",
+            bool(entry.require_approval), type="boolean", title="Require approval",
             description="Wait for a person to approve the plan in the Airflow UI before moving anything.",
             section="When to act"),
         "planner_engine": Param(
@@ -81,53 +107,49 @@ def _params() -> dict[str, Param]:
     return params
 
 
-with DAG(
-    dag_id="kafka_rebalance",
-    description="Daily: plan a rebalance on Spark; act through kafka_reassign's tasks when over the threshold",
-    schedule=dag_schedule("rebalance_schedule", "@daily"),
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
-    render_template_as_native_obj=True,
-    params=_params(),
-    doc_md=DOC_MD,
-    tags=["kafka", "reassignment", "rebalance"],
-    default_args={"owner": "kafka-ops", "retries": 0},
-    on_failure_callback=run_notifiers("failure", "kafka_rebalance"),
-    on_success_callback=run_notifiers("success", "kafka_rebalance"),
-) as dag:
+@task.short_circuit(task_id="should_rebalance")
+def should_rebalance(params: dict[str, Any], ti: Any = None) -> bool:
+    """Go on only when the cluster is over the threshold and the plan moves something.
 
-    @task.short_circuit(task_id="should_rebalance")
-    def should_rebalance(params: dict[str, Any], ti: Any = None) -> bool:
-        """Go on only when the cluster is over the threshold and the plan moves something.
+    Reads the summary and plan files the planning job wrote; the summary's figures go to the
+    XCom key ``summary`` (shown by the approval step).
+    """
+    planned = ti.xcom_pull(task_ids=PLAN_TASK_ID)
+    summary = json.loads(Path(planned["summary_file"]).read_text(encoding="utf-8"))
+    moves = len(json.loads(Path(planned["plan_file"]).read_text(encoding="utf-8")).get("partitions", []))
+    ti.xcom_push(key=SUMMARY_XCOM_KEY, value={k: v for k, v in summary.items()
+                                              if not isinstance(v, (list, dict))})
+    before = summary.get("balance_before")
+    threshold = float(params["balance_threshold"])
+    if moves == 0:
+        print(f"Nothing to move (balance {before}); stopping quietly.")
+        return False
+    if before is not None and float(before) <= threshold:
+        print(f"Disk balance {float(before):.3f} <= threshold {threshold:.3f}: within bounds, "
+              f"not moving anything ({moves} partition move(s) were possible).")
+        return False
+    print(f"Disk balance {before} > threshold {threshold}: rebalancing {moves} partition(s), "
+          f"{summary.get('data_to_move_bytes')} bytes, balance after {summary.get('balance_after')}.")
+    return True
 
-        Reads the summary and plan files the planning job wrote; the summary's figures go to the
-        XCom key ``summary`` (shown by the approval step).
-        """
-        planned = ti.xcom_pull(task_ids=PLAN_TASK_ID)
-        summary = json.loads(Path(planned["summary_file"]).read_text(encoding="utf-8"))
-        moves = len(json.loads(Path(planned["plan_file"]).read_text(encoding="utf-8")).get("partitions", []))
-        ti.xcom_push(key=SUMMARY_XCOM_KEY, value={k: v for k, v in summary.items()
-                                                  if not isinstance(v, (list, dict))})
-        before = summary.get("balance_before")
-        threshold = float(params["balance_threshold"])
-        if moves == 0:
-            print(f"Nothing to move (balance {before}); stopping quietly.")
-            return False
-        if before is not None and float(before) <= threshold:
-            print(f"Disk balance {float(before):.3f} <= threshold {threshold:.3f}: within bounds, "
-                  f"not moving anything ({moves} partition move(s) were possible).")
-            return False
-        print(f"Disk balance {before} > threshold {threshold}: rebalancing {moves} partition(s), "
-              f"{summary.get('data_to_move_bytes')} bytes, balance after {summary.get('balance_after')}.")
-        return True
 
-    @task.branch(task_id="approval_gate")
-    def approval_gate(params: dict[str, Any]) -> str:
-        return "approve_plan" if params["require_approval"] else "approval_not_required"
+@task.branch(task_id="approval_gate")
+def approval_gate(params: dict[str, Any]) -> str:
+    return "approve_plan" if params["require_approval"] else "approval_not_required"
 
+
+def _schedule(entry: FleetEntry) -> str | None:
+    """The entry's own schedule, else ``[kafka_reassign] rebalance_schedule``."""
+    if entry.schedule is None:
+        return dag_schedule("rebalance_schedule", "@daily")
+    return None if entry.schedule_off else entry.schedule
+
+
+def _wire(dag: DAG) -> None:
+    """The tasks of one rebalance DAG (inside its ``with``)."""
     planning = planning_tasks(plan=None, goal="rebalance", brokers=None, replication_factor=None,
                               engine="{{ params.planner_engine }}", planner_options="{{ params.planner_options }}")
+    planning.plan.pool = planning_pool()  # bounds the Spark jobs running at once, fleet-wide
     go = should_rebalance()
     gate = approval_gate()
     approve = ApprovalOperator(
@@ -153,3 +175,32 @@ with DAG(
 
     planning.plan >> go >> gate >> [approve, no_approval]
     [approve, no_approval] >> tasks.prepare
+
+
+def rebalance_dag(fleet: Fleet, entry: FleetEntry) -> DAG:
+    """The scheduled rebalance DAG of one cluster of the fleet."""
+    dag_id = rebalance_dag_id(fleet, entry)
+    with DAG(
+        dag_id=dag_id,
+        description=f"Scheduled: plan a rebalance of {entry.conn_id} on Spark; act through kafka_reassign's "
+                    "tasks when over the threshold",
+        schedule=_schedule(entry),
+        start_date=datetime(2026, 1, 1),
+        catchup=False,
+        max_active_runs=1,
+        render_template_as_native_obj=True,
+        params=_params(entry, fleet),
+        doc_md=DOC_MD,
+        tags=["kafka", "reassignment", "rebalance", f"cluster:{entry.conn_id}"],
+        default_args={"owner": "kafka-ops", "retries": 0},
+        on_failure_callback=run_notifiers("failure", "kafka_rebalance"),
+        on_success_callback=run_notifiers("success", "kafka_rebalance"),
+    ) as dag:
+        _wire(dag)
+    return dag
+
+
+FLEET = load_fleet()
+for _entry in FLEET.entries:
+    # Module-level names are what the DAG processor collects.
+    globals()[rebalance_dag_id(FLEET, _entry)] = rebalance_dag(FLEET, _entry)

@@ -40,6 +40,15 @@ class Fleet:
         return [e.conn_id for e in self.entries]
 
 
+REBALANCE_DAG_ID = "kafka_rebalance"
+
+
+def rebalance_dag_id(fleet: Fleet, entry: FleetEntry) -> str:
+    """The scheduled rebalance DAG of a cluster: ``kafka_rebalance__<conn_id>`` in a configured
+    fleet, plain ``kafka_rebalance`` without one (as before fleets existed)."""
+    return f"{REBALANCE_DAG_ID}__{entry.conn_id}" if fleet.configured else REBALANCE_DAG_ID
+
+
 def _fleet_text() -> tuple[str | None, str]:
     """(JSON text, where it came from); text None when no fleet is configured."""
     from airflow.configuration import conf
@@ -139,3 +148,21 @@ def ensure_planning_pool() -> bool:
                                description="kafka-reassign planning jobs (Spark) at once; created by the provider")
     log.info("created Airflow pool %s with %d slots for the planning tasks", name, slots)
     return True
+
+
+def ensure_planning_pool_quietly() -> None:
+    """:func:`ensure_planning_pool` where the metadata DB is at hand (api-server, scheduler); never raises.
+
+    Task processes load the plugin too; they have no DB access in Airflow 3 and skip this.
+    """
+    from airflow import settings
+
+    from kafka_reassign_airflow.record_store import in_task_context
+
+    if in_task_context() or getattr(settings, "engine", None) is None:
+        return
+    try:
+        ensure_planning_pool()
+    except Exception as exc:  # a missing pool is reported by Airflow as a DAG warning
+        log.warning("could not create the planning pool %s: %s; create it with `airflow pools set`",
+                    planning_pool(), exc)

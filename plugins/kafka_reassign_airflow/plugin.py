@@ -405,6 +405,13 @@ class KafkaReassignPlugin(AirflowPlugin):
 
     name = "kafka_reassign"
     operator_extra_links = [PlanChartLink()]
+
+    @classmethod
+    def on_load(cls, *args: Any, **kwargs: Any) -> None:
+        """Create the planning pool if missing: the scheduler never queues a task of a missing pool."""
+        from kafka_reassign_airflow.fleet import ensure_planning_pool_quietly
+
+        ensure_planning_pool_quietly()
     fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "Kafka reassignment progress"}]
     # Checks a reassignment DAG's whole conf when a run is triggered (REST API and UI form).
     fastapi_root_middlewares = [{"middleware": TriggerConfMiddleware, "args": [], "kwargs": {},

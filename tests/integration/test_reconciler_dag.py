@@ -87,7 +87,7 @@ def test_reconciler_restores_throttles_of_killed_worker(tmp_path: Path, sim_clus
         rc, rlog = runner.run("kafka_throttle_reconciler", {})
         assert rc == 0, rlog[-4000:]
         runs = runner.runs("kafka_throttle_reconciler")
-        assert runs[-1]["state"] == "success" and runs[-1]["tasks"]["reconcile_throttles"] == "success", runs
+        assert runs[-1]["state"] == "success" and runs[-1]["tasks"]["reconcile_throttles[0]"] == "success", runs
         after = dynamic_configs(cluster)
         assert after == before, f"not restored:\nbefore {before}\nafter  {after}"
         assert after["broker 4"][LEADER_RATE] == "90000000"            # the operator's own, untouched
