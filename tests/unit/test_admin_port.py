@@ -48,7 +48,7 @@ class CannedAdmin(KafkaAdmin):
         rows = [ReplicaLogDir(1, "/d1", "orders", 0, 500, 0, False), ReplicaLogDir(2, "/d2", "orders", 0, 400, 0, False),
                 ReplicaLogDir(2, "/d3", "orders", 0, 10, 0, True),  # a future replica: not the current one
                 ReplicaLogDir(2, "/d2", "orders", 1, 70, 0, False), ReplicaLogDir(1, "/d1", "orders", 1, 90, 0, False)]
-        return rows, {1: {"/d1": 1000}, 2: {"/d2": 2000, "/d3": 3000}}
+        return rows, {1: {"/d1": 1000}, 2: {"/d2": 2000, "/d3": 3000}}, {2: frozenset({"/d3"})}
 
 
 def test_kafka_admin_and_its_stand_ins_implement_the_port():
@@ -65,6 +65,9 @@ def test_cluster_state_is_assembled_from_the_reads():
     assert sorted(state.brokers) == [1, 2, 3]
     assert not state.brokers[3].alive and state.brokers[3].log_dirs == ()  # named by a replica, not registered
     assert state.brokers[2].log_dirs == ("/d2", "/d3") and state.brokers[2].capacity_bytes == {"/d2": 2000, "/d3": 3000}
+    # DescribeLogDirs v5 IsCordoned: /d3 cordoned, /d2 not, so broker 2 still takes new replicas
+    assert state.brokers[2].cordoned_dirs == {"/d3"} and not state.brokers[2].cordoned
+    assert state.brokers[1].cordoned_dirs == frozenset()
     assert sorted(state.topics) == ["orders"]  # a topic Metadata answered with an error is left out
     p0, p1 = state.partition("orders", 0), state.partition("orders", 1)
     assert p0.size_bytes == 500 and p0.offline == (3,) and p0.replica_dirs == {1: "/d1", 2: "/d2"}

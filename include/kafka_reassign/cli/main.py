@@ -1,4 +1,4 @@
-"""``kafka-reassign``: snapshot, plan, validate, execute, status, cancel and restore from a shell.
+"""``kafka-reassign``: snapshot, plan, validate, execute, status, cancel, restore, cordon and uncordon from a shell.
 
 Exit codes: 0 success, 1 the run failed (Kafka error, stall, timeout; throttles were
 restored), 2 bad input or an unreachable cluster (arguments, plan, snapshot, parameters,
@@ -24,6 +24,7 @@ from kafka_reassign.execution.control import CancelRequested
 from kafka_reassign.execution.ownership import SubmittedTargets
 from kafka_reassign.cli.connection import BadInput, admin_from_args as _admin
 from kafka_reassign.cli.connection import properties_to_admin_kwargs  # noqa: F401 (public, tested)
+from kafka_reassign.cli.cordon import cmd_cordon, cmd_uncordon
 from kafka_reassign.cli.parser import build_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -417,7 +418,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 #: subcommand -> its function
 COMMANDS = {"snapshot": cmd_snapshot, "plan": cmd_plan, "validate": cmd_validate, "execute": cmd_execute,
-            "rehearse": cmd_rehearse, "status": cmd_status, "restore": cmd_restore, "cancel": cmd_cancel}
+            "rehearse": cmd_rehearse, "status": cmd_status, "restore": cmd_restore, "cancel": cmd_cancel,
+            "cordon": cmd_cordon, "uncordon": cmd_uncordon}
 
 
 def _quiet_kafka_client(verbose: bool) -> None:

@@ -31,6 +31,19 @@ def positive_float(text: str) -> float:
     return v
 
 
+def broker_id_list(text: str) -> list[int]:
+    """An argparse ``type=`` for comma-separated broker ids."""
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated broker ids, got {text!r}") from None
+
+
+def name_list(text: str) -> list[str]:
+    """An argparse ``type=`` for a comma-separated list of names (topics, log dirs)."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
 def _add_conn(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--bootstrap-server", required=required, metavar="HOST:PORT[,...]",
                    help="Kafka brokers to connect to")
@@ -120,6 +133,23 @@ def _add_run_commands(sub: argparse._SubParsersAction) -> None:
                    help="how long to wait for the execute to revert and restore (default 300)")
 
 
+def _add_cordon_commands(sub: argparse._SubParsersAction) -> None:
+    """cordon and uncordon (KIP-1066, Kafka 4.3+): recorded like a throttle in --record-dir."""
+    p = sub.add_parser("cordon", help="stop Kafka placing new replicas on brokers' log dirs (cordoned.log.dirs); "
+                                      "the prior value is recorded first")
+    _add_conn(p)
+    p.add_argument("--brokers", type=broker_id_list, required=True, metavar="ID[,ID...]", help="brokers to cordon")
+    p.add_argument("--log-dirs", type=name_list, metavar="DIR[,DIR...]",
+                   help="only these log dirs of each broker (default: all of them, '*')")
+    p.add_argument("--allow-sole-isr", action="store_true",
+                   help="cordon even brokers holding the only in-sync replicas of some partitions")
+    _add_record_dir(p, "where the prior values are recorded (uncordon reads them)")
+    p = sub.add_parser("uncordon", help="put back the cordoned.log.dirs each broker had before `cordon`")
+    _add_conn(p)
+    p.add_argument("--brokers", type=broker_id_list, required=True, metavar="ID[,ID...]", help="brokers to uncordon")
+    _add_record_dir(p, "where `cordon` recorded the prior values")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``kafka-reassign`` parser; ``args.command`` is the subcommand's name."""
     parser = argparse.ArgumentParser(prog="kafka-reassign", description=(
@@ -128,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log Kafka calls")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for add in (_add_snapshot, _add_plan, _add_validate, _add_execute, _add_rehearse, _add_run_commands):
+    for add in (_add_snapshot, _add_plan, _add_validate, _add_execute, _add_rehearse, _add_run_commands,
+                _add_cordon_commands):
         add(sub)
     return parser

@@ -67,14 +67,16 @@ def _placement(rows: Iterable[ReplicaLogDir]
 
 
 def _brokers(alive: Mapping[int, BrokerNode], referenced: set[int],
-             broker_dirs: Mapping[int, dict[str, int]]) -> dict[int, BrokerInfo]:
+             broker_dirs: Mapping[int, dict[str, int]],
+             cordoned: Mapping[int, frozenset[str]] | None = None) -> dict[int, BrokerInfo]:
     """Every live broker and every broker a replica names (a dead one is known, not alive)."""
     brokers: dict[int, BrokerInfo] = {}
     for bid in sorted(set(alive) | referenced):
         info = alive.get(bid)
         caps = broker_dirs.get(bid, {})
         brokers[bid] = BrokerInfo(id=bid, rack=info.rack if info else None, alive=info is not None,
-                                  log_dirs=tuple(sorted(caps)), capacity_bytes=dict(caps))
+                                  log_dirs=tuple(sorted(caps)), capacity_bytes=dict(caps),
+                                  cordoned_dirs=(cordoned or {}).get(bid, frozenset()))
     return brokers
 
 
@@ -137,14 +139,15 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         default_min_isr = self._broker_default_min_isr(next(iter(alive), None))
         replica_rows: list[ReplicaLogDir] = []
         broker_dirs: dict[int, dict[str, int]] = {}
+        cordoned: dict[int, frozenset[str]] = {}
         if include_log_dirs and alive:
-            replica_rows, broker_dirs = self._log_dirs_detail(sorted(alive))
+            replica_rows, broker_dirs, cordoned = self._log_dirs_detail(sorted(alive))
         by_topic: dict[str, list[ReplicaLogDir]] = {}
         for r in replica_rows:
             by_topic.setdefault(r.topic, []).append(r)
         topics_out = {name: _topic_info(name, partitions[name], alive, by_topic.get(name, []),
                                         internal.get(name, False), configs.get(name, {})) for name in topic_names}
-        return ClusterState(brokers=_brokers(alive, referenced, broker_dirs), topics=topics_out, in_flight=in_flight,
+        return ClusterState(brokers=_brokers(alive, referenced, broker_dirs, cordoned), topics=topics_out, in_flight=in_flight,
                             cluster_id=cluster.cluster_id, controller_id=cluster.controller_id,
                             default_min_isr=default_min_isr)
 

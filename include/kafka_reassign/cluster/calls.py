@@ -132,6 +132,16 @@ class AdminConnection:
             self.close()
             raise UnsupportedClusterError(missing)
 
+    def max_api_version(self, api_key: int) -> int | None:
+        """The highest version of ``api_key`` the bootstrap broker supports (from the ApiVersions
+        answer kafka-python already has), -1 when it lacks the API, None when not known."""
+        manager = getattr(self._open, "_manager", None)
+        versions = getattr(getattr(manager, "broker_version_data", None), "api_versions", None)
+        if versions is None:
+            return None
+        found = versions.get(api_key)
+        return int(found[1]) if found is not None else -1
+
     @property
     def _open(self) -> "KafkaAdminClient":
         """The client a request goes through (a closed KafkaAdmin sends none)."""

@@ -25,12 +25,13 @@ class LogDirAccess(AdminConnection):
         :param partitions: restrict to these partitions (default all), or broker -> the
             partitions to ask that broker about (each request names only that broker's)
         """
-        rows, _ = self._log_dirs_detail(broker_ids, partitions)
+        rows, _, _ = self._log_dirs_detail(broker_ids, partitions)
         return rows
 
     def _log_dirs_detail(self, broker_ids: Iterable[int] | None = None,
                          partitions: Iterable[TopicPartition] | Mapping[int, Iterable[TopicPartition]] | None = None
-                         ) -> tuple[list[ReplicaLogDir], dict[int, dict[str, int]]]:
+                         ) -> tuple[list[ReplicaLogDir], dict[int, dict[str, int]], dict[int, frozenset[str]]]:
+        """(replica rows, {broker: {log dir: total bytes}}, {broker: cordoned log dirs})."""
         if broker_ids is None:
             broker_ids = sorted(self.describe_cluster().alive)
 
@@ -47,10 +48,11 @@ class LogDirAccess(AdminConnection):
         else:
             shared = by_topic(partitions) if partitions is not None else None
             if shared is not None and not shared:
-                return [], {}
+                return [], {}, {}
             args = {b: shared for b in broker_ids}
         rows: list[ReplicaLogDir] = []
         dirs: dict[int, dict[str, int]] = {}
+        cordoned: dict[int, set[str]] = {}
         answers = self._log_dirs_at_once(args)
         for b, tp_arg in args.items():
             resp = answers.get(b)
@@ -66,6 +68,8 @@ class LogDirAccess(AdminConnection):
                     if d.get("error_code", 0):
                         continue
                     dirs.setdefault(bid, {})[d["log_dir"]] = int(d.get("total_bytes", -1) or -1)
+                    if d.get("is_cordoned"):  # DescribeLogDirs v5 (KIP-1066, Kafka 4.3+); absent before
+                        cordoned.setdefault(bid, set()).add(d["log_dir"])
                     for t in d.get("topics", []):
                         for p in t.get("partitions", []):
                             rows.append(ReplicaLogDir(broker=bid, path=d["log_dir"], topic=t["name"],
@@ -73,7 +77,7 @@ class LogDirAccess(AdminConnection):
                                                       size=int(p["partition_size"]),
                                                       offset_lag=int(p["offset_lag"]),
                                                       is_future=bool(p["is_future_key"])))
-        return rows, dirs
+        return rows, dirs, {b: frozenset(c) for b, c in cordoned.items()}
 
     def _log_dirs_at_once(self, args: Mapping[int, dict[str, list[int]] | None]
                           ) -> dict[int, list[dict[str, Any]]]:

@@ -154,6 +154,8 @@ def _log_dir_paths(raw_dirs: Any, where: str, planning: bool, bad: _Report) -> l
         if "capacity_bytes" in d and (not is_num(cap) or cap < 0):
             bad(f"{dwhere}.capacity_bytes", f"must be a number >= 0, got {cap!r}", "bad_capacity")
             continue
+        if not isinstance(d.get("cordoned", False), bool):  # the dir itself is known: its replicas stay valid
+            bad(f"{dwhere}.cordoned", f"must be true or false, got {d['cordoned']!r}", "bad_cordoned")
         paths.append(d["path"])
     return paths
 
@@ -313,7 +315,8 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0) -> 
     brokers = []
     for b in sorted(state.brokers.values(), key=lambda x: x.id):
         brokers.append({"id": b.id, "rack": b.rack, "alive": b.alive,
-                        "log_dirs": [{"path": d, "capacity_bytes": max(0, b.capacity_bytes.get(d, 0))}
+                        "log_dirs": [{"path": d, "capacity_bytes": max(0, b.capacity_bytes.get(d, 0)),
+                                      **({"cordoned": True} if d in b.cordoned_dirs else {})}
                                      for d in b.log_dirs]})
     topics = []
     for t in sorted(state.topics.values(), key=lambda x: x.name):

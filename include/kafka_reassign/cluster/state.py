@@ -25,6 +25,7 @@ class BrokerInfo:
     :param alive: registered and reachable (in the metadata's broker list)
     :param log_dirs: absolute log directory paths; empty when unknown (dead broker)
     :param capacity_bytes: total bytes per log dir when known
+    :param cordoned_dirs: log dirs cordoned (KIP-1066, Kafka 4.3+): they receive no new replica
     """
 
     id: int
@@ -32,6 +33,12 @@ class BrokerInfo:
     alive: bool = True
     log_dirs: tuple[str, ...] = ()
     capacity_bytes: dict[str, int] = field(default_factory=dict, compare=False)
+    cordoned_dirs: frozenset[str] = field(default_factory=frozenset, compare=False)
+
+    @property
+    def cordoned(self) -> bool:
+        """Every log dir cordoned: Kafka places no new replica on this broker."""
+        return bool(self.log_dirs) and set(self.log_dirs) <= self.cordoned_dirs
 
 
 @dataclass(frozen=True)
@@ -180,9 +187,10 @@ class ClusterState:
             dirs = tuple(d["path"] if isinstance(d, dict) else str(d) for d in b.get("log_dirs", []))
             caps = {d["path"]: int(d.get("capacity_bytes", 0)) for d in b.get("log_dirs", [])
                     if isinstance(d, dict)}
+            cordoned = frozenset(d["path"] for d in b.get("log_dirs", []) if isinstance(d, dict) and d.get("cordoned"))
             brokers[int(b["id"])] = BrokerInfo(id=int(b["id"]), rack=b.get("rack"),
                                                alive=bool(b.get("alive", True)), log_dirs=dirs,
-                                               capacity_bytes=caps)
+                                               capacity_bytes=caps, cordoned_dirs=cordoned)
         topics: dict[str, TopicInfo] = {}
         for t in snapshot.get("topics", []):
             parts: dict[int, PartitionInfo] = {}

@@ -140,6 +140,25 @@ def _check_log_dirs(name: str, move: PartitionMove, state: ClusterState, found: 
                                 f"(it has {', '.join(info.log_dirs)})", "unknown_log_dir")
 
 
+def _check_cordons(name: str, move: PartitionMove, part: PartitionInfo, base: tuple[int, ...],
+                   state: ClusterState, found: _Findings) -> None:
+    """Refuse a new replica on a broker whose log dirs are all cordoned, or on a cordoned log dir
+    (KIP-1066): the operator asked Kafka to place nothing new there, and so do we."""
+    for b in move.replicas:
+        info = state.brokers.get(b)
+        if info is not None and info.cordoned and b not in base:
+            found.problem(name, f"broker {b} is cordoned (cordoned.log.dirs covers all its log dirs): it takes no "
+                                "new replica; choose another broker or `kafka-reassign uncordon` it first",
+                          "cordoned_broker")
+    for b, d in move.wanted_dirs().items():
+        info = state.brokers.get(b)
+        if info is not None and d in info.cordoned_dirs and part.replica_dirs.get(b) != d \
+                and not (info.cordoned and b not in base):  # that one is reported just above
+            found.problem(name, f"log dir {d!r} of broker {b} is cordoned: it takes no new replica "
+                                f"(other dirs: {', '.join(x for x in info.log_dirs if x not in info.cordoned_dirs)})",
+                          "cordoned_log_dir")
+
+
 def _check_copies(name: str, move: PartitionMove, part: PartitionInfo, base: tuple[int, ...],
                   min_isr: int, state: ClusterState, found: _Findings) -> None:
     """A move needs a live copy to move from; one that adds replicas under min ISR is warned about."""
@@ -219,6 +238,7 @@ def _check_move(name: str, move: PartitionMove, state: ClusterState, opts: _Opti
         found.problem(name, f"would leave {len(set(target))} replica(s), fewer than min.insync.replicas="
                             f"{min_isr}: producers with acks=all would fail", "below_min_isr")
     _check_log_dirs(name, move, state, found)
+    _check_cordons(name, move, part, base, state, found)
     _check_copies(name, move, part, base, min_isr, state, found)
     _check_ownership(name, move, part, inflight, opts, found)
     _warn_racks(name, target, state, found)

@@ -20,6 +20,9 @@ from kafka_reassign.errors import ThrottleRecordError
 from kafka_reassign.throttle.specs import ConfigChange
 
 TopicPartition = tuple[str, int]
+#: Records of cordons (:mod:`kafka_reassign.throttle.cordon`): held until uncordoned, so not "unrestored"
+#: for the reconciler, stale-record adoption or ``kafka-reassign restore``.
+CORDON_RECORD_PREFIX = "cordon-broker-"
 
 
 @dataclass
@@ -126,7 +129,7 @@ class RecordStoreBase:
         raise NotImplementedError
 
     def list_unrestored(self) -> list[ThrottleRecord]:
-        return [r for r in self.list_all() if not r.restored]
+        return [r for r in self.list_all() if not r.restored and not r.run_id.startswith(CORDON_RECORD_PREFIX)]
 
     def mark_restored(self, run_id: str) -> None:
         rec = self.get(run_id)

@@ -82,6 +82,11 @@ def _label(res: ConfigKey) -> str:
     return f"{res[0]} {res[1]}"
 
 
+def _keys(changes: list[ConfigChange]) -> list[str]:
+    """The throttle keys, and any other key a record changed (a cordon's ``cordoned.log.dirs``)."""
+    return [*BROKER_KEYS, *TOPIC_KEYS, *sorted({c.key for c in changes} - {*BROKER_KEYS, *TOPIC_KEYS})]
+
+
 def _read_back(admin: KafkaAdminPort, written: list[ConfigChange], sleep: Callable[[float], None]) -> dict[ConfigKey, str]:
     """Resources whose written values do not read back: unreachable ones at once, stale ones
     after :data:`READ_BACK_SECONDS` of re-reading.
@@ -95,7 +100,7 @@ def _read_back(admin: KafkaAdminPort, written: list[ConfigChange], sleep: Callab
     while todo:
         check = admin.read_configs(sorted({int(c.name) for c in todo if c.resource_type == "broker"}),
                                    sorted({c.name for c in todo if c.resource_type == "topic"}),
-                                   keys=[*BROKER_KEYS, *TOPIC_KEYS])
+                                   keys=_keys(todo))
         failed: dict[ConfigKey, str] = {}
         for c in todo:
             now = (check.values.get(c.resource) or {}).get(c.key)
@@ -125,7 +130,7 @@ def _settled_read(admin: KafkaAdminPort, changes: list[ConfigChange], sleep: Cal
     topics = sorted({n for t, n, _ in last if t == "topic"})
     deadline = time.monotonic() + READ_BACK_SECONDS
     while True:
-        read = admin.read_configs(brokers, topics, keys=[*BROKER_KEYS, *TOPIC_KEYS])
+        read = admin.read_configs(brokers, topics, keys=_keys(changes))
         differ = [k for k, v in last.items() if (k[0], k[1]) not in read.unreachable
                   and (read.values.get((k[0], k[1])) or {}).get(k[2]) != v]
         if not differ or time.monotonic() >= deadline:

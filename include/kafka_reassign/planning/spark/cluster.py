@@ -20,10 +20,11 @@ from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
 
 @dataclass(frozen=True)
 class LogDir:
-    """One log directory (JBOD disk) of a broker."""
+    """One log directory (JBOD disk) of a broker; a cordoned one (KIP-1066) receives no new replica."""
 
     path: str
     capacity_bytes: float
+    cordoned: bool = False
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,11 @@ class Broker:
     @property
     def capacity_bytes(self) -> float:
         return sum(d.capacity_bytes for d in self.log_dirs)
+
+    @property
+    def cordoned(self) -> bool:
+        """Every log dir cordoned: like Kafka's own placer, the planner puts no new replica here."""
+        return bool(self.log_dirs) and all(d.cordoned for d in self.log_dirs)
 
     @property
     def rack_key(self) -> str:
@@ -112,7 +118,8 @@ class Cluster:
         validate_snapshot(snapshot, planning=True)
         brokers: dict[int, Broker] = {}
         for b in snapshot["brokers"]:
-            dirs = tuple(LogDir(d["path"], float(d["capacity_bytes"])) for d in b["log_dirs"])
+            dirs = tuple(LogDir(d["path"], float(d["capacity_bytes"]), d.get("cordoned") is True)
+                         for d in b["log_dirs"])
             brokers[b["id"]] = Broker(b["id"], b.get("rack"), dirs,
                                       float(b.get("network_bytes_per_sec", DEFAULT_NETWORK_BYTES_PER_SEC)),
                                       b.get("alive", True) is not False)
@@ -207,6 +214,8 @@ class Assignment:
         """The log dir of ``broker`` with most free room under ``ceiling`` that fits ``size``."""
         best, best_room = None, -1.0
         for d in self.cluster.brokers[broker].log_dirs:
+            if d.cordoned:
+                continue
             room = d.capacity_bytes * ceiling - self.dir_bytes[(broker, d.path)]
             if room >= size and room > best_room:
                 best, best_room = d.path, room

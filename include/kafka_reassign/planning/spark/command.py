@@ -14,19 +14,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kafka_reassign import defaults as D
+from kafka_reassign.cli.parser import broker_id_list as _ids, name_list as _names
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-
-
-def _ids(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated broker ids, got {text!r}") from None
-
-
-def _names(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
 
 
 def _json_object(text: str) -> dict[str, Any]:

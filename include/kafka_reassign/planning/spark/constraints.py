@@ -37,6 +37,7 @@ def check_constraints(cluster: Cluster, final: Placement, options: PlanOptions,
     for p, (reps, dirs) in zip(cluster.partitions, final):
         if tuple(reps) != p.replicas or tuple(dirs) != p.log_dirs:
             problems.extend(_moved_partition_problems(cluster, p, reps, rules))
+            problems.extend(_cordon_problems(cluster, p, reps, dirs))
     problems.extend(_capacity_problems(cluster, _Loads.of(cluster, final), options.capacity_ceiling))
     return problems
 
@@ -102,6 +103,23 @@ def _moved_partition_problems(cluster: Cluster, p: Partition, reps: Sequence[int
         problems.append(Problem(name, f"replicas {list(reps)} span {after_racks} racks where {want} are possible",
                                 "rack"))
     return problems
+
+
+def _cordon_problems(cluster: Cluster, p: Partition, reps: Sequence[int], dirs: Sequence[str]) -> list[Problem]:
+    """A replica placed anew on a cordoned log dir (KIP-1066), or on a broker whose dirs are all cordoned."""
+    was = dict(zip(p.replicas, p.log_dirs))
+    bad = []
+    for r, d in zip(reps, dirs):
+        broker = cluster.brokers.get(r)
+        if broker is None or was.get(r) == d:
+            continue  # unknown brokers are reported above; a replica staying where it is may stay
+        if broker.cordoned and r not in was:
+            bad.append(f"broker {r} (all its log dirs cordoned)")
+        elif any(x.path == d and x.cordoned for x in broker.log_dirs):
+            bad.append(f"cordoned log dir {d} of broker {r}")
+    if not bad:
+        return []
+    return [Problem(p.name, f"places a replica on {', '.join(bad)}", "cordoned")]
 
 
 def _capacity_problems(cluster: Cluster, loads: _Loads, ceiling: float) -> list[Problem]:

@@ -221,7 +221,8 @@ def _final_placement(cluster: Cluster, changes: dict, work: Assignment, dir_byte
                 elif r in old:
                     d = old[r]
                 else:
-                    d = min(cluster.brokers[r].log_dirs,
+                    dirs_of = cluster.brokers[r].log_dirs
+                    d = min([x for x in dirs_of if not x.cordoned] or dirs_of,
                             key=lambda x: dir_load.get((r, x.path), 0.0) / x.capacity_bytes).path
                 dir_load[(r, d)] = dir_load.get((r, d), 0.0) + p.size_bytes
                 resolved.append(d)

@@ -28,7 +28,7 @@ from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
 from kafka_reassign.planning.spark.guard import check_task_sizes, deadline
 from kafka_reassign.planning.spark.leaders import LeaderInputs, duplicates_in, leader_groups
-from kafka_reassign.planning.spark.loads import Loads, broker_infos, loads_after, loads_from_frame
+from kafka_reassign.planning.spark.loads import Loads, broker_infos, loads_after, loads_from_frame, open_log_dirs
 from kafka_reassign.planning.spark.finish import ordered_plan, rule_problems
 from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
 from kafka_reassign.planning.spark.report import build_summary
@@ -203,7 +203,7 @@ def reconcile(run: Run, before: Loads, targets: Targets, changes: Any) -> tuple[
     broken = rule_problems(changes, targets, after, hard_caps(run))
     if broken:
         raise ConstraintError(broken)
-    return ordered_plan(changes, run.dirs, before), after
+    return ordered_plan(changes, open_log_dirs(run.header), before), after
 
 
 def summarise(run: Run, targets: Targets, before: Loads, after: Loads, changes: Any,

@@ -32,8 +32,19 @@ def broker_infos(header: dict[str, Any]) -> tuple[dict[int, BrokerInfo], dict[in
         dirs[bid] = [(str(d["path"]), float(d["capacity_bytes"])) for d in b["log_dirs"]]
         rack = b.get("rack")
         infos[bid] = BrokerInfo(bid, rack if rack is not None else f"__no_rack_{bid}",
-                                sum(c for _, c in dirs[bid]), b.get("alive", True) is not False)
+                                sum(c for _, c in dirs[bid]), b.get("alive", True) is not False,
+                                bool(b["log_dirs"]) and all(d.get("cordoned") is True for d in b["log_dirs"]))
     return infos, dirs
+
+
+def open_log_dirs(header: dict[str, Any]) -> dict[int, list[tuple[str, float]]]:
+    """Each broker's log dirs that are not cordoned (KIP-1066): where a new replica may be put.
+    A broker with one open dir left gets "any" for new replicas, and Kafka itself avoids the others."""
+    out: dict[int, list[tuple[str, float]]] = {}
+    for b in header["brokers"]:
+        out[int(b["id"])] = [(str(d["path"]), float(d["capacity_bytes"])) for d in b["log_dirs"]
+                             if d.get("cordoned") is not True]
+    return out
 
 
 def loads_from_frame(per: Any, dirs: dict[int, list[tuple[str, float]]]) -> Loads:

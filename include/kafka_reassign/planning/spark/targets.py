@@ -1,7 +1,7 @@
 """Per-broker byte targets, the lower bounds, and each group's quotas (driver, brokers-sized).
 
 * The target of a placeable broker is its share of the movable bytes by capacity (equal
-  utilisation); a drained broker's target is 0; excluded and dead brokers keep what they hold.
+  utilisation); a drained broker's target is 0; excluded, dead and cordoned brokers keep what they hold.
 * The lower bound (:func:`accepted_lower_bound`) is against the balance the goal accepts: each
   broker at most ``balance_tolerance`` above the mean utilisation, not on it (proof in its
   docstring).
@@ -35,6 +35,7 @@ class BrokerInfo:
     rack: str
     capacity: float
     alive: bool = True
+    cordoned: bool = False  # every log dir cordoned (KIP-1066): keeps its replicas, receives none
 
 
 @dataclass
@@ -91,7 +92,8 @@ def compute_targets(brokers: dict[int, BrokerInfo], loads: dict[int, float], dra
     :param drain: brokers that must end empty
     :param partition_bytes: sum of partition sizes (each partition once)
     """
-    placeable = sorted(b for b, x in brokers.items() if x.alive and b not in exclude and b not in drain)
+    placeable = sorted(b for b, x in brokers.items()
+                       if x.alive and not x.cordoned and b not in exclude and b not in drain)
     movable = [b for b in brokers if b in placeable or b in drain]
     total = sum(loads.get(b, 0.0) for b in movable)
     cap_p = sum(brokers[b].capacity for b in placeable) or 1.0

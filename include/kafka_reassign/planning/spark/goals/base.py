@@ -40,10 +40,10 @@ class BuiltinGoal(ReplicaAssignor):
     # -- scope ---------------------------------------------------------------------------
     def _scope(self, partitions: Sequence[Partition]) -> None:
         self.movable = {p.index for p in partitions}
-        # a broker the snapshot marks dead ("alive": false) never receives a replica
+        # a broker the snapshot marks dead ("alive": false) or cordoned never receives a replica
         self.placeable = [b for b in sorted(self.cl.brokers)
                           if b not in self.excluded_brokers and b not in self.draining
-                          and self.cl.brokers[b].alive]
+                          and self.cl.brokers[b].alive and not self.cl.brokers[b].cordoned]
         self.n_racks = len({self.cl.rack_of(b) for b in self.placeable}) or 1
         self.cap = {b: x.capacity_bytes for b, x in self.cl.brokers.items()}
         self.rack = {b: x.rack_key for b, x in self.cl.brokers.items()}

@@ -53,7 +53,7 @@ class Disks(BuiltinGoal):
                         if j in used or lst[j][0] <= 0:
                             continue
                         size, pi = lst[j]
-                        dest = max((o for o in dirs if o.path != d.path
+                        dest = max((o for o in dirs if o.path != d.path and not o.cordoned
                                     and a.dir_bytes[(b, o.path)] + size <= room[o.path] + EPS),
                                    key=lambda o: room[o.path] - a.dir_bytes[(b, o.path)], default=None)
                         if dest is None:

@@ -1,0 +1,120 @@
+"""Cordons (KIP-1066) on the real Kafka 4.3.1 cluster, through the CLI.
+
+Broker 6 starts with an operator's own value (one of its two log dirs cordoned), so uncordon
+has a real prior value to put back. ``kafka-reassign cordon --brokers 6`` cordons every dir:
+DescribeLogDirs v5 then reports both dirs cordoned, the controller places none of a new topic's
+replicas there, and ``uncordon`` puts back exactly the operator's value (same source). A broker
+holding the only in-sync replica of a partition is refused, naming it, with nothing written.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_local.load import create_topic, wait_leaders
+from kafka_reassign.cluster.admin import KafkaAdmin
+from kafka_reassign.cluster.cordons import CORDON_ALL, CORDONED_LOG_DIRS, cordon_support
+from real_kafka_clients import admin, alter_set, set_configs
+
+pytestmark = [pytest.mark.slow]
+
+CLI = str(Path(sys.executable).parent / "kafka-reassign")
+CORDONED = 6
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
+
+
+def broker_value(bootstrap: str, broker: int) -> str | None:
+    """The broker's own (dynamic, per-broker) cordoned.log.dirs, None when not set."""
+    return set_configs(admin(bootstrap), [broker], [])[f"broker {broker}"].get(CORDONED_LOG_DIRS)
+
+
+def create_unassigned(bootstrap: str, topic: str, partitions: int, rf: int) -> dict[int, list[int]]:
+    """Create ``topic`` letting the controller place the replicas; return its placement."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="cordon-test")
+    try:
+        client.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=rf)])
+    finally:
+        client.close()
+    wait_leaders(bootstrap, topic, partitions)
+    with KafkaAdmin(bootstrap_servers=bootstrap) as ka:
+        meta = ka.topic_metadata([topic])[0]
+    return {p.partition: list(p.replicas) for p in meta.partitions}
+
+
+def delete_topics(bootstrap: str, topics: list[str]) -> None:
+    client = admin(bootstrap)  # referenced until its futures are done
+    for fut in client.delete_topics(topics).values():
+        fut.result(timeout=30)
+
+
+def cordoned_by_describe_log_dirs(bootstrap: str) -> dict[int, Any]:
+    with KafkaAdmin(bootstrap_servers=bootstrap) as ka:
+        assert cordon_support(ka).supported is True  # Kafka 4.3.1: DescribeLogDirs v5
+        state = ka.cluster_state()
+    return {b: (sorted(info.cordoned_dirs), info.log_dirs) for b, info in state.brokers.items()}
+
+
+def test_cordon_keeps_new_replicas_off_a_broker_and_uncordon_restores_the_prior_value(
+        real_bootstrap, topic_name, tmp_path) -> None:
+    records = str(tmp_path / "records")
+    dirs = cordoned_by_describe_log_dirs(real_bootstrap)[CORDONED][1]
+    assert len(dirs) == 2
+    operator_value = dirs[0]
+    alter_set(admin(real_bootstrap), "broker", str(CORDONED), {CORDONED_LOG_DIRS: operator_value})
+    topics: list[str] = []
+    try:
+        before = cordoned_by_describe_log_dirs(real_bootstrap)
+        assert before[CORDONED][0] == [operator_value]
+
+        done = run_cli("cordon", "--bootstrap-server", real_bootstrap, "--brokers", str(CORDONED),
+                       "--record-dir", records)
+        assert done.returncode == 0, done.stderr
+        assert f"(was {operator_value!r})" in done.stdout
+        assert broker_value(real_bootstrap, CORDONED) == CORDON_ALL
+        after = cordoned_by_describe_log_dirs(real_bootstrap)
+        assert after[CORDONED][0] == sorted(dirs)  # IsCordoned on both dirs
+        assert all(not after[b][0] for b in after if b != CORDONED)
+
+        topics.append(topic_name("cordon-new"))
+        placement = create_unassigned(real_bootstrap, topics[-1], partitions=12, rf=3)
+        assert len(placement) == 12
+        on_cordoned = {p: r for p, r in placement.items() if CORDONED in r}
+        assert not on_cordoned, f"the controller placed replicas on cordoned broker {CORDONED}: {on_cordoned}"
+
+        undone = run_cli("uncordon", "--bootstrap-server", real_bootstrap, "--brokers", str(CORDONED),
+                         "--record-dir", records)
+        assert undone.returncode == 0, undone.stderr + undone.stdout
+        assert broker_value(real_bootstrap, CORDONED) == operator_value  # exactly the prior, still per-broker
+        assert cordoned_by_describe_log_dirs(real_bootstrap)[CORDONED][0] == [operator_value]
+        again = run_cli("uncordon", "--bootstrap-server", real_bootstrap, "--brokers", str(CORDONED),
+                        "--record-dir", records)
+        assert again.returncode == 2 and "no cordon of broker 6" in again.stderr
+    finally:
+        alter_set(admin(real_bootstrap), "broker", str(CORDONED), {CORDONED_LOG_DIRS: None})
+        if topics:
+            delete_topics(real_bootstrap, topics)
+    assert broker_value(real_bootstrap, CORDONED) is None
+
+
+def test_cordoning_the_only_in_sync_replica_is_refused_with_nothing_written(real_bootstrap, topic_name,
+                                                                            tmp_path) -> None:
+    topic = topic_name("cordon-sole")
+    create_topic(real_bootstrap, topic, {0: [5], 1: [4, 5]})
+    try:
+        refused = run_cli("cordon", "--bootstrap-server", real_bootstrap, "--brokers", "5",
+                          "--record-dir", str(tmp_path / "records"))
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "nothing was written" in refused.stderr and f"{topic}-0" in refused.stderr
+        assert f"{topic}-1" not in refused.stderr  # broker 4 is in sync too
+        assert broker_value(real_bootstrap, 5) is None
+        assert not list((tmp_path / "records").glob("*.json"))
+    finally:
+        delete_topics(real_bootstrap, [topic])

@@ -1,0 +1,249 @@
+"""Cordons (KIP-1066): the config value, the snapshot, the planner, plan validation, the recorded
+cordon/uncordon and the CLI's parsing. The real Kafka 4.3.1 behaviour is in
+tests/real_kafka/test_real_cordons.py."""
+from __future__ import annotations
+
+import copy
+from typing import Iterable
+
+import pytest
+
+from kafka_reassign.cli.parser import build_parser
+from kafka_reassign.cluster.config_source import STATIC_CONFIG, ConfigChangeLike, ConfigsRead, Inherited
+from kafka_reassign.cluster.cordons import (CORDON_ALL, CORDONED_LOG_DIRS, DESCRIBE_LOG_DIRS_API, cordon_support,
+                                            cordon_value, cordoned_dirs)
+from kafka_reassign.cluster.snapshot import validate_snapshot
+from kafka_reassign.cluster.state import ClusterState
+from kafka_reassign.errors import PlanValidationError, SnapshotError
+from kafka_reassign.planning.plan_checks import validate_plan
+from kafka_reassign.planning.spark import plan
+from kafka_reassign.planning.spark.cluster import Cluster
+from kafka_reassign.planning.spark.constraints import check_constraints
+from kafka_reassign.planning.spark.options import make_options
+from kafka_reassign.throttle.cordon import CordonError, cordon_brokers, cordon_record_id, uncordon_brokers
+from kafka_reassign.throttle.record import MemoryRecordStore
+from kafka_sim.generate import GenerateOptions, generate_snapshot
+
+D1, D2 = "/var/lib/kafka/data-0", "/var/lib/kafka/data-1"
+
+
+# -- the config value ------------------------------------------------------------------------
+def test_value_parsing_and_the_value_a_cordon_writes():
+    assert cordoned_dirs("*", [D1, D2]) == {D1, D2}
+    assert cordoned_dirs(f" {D1} ,", [D1, D2]) == {D1}
+    assert cordoned_dirs(None, [D1]) == cordoned_dirs("", [D1]) == frozenset()
+    assert cordon_value(None, [D1, D2], None) == CORDON_ALL
+    assert cordon_value(None, [D1, D2], [D2]) == D2
+    assert cordon_value(D1, [D1, D2], [D2]) == CORDON_ALL  # every dir ends up cordoned
+    assert cordon_value("/x,/y", ["/x", "/y", "/z"], ["/x"]) == "/x,/y"
+
+
+# -- the snapshot ----------------------------------------------------------------------------
+def snapshot_with_cordons(cordoned_broker: int = 4, cordoned_dir: tuple[int, str] = (5, D1)) -> dict:
+    snap = generate_snapshot(GenerateOptions(brokers=9, racks=3, topics=8, partitions=12, seed=3, log_dirs=2))
+    for b in snap["brokers"]:
+        for d in b["log_dirs"]:
+            if b["id"] == cordoned_broker or (b["id"], d["path"]) == cordoned_dir:
+                d["cordoned"] = True
+    return snap
+
+
+def test_snapshot_records_cordons_and_rejects_a_bad_flag():
+    snap = snapshot_with_cordons()
+    state = ClusterState.from_snapshot(snap)
+    assert state.brokers[4].cordoned and state.brokers[4].cordoned_dirs == {D1, D2}
+    assert not state.brokers[5].cordoned and state.brokers[5].cordoned_dirs == {D1}
+    assert not state.brokers[1].cordoned
+    bad = copy.deepcopy(snap)
+    bad["brokers"][0]["log_dirs"][0]["cordoned"] = "yes"
+    with pytest.raises(SnapshotError) as err:
+        validate_snapshot(bad, planning=True)
+    assert err.value.kinds == {"bad_cordoned"} and "log_dirs[0].cordoned" in str(err.value)
+
+
+# -- the planner -----------------------------------------------------------------------------
+def new_placements(before: dict, doc: dict) -> list[tuple[int, str]]:
+    """(broker, log dir or 'any') of every replica a plan adds."""
+    old = {(t["name"], p["partition"]): p["replicas"] for t in before["topics"] for p in t["partitions"]}
+    out = []
+    for e in doc["partitions"]:
+        dirs = e.get("log_dirs") or ["any"] * len(e["replicas"])
+        out += [(b, d) for b, d in zip(e["replicas"], dirs) if b not in old[(e["topic"], e["partition"])]]
+    return out
+
+
+@pytest.mark.parametrize("goal,options", [("remove-brokers", {"brokers": [8]}), ("rebalance", {})])
+def test_planner_places_nothing_new_on_a_cordoned_broker_or_dir(goal, options):
+    snap = snapshot_with_cordons()
+    res = plan(snap, goal, engine="local", **options)
+    added = new_placements(snap, res.plan.to_json())
+    assert added, "the goal should move something"
+    assert not [a for a in added if a[0] == 4], "replicas placed on fully cordoned broker 4"
+    assert (5, D1) not in added
+    if goal == "remove-brokers":
+        assert all(b != 8 for b, _ in added)
+
+
+def test_disks_goal_moves_nothing_into_a_cordoned_dir():
+    snap = snapshot_with_cordons(cordoned_broker=-1, cordoned_dir=(1, D2))
+    for t in snap["topics"]:  # broker 1 and 2 hold everything on their first disk
+        for p in t["partitions"]:
+            p["log_dirs"] = [D1 if b in (1, 2) else d for b, d in zip(p["replicas"], p["log_dirs"])]
+    res = plan(snap, "disks", engine="local")
+    moved_into = {(b, d) for e in res.plan.to_json()["partitions"]
+                  for b, d in zip(e["replicas"], e["log_dirs"]) if d != "any"}
+    assert (2, D2) in moved_into  # broker 2 is balanced between its disks...
+    assert (1, D2) not in moved_into  # ...broker 1's second disk is cordoned
+
+
+def test_constraint_check_flags_a_replica_placed_on_a_cordon():
+    cluster = Cluster.from_snapshot(snapshot_with_cordons())
+    p = next(x for x in cluster.partitions if 4 not in x.replicas and 5 not in x.replicas)
+    final = [(x.replicas, x.log_dirs) for x in cluster.partitions]
+    final[p.index] = ((4, *p.replicas[1:]), (D2, *p.log_dirs[1:]))
+    problems = [x for x in check_constraints(cluster, final, make_options("rebalance")) if x.kind == "cordoned"]
+    assert len(problems) == 1 and "broker 4 (all its log dirs cordoned)" in problems[0].reason
+    final[p.index] = ((5, *p.replicas[1:]), (D1, *p.log_dirs[1:]))
+    problems = [x for x in check_constraints(cluster, final, make_options("rebalance")) if x.kind == "cordoned"]
+    assert len(problems) == 1 and f"cordoned log dir {D1} of broker 5" in problems[0].reason
+    final[p.index] = ((5, *p.replicas[1:]), (D2, *p.log_dirs[1:]))  # its other dir is open
+    assert not [x for x in check_constraints(cluster, final, make_options("rebalance")) if x.kind == "cordoned"]
+
+
+# -- plan validation -------------------------------------------------------------------------
+def test_validation_refuses_a_user_plan_onto_a_cordon_and_names_it():
+    snap = snapshot_with_cordons()
+    state = ClusterState.from_snapshot(snap)
+    p = next(x for x in state.partitions() if not {4, 5} & set(x.replicas))
+    onto_broker = {"topic": p.topic, "partition": p.partition, "replicas": [4, *p.replicas[1:]]}
+    onto_dir = {"topic": p.topic, "partition": p.partition, "replicas": [5, *p.replicas[1:]],
+                "log_dirs": [D1] + ["any"] * (len(p.replicas) - 1)}
+    for entry, kind, words in ((onto_broker, "cordoned_broker", "broker 4 is cordoned"),
+                               (onto_dir, "cordoned_log_dir", f"log dir '{D1}' of broker 5 is cordoned")):
+        with pytest.raises(PlanValidationError) as err:
+            validate_plan({"version": 1, "partitions": [entry]}, state)
+        assert err.value.kinds == {kind} and words in str(err.value)
+    # the other dir of broker 5, or Kafka's choice ("any"), is fine; so is a replica staying on broker 4
+    ok_dir = dict(onto_dir, log_dirs=[D2] + ["any"] * (len(p.replicas) - 1))
+    validate_plan({"version": 1, "partitions": [ok_dir]}, state)
+    on4 = next(x for x in state.partitions() if x.replicas[0] == 4)
+    keep4 = {"topic": on4.topic, "partition": on4.partition, "replicas": [on4.replicas[1], on4.replicas[0],
+                                                                          *on4.replicas[2:]]}
+    validate_plan({"version": 1, "partitions": [keep4]}, state)
+
+
+# -- recorded cordon and uncordon ------------------------------------------------------------
+class ConfigAdmin:
+    """Broker configs in memory, with Kafka's sources; counts writes (validate_only ones apart)."""
+
+    def __init__(self, own: dict[int, str | None], inherited: dict[int, Inherited] | None = None,
+                 describe_log_dirs_version: int = 5) -> None:
+        self.own = dict(own)
+        self.inherited = inherited or {}
+        self.version = describe_log_dirs_version
+        self.writes: list[tuple[str, str, str | None]] = []
+        self.validated = 0
+
+    def max_api_version(self, api_key: int) -> int | None:
+        return self.version if api_key == DESCRIBE_LOG_DIRS_API else 0
+
+    def describe_sourced(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
+                         keys: Iterable[str] | None = None) -> ConfigsRead:
+        ids = list(broker_ids)
+        return ConfigsRead({("broker", str(b)): {CORDONED_LOG_DIRS: self.own.get(b)} for b in ids}, {},
+                           {("broker", str(b)): {CORDONED_LOG_DIRS: self.inherited[b]} for b in ids
+                            if b in self.inherited})
+
+    def read_configs(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
+                     keys: Iterable[str] | None = None) -> ConfigsRead:
+        return self.describe_sourced(broker_ids, topics, keys)
+
+    def alter_configs(self, changes: Iterable[ConfigChangeLike], validate_only: bool = False) -> None:
+        if validate_only:
+            self.validated += 1
+            return
+        for c in changes:
+            assert c.key == CORDONED_LOG_DIRS
+            self.own[int(c.name)] = c.value
+            self.writes.append((c.name, c.key, c.value))
+
+
+def state_of(isr_on_5_only: bool = False) -> ClusterState:
+    snap = snapshot_with_cordons(cordoned_broker=-1, cordoned_dir=(-1, ""))
+    if isr_on_5_only:
+        snap["topics"][0]["partitions"][0].update(replicas=[5, 6], leader=5, isr=[5], log_dirs=[D1, D1])
+    return ClusterState.from_snapshot(snap)
+
+
+def test_cordon_records_the_prior_value_before_writing_and_uncordon_puts_it_back():
+    admin = ConfigAdmin({1: D1, 2: None}, inherited={2: Inherited(D2, STATIC_CONFIG)})
+    store = MemoryRecordStore()
+    done = cordon_brokers(admin, store, state_of(), [1, 2], by="test")  # type: ignore[arg-type]
+    assert admin.validated == 1 and admin.own == {1: CORDON_ALL, 2: CORDON_ALL}
+    rec1, rec2 = store.get(cordon_record_id(1)), store.get(cordon_record_id(2))
+    assert rec1 and rec2 and [(c.prior, c.value) for c in rec1.changes] == [(D1, CORDON_ALL)]
+    assert rec2.changes[0].prior is None and rec2.changes[0].inherited == Inherited(D2, STATIC_CONFIG)
+    assert "static broker config" in done.lines()[1]
+    assert store.list_unrestored() == []  # held: the reconciler and `restore` leave cordons alone
+    again = cordon_brokers(admin, store, state_of(), [1], by="test")  # type: ignore[arg-type]
+    assert again.unchanged == [1] and not again.changes and len(admin.writes) == 2
+    results = uncordon_brokers(admin, store, [1, 2])  # type: ignore[arg-type]
+    assert all(r.done for r in results.values())
+    assert admin.own == {1: D1, 2: None}  # exactly as before: broker 2 inherits its static value again
+    with pytest.raises(CordonError) as err:
+        uncordon_brokers(admin, store, [1])  # type: ignore[arg-type]
+    assert err.value.kinds == {"no_cordon_record"}
+
+
+def test_cordon_of_some_dirs_then_all_keeps_the_first_prior():
+    admin = ConfigAdmin({3: None})
+    store = MemoryRecordStore()
+    cordon_brokers(admin, store, state_of(), [3], [D1], by="test")  # type: ignore[arg-type]
+    cordon_brokers(admin, store, state_of(), [3], by="test")  # type: ignore[arg-type]
+    assert admin.own[3] == CORDON_ALL
+    uncordon_brokers(admin, store, [3])  # type: ignore[arg-type]
+    assert admin.own[3] is None
+
+
+@pytest.mark.parametrize("kwargs,kind,words", [
+    ({"brokers": [5]}, "sole_isr", "only in-sync replicas of 1 partition(s)"),
+    ({"brokers": [42]}, "unknown_broker", "broker 42 is unknown"),
+    ({"brokers": [1], "log_dirs": ["/nope"]}, "unknown_log_dir", "['/nope'] are not log dirs of broker 1"),
+])
+def test_bad_cordons_are_refused_before_any_write(kwargs, kind, words):
+    admin = ConfigAdmin({})
+    store = MemoryRecordStore()
+    state = state_of(isr_on_5_only=True)
+    with pytest.raises(CordonError) as err:
+        cordon_brokers(admin, store, state, kwargs["brokers"], kwargs.get("log_dirs"),  # type: ignore[arg-type]
+                       by="test")
+    assert err.value.kinds == {kind} and words in str(err.value) and "nothing was written" in str(err.value)
+    if kind == "sole_isr":
+        sole = next(p for p in state.partitions() if p.isr == (5,))
+        assert f"{sole.topic}-{sole.partition}" in str(err.value)
+    assert admin.writes == [] and admin.validated == 0 and store.list_all() == []
+    # a cordon stops new placements only: with the override, broker 5 is cordoned all the same
+    if kind == "sole_isr":
+        cordon_brokers(admin, store, state, [5], by="test", allow_sole_isr=True)  # type: ignore[arg-type]
+        assert admin.own[5] == CORDON_ALL
+
+
+def test_an_older_cluster_is_refused_with_the_one_line_note():
+    admin = ConfigAdmin({}, describe_log_dirs_version=4)
+    assert cordon_support(admin).supported is False
+    with pytest.raises(CordonError) as err:
+        cordon_brokers(admin, MemoryRecordStore(), state_of(), [1], by="test")  # type: ignore[arg-type]
+    assert err.value.kinds == {"cordon_unsupported"} and "Kafka 4.3+" in str(err.value)
+    assert admin.writes == []
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+def test_cli_parses_cordon_and_uncordon():
+    args = build_parser().parse_args(["cordon", "--bootstrap-server", "k:9092", "--brokers", "1,2",
+                                      "--log-dirs", f"{D1}, {D2}", "--record-dir", "/r"])
+    assert (args.command, args.brokers, args.log_dirs, args.allow_sole_isr, args.record_dir) == (
+        "cordon", [1, 2], [D1, D2], False, "/r")
+    args = build_parser().parse_args(["uncordon", "--bootstrap-server", "k:9092", "--brokers", "3"])
+    assert (args.command, args.brokers) == ("uncordon", [3])
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["cordon", "--bootstrap-server", "k:9092", "--brokers", "one"])
