@@ -106,13 +106,16 @@ def _shape_problems(raw: object) -> list[str]:
     return problems
 
 
-def _entry(raw: object) -> FleetEntry:
-    data = {"conn_id": raw} if isinstance(raw, str) else dict(raw)  # type: ignore[call-overload]
-    threshold = data.get("balance_threshold")
-    return FleetEntry(conn_id=data["conn_id"], schedule=data.get("schedule"),
-                      balance_threshold=None if threshold is None else float(threshold),
-                      throttle_bytes_per_sec=data.get("throttle_bytes_per_sec"),
-                      require_approval=data.get("require_approval"))
+def _entry(raw: str | dict[str, object]) -> FleetEntry:
+    """The entry of a well-shaped raw entry (:func:`_shape_problems` found nothing)."""
+    data: dict[str, object] = {"conn_id": raw} if isinstance(raw, str) else raw
+    threshold, rate, approval = data.get("balance_threshold"), data.get("throttle_bytes_per_sec"), \
+        data.get("require_approval")
+    schedule = data.get("schedule")
+    return FleetEntry(conn_id=str(data["conn_id"]), schedule=schedule if isinstance(schedule, str) else None,
+                      balance_threshold=float(threshold) if isinstance(threshold, (int, float)) else None,
+                      throttle_bytes_per_sec=rate if isinstance(rate, int) else None,
+                      require_approval=approval if isinstance(approval, bool) else None)
 
 
 def _airflow_problems(entry: FleetEntry, checks: FleetChecks) -> list[str]:
@@ -169,10 +172,12 @@ def parse_fleet(text: str, checks: FleetChecks, source: str = "fleet config") ->
     for index, item in enumerate(raw):
         label = _label(index, item)
         shape = _shape_problems(item)
-        found = shape or _airflow_problems(_entry(item), checks)
-        problems += [f"{label}: {p}" for p in found]
-        if not shape:
-            good.append((label, _entry(item)))
+        if shape or not isinstance(item, (str, dict)):
+            problems += [f"{label}: {p}" for p in shape]
+            continue
+        entry = _entry(item)
+        problems += [f"{label}: {p}" for p in _airflow_problems(entry, checks)]
+        good.append((label, entry))
     problems += _same_cluster_problems(good, checks)
     if problems:
         raise FleetConfigError(f"{source} has {len(problems)} problem(s): " + "; ".join(problems))

@@ -42,7 +42,7 @@ CONFIG_OPTIONS: dict[str, dict[str, Any]] = {
         '[{"conn_id": "kafka_eu1", "schedule": "0 2 * * *"}, "kafka_us1"]'),
     "planning_pool": _option(
         "Airflow pool of the planning (Spark) tasks: bounds how many planning jobs run at once. "
-        "Created with planning_pool_slots slots when the api-server starts and it is missing; "
+        "Created with planning_pool_slots slots when the api-server loads the plugin and it is missing; "
         "empty = default_pool.", "string", "kafka_reassign_planning"),
     "planning_pool_slots": _option("Slots of the planning pool when the provider creates it.", "integer", 4),
     "notify_on_failure": _option(
