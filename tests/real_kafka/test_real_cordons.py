@@ -49,12 +49,6 @@ def create_unassigned(bootstrap: str, topic: str, partitions: int, rf: int) -> d
     return {p.partition: list(p.replicas) for p in meta.partitions}
 
 
-def delete_topics(bootstrap: str, topics: list[str]) -> None:
-    client = admin(bootstrap)  # referenced until its futures are done
-    for fut in client.delete_topics(topics).values():
-        fut.result(timeout=30)
-
-
 def cordoned_by_describe_log_dirs(bootstrap: str) -> dict[int, Any]:
     with KafkaAdmin(bootstrap_servers=bootstrap) as ka:
         assert cordon_support(ka).supported is True  # Kafka 4.3.1: DescribeLogDirs v5
@@ -69,7 +63,6 @@ def test_cordon_keeps_new_replicas_off_a_broker_and_uncordon_restores_the_prior_
     assert len(dirs) == 2
     operator_value = dirs[0]
     alter_set(admin(real_bootstrap), "broker", str(CORDONED), {CORDONED_LOG_DIRS: operator_value})
-    topics: list[str] = []
     try:
         before = cordoned_by_describe_log_dirs(real_bootstrap)
         assert before[CORDONED][0] == [operator_value]
@@ -83,8 +76,7 @@ def test_cordon_keeps_new_replicas_off_a_broker_and_uncordon_restores_the_prior_
         assert after[CORDONED][0] == sorted(dirs)  # IsCordoned on both dirs
         assert all(not after[b][0] for b in after if b != CORDONED)
 
-        topics.append(topic_name("cordon-new"))
-        placement = create_unassigned(real_bootstrap, topics[-1], partitions=12, rf=3)
+        placement = create_unassigned(real_bootstrap, topic_name("cordon-new"), partitions=12, rf=3)
         assert len(placement) == 12
         on_cordoned = {p: r for p, r in placement.items() if CORDONED in r}
         assert not on_cordoned, f"the controller placed replicas on cordoned broker {CORDONED}: {on_cordoned}"
@@ -99,22 +91,17 @@ def test_cordon_keeps_new_replicas_off_a_broker_and_uncordon_restores_the_prior_
         assert again.returncode == 2 and "no cordon of broker 6" in again.stderr
     finally:
         alter_set(admin(real_bootstrap), "broker", str(CORDONED), {CORDONED_LOG_DIRS: None})
-        if topics:
-            delete_topics(real_bootstrap, topics)
     assert broker_value(real_bootstrap, CORDONED) is None
 
 
 def test_cordoning_the_only_in_sync_replica_is_refused_with_nothing_written(real_bootstrap, topic_name,
                                                                             tmp_path) -> None:
     topic = topic_name("cordon-sole")
-    create_topic(real_bootstrap, topic, {0: [5], 1: [4, 5]})
-    try:
-        refused = run_cli("cordon", "--bootstrap-server", real_bootstrap, "--brokers", "5",
-                          "--record-dir", str(tmp_path / "records"))
-        assert refused.returncode == 2, refused.stdout + refused.stderr
-        assert "nothing was written" in refused.stderr and f"{topic}-0" in refused.stderr
-        assert f"{topic}-1" not in refused.stderr  # broker 4 is in sync too
-        assert broker_value(real_bootstrap, 5) is None
-        assert not list((tmp_path / "records").glob("*.json"))
-    finally:
-        delete_topics(real_bootstrap, [topic])
+    create_topic(real_bootstrap, topic, {0: [5], 1: [4]})
+    refused = run_cli("cordon", "--bootstrap-server", real_bootstrap, "--brokers", "5",
+                      "--record-dir", str(tmp_path / "records"))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "nothing was written" in refused.stderr and f"{topic}-0" in refused.stderr
+    assert f"{topic}-1" not in refused.stderr  # its only replica is on broker 4, not cordoned
+    assert broker_value(real_bootstrap, 5) is None
+    assert not list((tmp_path / "records").glob("*.json"))

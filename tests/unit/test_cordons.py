@@ -20,7 +20,8 @@ from kafka_reassign.planning.spark import plan
 from kafka_reassign.planning.spark.cluster import Cluster
 from kafka_reassign.planning.spark.constraints import check_constraints
 from kafka_reassign.planning.spark.options import make_options
-from kafka_reassign.throttle.cordon import CordonError, cordon_brokers, cordon_record_id, uncordon_brokers
+from kafka_reassign.throttle.cordon import (CordonError, cordon_brokers, cordon_record_id, release_run_cordons,
+                                             uncordon_brokers)
 from kafka_reassign.throttle.record import MemoryRecordStore
 from kafka_sim.generate import GenerateOptions, generate_snapshot
 
@@ -203,6 +204,21 @@ def test_cordon_of_some_dirs_then_all_keeps_the_first_prior():
     assert admin.own[3] == CORDON_ALL
     uncordon_brokers(admin, store, [3])  # type: ignore[arg-type]
     assert admin.own[3] is None
+
+
+def test_a_failed_run_undoes_only_its_own_cordon_and_uncordon_undoes_both():
+    admin = ConfigAdmin({4: None})
+    store = MemoryRecordStore()
+    cordon_brokers(admin, store, state_of(), [4], [D1], by="operator")  # type: ignore[arg-type]
+    cordon_brokers(admin, store, state_of(), [4], by="run r1", run_id="r1")  # type: ignore[arg-type]
+    assert admin.own[4] == CORDON_ALL and store.get(cordon_record_id(4, "r1")) is not None
+    assert release_run_cordons(admin, store, "other-run") == {}  # type: ignore[arg-type]
+    undone = release_run_cordons(admin, store, "r1")  # type: ignore[arg-type]
+    assert list(undone) == ["cordon-broker-4@r1"] and admin.own[4] == D1  # the operator's cordon stays
+    cordon_brokers(admin, store, state_of(), [4], by="run r2", run_id="r2")  # type: ignore[arg-type]
+    # r2 succeeded: the broker stays cordoned until the operator uncordons it, to the value before both
+    assert list(uncordon_brokers(admin, store, [4])) == ["cordon-broker-4@r2", "cordon-broker-4"]  # type: ignore[arg-type]
+    assert admin.own[4] is None
 
 
 @pytest.mark.parametrize("kwargs,kind,words", [

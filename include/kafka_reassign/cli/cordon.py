@@ -44,9 +44,8 @@ def cmd_uncordon(args: argparse.Namespace) -> int:
     with admin_from_args(args) as admin:
         results = uncordon_brokers(admin, store, args.brokers)
     left = 0
-    for broker, res in sorted(results.items()):
-        print(f"broker {broker}: {len(res.changes)} config write(s)" if not res.already_restored
-              else f"broker {broker}: already uncordoned")
+    for record_id, res in results.items():
+        print(f"{record_id}: {len(res.changes)} config write(s)")
         for c in res.changes:
             print(f"  {c.describe()}")
         for w in res.warnings:

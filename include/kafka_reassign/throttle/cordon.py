@@ -2,9 +2,10 @@
 
 A cordon is one ``cordoned.log.dirs`` write per broker. Before it, the broker's own value (or
 "not set", with the inherited value and its source) goes to a :class:`ThrottleRecord` named
-``cordon-broker-<id>`` in the same record store the throttle uses; ``uncordon`` is
-:func:`~kafka_reassign.throttle.restore.restore_throttle` of that record, so the value comes back
-the same way a throttle does (only while it still holds ours; read back after the write).
+``cordon-broker-<id>`` (an operator's) or ``cordon-broker-<id>@<run id>`` (a run's) in the same
+record store the throttle uses; ``uncordon`` is :func:`~kafka_reassign.throttle.restore.restore_throttle`
+of those records, so the value comes back the same way a throttle does (only while it still
+holds ours; read back after the write).
 
 A cordon is *held*: the stores' :meth:`list_unrestored` leaves these records out, so neither
 the throttle reconciler, nor a run adopting stale records, nor ``kafka-reassign restore`` undoes
@@ -21,15 +22,24 @@ from kafka_reassign.cluster.cordons import CORDONED_LOG_DIRS, cordon_support, co
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.cluster.state import ClusterState
 from kafka_reassign.errors import ParamError, Problem
-from kafka_reassign.throttle.record import CORDON_RECORD_PREFIX, RecordStore, ThrottleRecord
+from kafka_reassign.throttle.record import CORDON_RECORD_PREFIX, RecordStore, RecordStoreBase, ThrottleRecord
 from kafka_reassign.throttle.restore import RestoreResult, restore_throttle
 from kafka_reassign.throttle.specs import ConfigChange
 
 log = logging.getLogger(__name__)
 
-def cordon_record_id(broker: int) -> str:
-    """The record holding broker ``broker``'s cordon (one per broker: uncordon finds it by id)."""
-    return f"{CORDON_RECORD_PREFIX}{broker}"
+def cordon_record_id(broker: int, run_id: str | None = None) -> str:
+    """The record of broker ``broker``'s cordon: one for the operator's (CLI) cordons, and one per
+    run that cordons it (``cordon-broker-7@<run id>``), so a failed run undoes only its own."""
+    return f"{CORDON_RECORD_PREFIX}{broker}" + (f"@{run_id}" if run_id else "")
+
+
+def _broker_of(record_id: str) -> int | None:
+    """The broker a cordon record id names, None for another record."""
+    if not record_id.startswith(CORDON_RECORD_PREFIX):
+        return None
+    head = record_id[len(CORDON_RECORD_PREFIX):].split("@", 1)[0]
+    return int(head) if head.isdigit() else None
 
 
 class CordonError(ParamError):
@@ -109,7 +119,8 @@ def _planned_changes(admin: KafkaAdminPort, state: ClusterState, brokers: list[i
 
 
 def cordon_brokers(admin: KafkaAdminPort, store: RecordStore, state: ClusterState, brokers: Iterable[int],
-                   log_dirs: Iterable[str] | None = None, *, by: str, allow_sole_isr: bool = False) -> CordonResult:
+                   log_dirs: Iterable[str] | None = None, *, by: str, run_id: str | None = None,
+                   allow_sole_isr: bool = False) -> CordonResult:
     """Cordon ``log_dirs`` (None = every dir) of ``brokers``: check, record the prior values, write.
 
     Refusals come before any write: unknown or dead brokers, dirs the broker does not have,
@@ -117,7 +128,8 @@ def cordon_brokers(admin: KafkaAdminPort, store: RecordStore, state: ClusterStat
     whatever Kafka refuses in a ``validate_only`` pass (metadata.version below 4.3-IV0).
 
     :param state: the cluster now, with log dirs (``cluster_state()``)
-    :param by: who cordons ("cli", a run id): noted in the record
+    :param by: who cordons: noted in the record
+    :param run_id: the run cordoning (its own records, see :func:`release_run_cordons`); None = an operator
     :raises CordonError: nothing written
     """
     broker_list = sorted(set(brokers))
@@ -137,7 +149,7 @@ def cordon_brokers(admin: KafkaAdminPort, store: RecordStore, state: ClusterStat
         raise CordonError([Problem("cluster", f"Kafka refused the cordon ({exc}); cordons need Kafka 4.3+ "
                                               "and metadata.version 4.3-IV0 or later", "cordon_refused")]) from exc
     for c in planned.changes:  # durable BEFORE the write, as for a throttle
-        rid = cordon_record_id(int(c.name))
+        rid = cordon_record_id(int(c.name), run_id)
         record = store.get(rid)
         if record is None or record.restored:
             record = ThrottleRecord.new(rid, state.cluster_id, [])
@@ -149,19 +161,23 @@ def cordon_brokers(admin: KafkaAdminPort, store: RecordStore, state: ClusterStat
     return planned
 
 
-def held_cordons(store: RecordStore, brokers: Iterable[int]) -> dict[int, ThrottleRecord]:
-    """The unrestored cordon records of ``brokers``."""
-    out: dict[int, ThrottleRecord] = {}
-    for b in brokers:
-        rec = store.get(cordon_record_id(b))
-        if rec is not None and not rec.restored:
-            out[b] = rec
+def held_cordons(store: RecordStoreBase, brokers: Iterable[int]) -> dict[int, list[ThrottleRecord]]:
+    """The unrestored cordon records of ``brokers`` (operator's and runs'), newest first."""
+    wanted = set(brokers)
+    out: dict[int, list[ThrottleRecord]] = {}
+    for rec in reversed(store.list_all()):  # oldest first -> newest first
+        b = _broker_of(rec.run_id)
+        if b in wanted and not rec.restored:
+            out.setdefault(b, []).append(rec)
     return out
 
 
-def uncordon_brokers(admin: KafkaAdminPort, store: RecordStore, brokers: Iterable[int]) -> dict[int, RestoreResult]:
-    """Put back the ``cordoned.log.dirs`` each broker had before our cordon, exactly.
+def uncordon_brokers(admin: KafkaAdminPort, store: RecordStoreBase, brokers: Iterable[int]
+                     ) -> dict[str, RestoreResult]:
+    """Put back the ``cordoned.log.dirs`` each broker had before our cordons, exactly: every cordon
+    record of the broker is restored, newest first (so the oldest prior value is what stays).
 
+    :returns: record id -> what its restore did
     :raises CordonError: a broker has no cordon recorded (nothing written for any broker)
     """
     broker_list = sorted(set(brokers))
@@ -171,4 +187,12 @@ def uncordon_brokers(admin: KafkaAdminPort, store: RecordStore, brokers: Iterabl
         raise CordonError([Problem("brokers", f"no cordon of broker {b} is recorded in {store} (cordoned by "
                                               "hand, or already uncordoned): nothing to put back",
                                    "no_cordon_record") for b in missing])
-    return {b: restore_throttle(admin, store, cordon_record_id(b)) for b in broker_list}
+    return {rec.run_id: restore_throttle(admin, store, rec.run_id) for b in broker_list for rec in held[b]}
+
+
+def release_run_cordons(admin: KafkaAdminPort, store: RecordStoreBase, run_id: str) -> dict[str, RestoreResult]:
+    """Undo the cordons ``run_id`` made (a run that failed or was cancelled): only its own writes,
+    and only while they still hold (a value someone set since is kept, as for a throttle)."""
+    own = [r.run_id for r in reversed(store.list_all())
+           if not r.restored and _broker_of(r.run_id) is not None and r.run_id.endswith(f"@{run_id}")]
+    return {rid: restore_throttle(admin, store, rid) for rid in own}
