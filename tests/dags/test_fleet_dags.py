@@ -92,3 +92,25 @@ def test_no_fleet_is_the_single_cluster_of_before(airflow_db: Any, monkeypatch: 
     assert sorted(d for d in bag.dag_ids if d.startswith("kafka_rebalance")) == ["kafka_rebalance"]
     assert bag.get_dag("kafka_rebalance").params["kafka_conn_id"] == "kafka_default"
     assert bag.get_dag("kafka_throttle_reconciler").params["kafka_conn_ids"] == ["kafka_default"]
+
+
+def test_max_active_runs_comes_from_config(airflow_db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW__KAFKA_REASSIGN__MAX_ACTIVE_RUNS", "40")
+    assert _bag().get_dag("kafka_reassign").max_active_runs == 40
+
+
+def test_the_planning_pool_is_created_when_missing_and_never_resized(
+        airflow_db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.models.pool import Pool
+
+    from kafka_reassign_airflow.fleet import ensure_planning_pool, ensure_planning_pool_quietly
+
+    name = f"kafka_reassign_planning_test_{id(monkeypatch)}"
+    monkeypatch.setenv("AIRFLOW__KAFKA_REASSIGN__PLANNING_POOL", name)
+    monkeypatch.setenv("AIRFLOW__KAFKA_REASSIGN__PLANNING_POOL_SLOTS", "3")
+    assert Pool.get_pool(name) is None
+    ensure_planning_pool_quietly()  # what the plugin does when the api-server loads it
+    assert Pool.get_pool(name).slots == 3
+    Pool.create_or_update_pool(name=name, slots=9, description="sized by the operator", include_deferred=False)
+    assert ensure_planning_pool() is False and Pool.get_pool(name).slots == 9
+    assert _bag().get_dag("kafka_reassign").task_dict["plan"].pool == name
