@@ -4,14 +4,12 @@ tests/real_kafka/test_real_cordons.py."""
 from __future__ import annotations
 
 import copy
-from typing import Iterable
-
 import pytest
 
 from kafka_reassign.cli.parser import build_parser
-from kafka_reassign.cluster.config_source import STATIC_CONFIG, ConfigChangeLike, ConfigsRead, Inherited
-from kafka_reassign.cluster.cordons import (CORDON_ALL, CORDONED_LOG_DIRS, DESCRIBE_LOG_DIRS_API, cordon_support,
-                                            cordon_value, cordoned_dirs)
+from cordon_fakes import ConfigAdmin
+from kafka_reassign.cluster.config_source import STATIC_CONFIG, Inherited
+from kafka_reassign.cluster.cordons import CORDON_ALL, cordon_support, cordon_value, cordoned_dirs
 from kafka_reassign.cluster.snapshot import validate_snapshot
 from kafka_reassign.cluster.state import ClusterState
 from kafka_reassign.errors import PlanValidationError, SnapshotError
@@ -134,41 +132,6 @@ def test_validation_refuses_a_user_plan_onto_a_cordon_and_names_it():
 
 
 # -- recorded cordon and uncordon ------------------------------------------------------------
-class ConfigAdmin:
-    """Broker configs in memory, with Kafka's sources; counts writes (validate_only ones apart)."""
-
-    def __init__(self, own: dict[int, str | None], inherited: dict[int, Inherited] | None = None,
-                 describe_log_dirs_version: int = 5) -> None:
-        self.own = dict(own)
-        self.inherited = inherited or {}
-        self.version = describe_log_dirs_version
-        self.writes: list[tuple[str, str, str | None]] = []
-        self.validated = 0
-
-    def max_api_version(self, api_key: int) -> int | None:
-        return self.version if api_key == DESCRIBE_LOG_DIRS_API else 0
-
-    def describe_sourced(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
-                         keys: Iterable[str] | None = None) -> ConfigsRead:
-        ids = list(broker_ids)
-        return ConfigsRead({("broker", str(b)): {CORDONED_LOG_DIRS: self.own.get(b)} for b in ids}, {},
-                           {("broker", str(b)): {CORDONED_LOG_DIRS: self.inherited[b]} for b in ids
-                            if b in self.inherited})
-
-    def read_configs(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
-                     keys: Iterable[str] | None = None) -> ConfigsRead:
-        return self.describe_sourced(broker_ids, topics, keys)
-
-    def alter_configs(self, changes: Iterable[ConfigChangeLike], validate_only: bool = False) -> None:
-        if validate_only:
-            self.validated += 1
-            return
-        for c in changes:
-            assert c.key == CORDONED_LOG_DIRS
-            self.own[int(c.name)] = c.value
-            self.writes.append((c.name, c.key, c.value))
-
-
 def state_of(isr_on_5_only: bool = False) -> ClusterState:
     snap = snapshot_with_cordons(cordoned_broker=-1, cordoned_dir=(-1, ""))
     if isr_on_5_only:

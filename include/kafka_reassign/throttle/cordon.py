@@ -193,6 +193,10 @@ def uncordon_brokers(admin: KafkaAdminPort, store: RecordStoreBase, brokers: Ite
 def release_run_cordons(admin: KafkaAdminPort, store: RecordStoreBase, run_id: str) -> dict[str, RestoreResult]:
     """Undo the cordons ``run_id`` made (a run that failed or was cancelled): only its own writes,
     and only while they still hold (a value someone set since is kept, as for a throttle)."""
-    own = [r.run_id for r in reversed(store.list_all())
-           if not r.restored and _broker_of(r.run_id) is not None and r.run_id.endswith(f"@{run_id}")]
-    return {rid: restore_throttle(admin, store, rid) for rid in own}
+    return {rid: restore_throttle(admin, store, rid) for rid in run_cordon_ids(store, run_id)}
+
+
+def run_cordon_ids(store: RecordStoreBase, run_id: str) -> list[str]:
+    """The unrestored cordon records ``run_id`` made, newest first."""
+    return [r.run_id for r in reversed(store.list_all())
+            if not r.restored and _broker_of(r.run_id) is not None and r.run_id.endswith(f"@{run_id}")]

@@ -1,4 +1,7 @@
-"""Throttle tasks: set the KIP-73 throttle (priors recorded first) and the teardown restoring it."""
+"""Throttle tasks: set the KIP-73 throttle (priors recorded first) and the teardown restoring it.
+
+A remove-brokers run also cordons its leaving brokers here, and the teardown puts their prior
+value back unless execute succeeded (:mod:`kafka_reassign_airflow.operators.cordon`)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -7,6 +10,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_reassign_airflow.operators.cancel import cancel_own_moves
 from kafka_reassign_airflow.operators.common import RunStepOperator, admin_client, pull_prepared
+from kafka_reassign_airflow.operators.cordon import cordon_leaving, release_unless_done
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -39,6 +43,7 @@ class ThrottleSetOperator(RunStepOperator):
         run_id = context["run_id"]
         admin = admin_client(self.kafka_conn_id)
         try:
+            cordon_leaving(context, admin, store)  # before the first move; refusals write nothing
             record = apply_throttle(admin, payload.run, store, run_id)
         finally:
             admin.close()
@@ -69,6 +74,8 @@ class ThrottleRemoveOperator(RunStepOperator):
     """
 
     ui_color = "#fff3d6"
+    #: its state decides whether a remove-brokers run's cordons stay (success) or are put back
+    execute_task_id = "execute"
 
     def execute(self, context: Context) -> dict[str, Any]:
         from kafka_reassign.throttle.restore import MOVES_PENDING
@@ -131,6 +138,7 @@ class ThrottleRemoveOperator(RunStepOperator):
         try:
             self._settle_in_flight(admin, payload, run_submitted(store, run_id), out)
             result = restore_after_run(admin, store, run_id)
+            release_unless_done(context, admin, store, self.execute_task_id)
         finally:
             admin.close()
         out["restore"] = result.to_json()

@@ -1,0 +1,74 @@
+"""The cordons of a remove-brokers run (operators/cordon.py): set before the first move by
+throttle_set, kept after a successful execute, put back by the teardown otherwise."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cordon_fakes import ConfigAdmin
+from kafka_reassign.cluster.cordons import CORDON_ALL
+from kafka_reassign.cluster.state import ClusterState
+from kafka_reassign.throttle.record import MemoryRecordStore
+from kafka_sim.generate import GenerateOptions, generate_snapshot
+
+
+class FakeTI:
+    dag_id, run_id = "kafka_reassign", "manual__1"
+
+    def __init__(self, execute_state: str | None) -> None:
+        self.execute_state = execute_state
+
+    def get_task_states(self, dag_id: str, task_ids: list[str], run_ids: list[str]) -> dict[str, dict[str, str]]:
+        assert task_ids == ["execute"] and run_ids == [self.run_id]
+        return {self.run_id: {"execute": self.execute_state}} if self.execute_state else {}
+
+
+def context(params: dict[str, Any], execute_state: str | None = None) -> Any:
+    return {"params": params, "run_id": FakeTI.run_id, "ti": FakeTI(execute_state)}
+
+
+def state(sole_isr_on: int | None = None) -> ClusterState:
+    snap = generate_snapshot(GenerateOptions(brokers=6, racks=3, topics=3, partitions=4, seed=1, log_dirs=2))
+    if sole_isr_on is not None:
+        snap["topics"][0]["partitions"][0].update(replicas=[sole_isr_on], leader=sole_isr_on, isr=[sole_isr_on],
+                                                  log_dirs=None)
+    return ClusterState.from_snapshot(snap)
+
+
+REMOVE = {"goal": "remove-brokers", "brokers": [5, 6], "plan": None}
+
+
+def test_only_a_planned_remove_brokers_run_cordons():
+    from kafka_reassign_airflow.operators.cordon import leaving_brokers
+    assert leaving_brokers(REMOVE) == [5, 6]
+    assert leaving_brokers({**REMOVE, "plan": {"version": 1, "partitions": []}}) == []  # goal unused
+    assert leaving_brokers({"goal": "rebalance", "brokers": [5], "plan": None}) == []
+
+
+@pytest.mark.parametrize("execute_state,kept", [("success", True), ("failed", False), (None, False)])
+def test_cordons_stay_after_success_and_are_put_back_otherwise(execute_state, kept):
+    from kafka_reassign_airflow.operators.cordon import cordon_leaving, release_unless_done
+    admin = ConfigAdmin({5: "/var/lib/kafka/data-0", 6: None}, state=state())
+    store = MemoryRecordStore()
+    cordon_leaving(context(REMOVE), admin, store)  # type: ignore[arg-type]
+    assert admin.own == {5: CORDON_ALL, 6: CORDON_ALL}
+    release_unless_done(context(REMOVE, execute_state), admin, store, "execute")  # type: ignore[arg-type]
+    assert admin.own == ({5: CORDON_ALL, 6: CORDON_ALL} if kept else {5: "/var/lib/kafka/data-0", 6: None})
+
+
+def test_a_refused_cordon_fails_the_task_with_nothing_written():
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from kafka_reassign_airflow.operators.cordon import cordon_leaving
+    admin = ConfigAdmin({}, state=state(sole_isr_on=6))
+    with pytest.raises(AirflowFailException, match="only in-sync replicas"):
+        cordon_leaving(context(REMOVE), admin, MemoryRecordStore())  # type: ignore[arg-type]
+    assert admin.writes == [] and admin.validated == 0
+
+
+def test_an_older_cluster_is_not_cordoned_and_the_run_goes_on():
+    from kafka_reassign_airflow.operators.cordon import cordon_leaving
+    admin = ConfigAdmin({}, describe_log_dirs_version=4, state=state())
+    cordon_leaving(context(REMOVE), admin, MemoryRecordStore())  # type: ignore[arg-type]
+    assert admin.writes == []
