@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_reassign.cli.connection import BadInput, admin_from_args
 from kafka_reassign.throttle.record import FileRecordStore
+
+if TYPE_CHECKING:
+    from kafka_reassign.throttle.restore import RestoreResult
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -43,14 +47,18 @@ def cmd_uncordon(args: argparse.Namespace) -> int:
     store = _store(args.record_dir, must_exist=True)
     with admin_from_args(args) as admin:
         results = uncordon_brokers(admin, store, args.brokers)
-    left = 0
-    for record_id, res in results.items():
-        print(f"{record_id}: {len(res.changes)} config write(s)")
-        for c in res.changes:
-            print(f"  {c.describe()}")
-        for w in res.warnings:
-            print(f"  warning: {w}")
-        for what, why in sorted(res.pending.items()):
-            left += 1
-            print(f"  PENDING {what}: {why}")
+    left = sum(print_restore(f"{record_id}: {len(res.changes)} config write(s)", res)
+               for record_id, res in results.items())
     return EXIT_FAILED if left else EXIT_OK
+
+
+def print_restore(headline: str, res: RestoreResult) -> int:
+    """Print a restore's writes, warnings and what is left; return how many resources are left."""
+    print(headline)
+    for c in res.changes:
+        print(f"  {c.describe()}")
+    for w in res.warnings:
+        print(f"  warning: {w}")
+    for what, why in sorted(res.pending.items()):
+        print(f"  PENDING {what}: {why}")
+    return len(res.pending)

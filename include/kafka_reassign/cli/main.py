@@ -24,7 +24,7 @@ from kafka_reassign.execution.control import CancelRequested
 from kafka_reassign.execution.ownership import SubmittedTargets
 from kafka_reassign.cli.connection import BadInput, admin_from_args as _admin
 from kafka_reassign.cli.connection import properties_to_admin_kwargs  # noqa: F401 (public, tested)
-from kafka_reassign.cli.cordon import cmd_cordon, cmd_uncordon
+from kafka_reassign.cli.cordon import cmd_cordon, cmd_uncordon, print_restore
 from kafka_reassign.cli.parser import build_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -393,14 +393,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
             if res.already_restored:
                 print(f"run {rid}: already restored")
                 continue
-            print(f"run {rid}: restored {len(res.changes)} config(s)")
-            for c in res.changes:
-                print(f"  {c.describe()}")
-            for w in res.warnings:
-                print(f"  warning: {w}")
-            for what, why in sorted(res.pending.items()):
-                left += 1
-                print(f"  PENDING {what}: {why}")
+            left += print_restore(f"run {rid}: restored {len(res.changes)} config(s)", res)
     if left:
         print(f"{left} resource(s) still pending: run this command again once they are reachable")
         return EXIT_FAILED
