@@ -34,7 +34,7 @@ CONFIG_OPTIONS: dict[str, dict[str, Any]] = {
                                    "string", "*/15 * * * *", "none"),
     "max_active_runs": _option(
         "Runs of kafka_reassign at once across the fleet; runs on one cluster never overlap (the cluster "
-        "lock refuses the second one at prepare).", "integer", 16, 32),
+        "lock refuses the second one at prepare).", "integer", 16, "32"),
     "fleet": _option(
         "The clusters the scheduled DAGs cover: a JSON list of {conn_id, schedule, balance_threshold, "
         "throttle_bytes_per_sec, require_approval}; the Variable kafka_reassign_fleet wins when set. "
