@@ -77,8 +77,23 @@ def test_snapshot_then_validate_offline(cluster, tmp_path, capsys):
     assert main(["snapshot", "--bootstrap-server", cluster.bootstrap_servers, "--out", str(out)]) == 0
     snap = json.loads(out.read_text())
     assert len(snap["brokers"]) == 5 and snap["topics"][0]["partitions"][0]["size_bytes"] == 10_000_000
+    # the simulator is a Kafka 4.1 broker (DescribeLogDirs v4): one line says nothing can be cordoned
+    assert "does not support cordons (KIP-1066 needs Kafka 4.3+" in capsys.readouterr().err
+    assert not any(d.get("cordoned") for b in snap["brokers"] for d in b["log_dirs"])
     assert main(["validate", "--snapshot", str(out), "--plan", write_plan(tmp_path, GOOD)]) == 0
     assert cluster.write_count == 0
+
+
+def test_cordon_on_an_older_cluster_is_refused_with_nothing_written(cluster, tmp_path, capsys):
+    records = tmp_path / "rec"
+    rc = main(["cordon", "--bootstrap-server", cluster.bootstrap_servers, "--brokers", "2",
+               "--record-dir", str(records)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cordon refused, nothing was written" in err and "needs Kafka 4.3+" in err
+    assert cluster.write_count == 0 and not list(records.glob("*.json"))
+    rc = main(["uncordon", "--bootstrap-server", cluster.bootstrap_servers, "--brokers", "2",
+               "--record-dir", str(records)])
+    assert rc == 2 and "no cordon of broker 2 is recorded" in capsys.readouterr().err
 
 
 def test_execute_dry_run_writes_nothing(cluster, tmp_path, capsys):

@@ -66,9 +66,13 @@ def _drift_warnings(current: Any, state: Any) -> list[str]:
 # -- subcommands --------------------------------------------------------------------------
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
+    from kafka_reassign.cluster.cordons import cordon_support
     from kafka_reassign.cluster.snapshot import read_cluster_snapshot, save_snapshot
     with _admin(args) as admin:
         snap = read_cluster_snapshot(admin, sample_seconds=args.sample_seconds)
+        support = cordon_support(admin)
+    if support.supported is False:  # the snapshot cannot say which dirs are cordoned: none are
+        print(f"kafka-reassign: note: {support.note}", file=sys.stderr)
     if args.out == "-":
         print(json.dumps(snap, indent=2))
     else:
