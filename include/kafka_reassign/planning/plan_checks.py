@@ -154,9 +154,9 @@ def _check_cordons(name: str, move: PartitionMove, part: PartitionInfo, base: tu
         info = state.brokers.get(b)
         if info is not None and d in info.cordoned_dirs and part.replica_dirs.get(b) != d \
                 and not (info.cordoned and b not in base):  # that one is reported just above
+            open_dirs = ", ".join(x for x in info.log_dirs if x not in info.cordoned_dirs) or "none"
             found.problem(name, f"log dir {d!r} of broker {b} is cordoned: it takes no new replica "
-                                f"(other dirs: {', '.join(x for x in info.log_dirs if x not in info.cordoned_dirs)})",
-                          "cordoned_log_dir")
+                                f"(dirs not cordoned: {open_dirs})", "cordoned_log_dir")
 
 
 def _check_copies(name: str, move: PartitionMove, part: PartitionInfo, base: tuple[int, ...],
