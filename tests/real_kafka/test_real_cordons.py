@@ -8,6 +8,7 @@ holding the only in-sync replica of a partition is refused, naming it, with noth
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from kafka_local.load import create_topic, wait_leaders
 from kafka_reassign.cluster.admin import KafkaAdmin
 from kafka_reassign.cluster.cordons import CORDON_ALL, CORDONED_LOG_DIRS, cordon_support
-from real_kafka_clients import admin, alter_set, set_configs
+from real_kafka_clients import admin, alter_set, set_configs, wait_for
 
 pytestmark = [pytest.mark.slow]
 
@@ -56,6 +57,21 @@ def cordoned_by_describe_log_dirs(bootstrap: str) -> dict[int, Any]:
     return {b: (sorted(info.cordoned_dirs), info.log_dirs) for b, info in state.brokers.items()}
 
 
+def check_snapshot_and_validate(bootstrap: str, tmp_path: Path, topic: str, placement: dict[int, list[int]],
+                                dirs: tuple[str, ...]) -> None:
+    """While broker 6 is cordoned: the snapshot says so, and a plan moving a replica onto it is refused."""
+    snap_file = tmp_path / "snap.json"
+    assert run_cli("snapshot", "--bootstrap-server", bootstrap, "--out", str(snap_file)).returncode == 0
+    snap = json.loads(snap_file.read_text())
+    six = next(b for b in snap["brokers"] if b["id"] == CORDONED)
+    assert sorted(d["path"] for d in six["log_dirs"] if d.get("cordoned")) == sorted(dirs)
+    plan = tmp_path / "onto6.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [CORDONED, *placement[0][1:]]}]}))
+    refused = run_cli("validate", "--bootstrap-server", bootstrap, "--plan", str(plan))
+    assert refused.returncode == 2 and f"broker {CORDONED} is cordoned" in refused.stderr, refused.stderr
+
+
 def test_cordon_keeps_new_replicas_off_a_broker_and_uncordon_restores_the_prior_value(
         real_bootstrap, topic_name, tmp_path) -> None:
     records = str(tmp_path / "records")
@@ -76,10 +92,12 @@ def test_cordon_keeps_new_replicas_off_a_broker_and_uncordon_restores_the_prior_
         assert after[CORDONED][0] == sorted(dirs)  # IsCordoned on both dirs
         assert all(not after[b][0] for b in after if b != CORDONED)
 
-        placement = create_unassigned(real_bootstrap, topic_name("cordon-new"), partitions=12, rf=3)
+        topic = topic_name("cordon-new")
+        placement = create_unassigned(real_bootstrap, topic, partitions=12, rf=3)
         assert len(placement) == 12
         on_cordoned = {p: r for p, r in placement.items() if CORDONED in r}
         assert not on_cordoned, f"the controller placed replicas on cordoned broker {CORDONED}: {on_cordoned}"
+        check_snapshot_and_validate(real_bootstrap, tmp_path, topic, placement, dirs)
 
         undone = run_cli("uncordon", "--bootstrap-server", real_bootstrap, "--brokers", str(CORDONED),
                          "--record-dir", records)
@@ -91,7 +109,8 @@ def test_cordon_keeps_new_replicas_off_a_broker_and_uncordon_restores_the_prior_
         assert again.returncode == 2 and "no cordon of broker 6" in again.stderr
     finally:
         alter_set(admin(real_bootstrap), "broker", str(CORDONED), {CORDONED_LOG_DIRS: None})
-    assert broker_value(real_bootstrap, CORDONED) is None
+    # a broker answers from its copy of the metadata, which catches up with the delete a moment later
+    wait_for(lambda: broker_value(real_bootstrap, CORDONED) is None, 10, "broker 6's cordon value deleted")
 
 
 def test_cordoning_the_only_in_sync_replica_is_refused_with_nothing_written(real_bootstrap, topic_name,

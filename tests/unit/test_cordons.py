@@ -143,7 +143,7 @@ def test_cordon_records_the_prior_value_before_writing_and_uncordon_puts_it_back
     admin = ConfigAdmin({1: D1, 2: None}, inherited={2: Inherited(D2, STATIC_CONFIG)})
     store = MemoryRecordStore()
     done = cordon_brokers(admin, store, state_of(), [1, 2], by="test")  # type: ignore[arg-type]
-    assert admin.validated == 1 and admin.own == {1: CORDON_ALL, 2: CORDON_ALL}
+    assert admin.validated == 1 and admin.own == {1: CORDON_ALL, 2: CORDON_ALL} and done.not_read_back == {}
     rec1, rec2 = store.get(cordon_record_id(1)), store.get(cordon_record_id(2))
     assert rec1 and rec2 and [(c.prior, c.value) for c in rec1.changes] == [(D1, CORDON_ALL)]
     assert rec2.changes[0].prior is None and rec2.changes[0].inherited == Inherited(D2, STATIC_CONFIG)
@@ -180,7 +180,8 @@ def test_a_failed_run_undoes_only_its_own_cordon_and_uncordon_undoes_both():
     assert list(undone) == ["cordon-broker-4@r1"] and admin.own[4] == D1  # the operator's cordon stays
     cordon_brokers(admin, store, state_of(), [4], by="run r2", run_id="r2")  # type: ignore[arg-type]
     # r2 succeeded: the broker stays cordoned until the operator uncordons it, to the value before both
-    assert list(uncordon_brokers(admin, store, [4])) == ["cordon-broker-4@r2", "cordon-broker-4"]  # type: ignore[arg-type]
+    undone = uncordon_brokers(admin, store, [4])  # type: ignore[arg-type]
+    assert list(undone) == ["cordon-broker-4@r2", "cordon-broker-4"]
     assert admin.own[4] is None
 
 

@@ -39,7 +39,7 @@ def cmd_cordon(args: argparse.Namespace) -> int:
           f"{'their log dirs ' + ', '.join(args.log_dirs) if args.log_dirs else 'them'}; "
           f"`kafka-reassign uncordon --brokers {','.join(map(str, args.brokers))} --record-dir {args.record_dir}` "
           "puts back the prior values")
-    return EXIT_OK
+    return EXIT_FAILED if result.not_read_back else EXIT_OK
 
 
 def cmd_uncordon(args: argparse.Namespace) -> int:

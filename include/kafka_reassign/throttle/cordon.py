@@ -14,6 +14,7 @@ a cordon an operator (or a remove-brokers run that succeeded) wants kept. Only u
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -23,7 +24,7 @@ from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.cluster.state import ClusterState
 from kafka_reassign.errors import ParamError, Problem
 from kafka_reassign.throttle.record import CORDON_RECORD_PREFIX, RecordStore, RecordStoreBase, ThrottleRecord
-from kafka_reassign.throttle.restore import RestoreResult, restore_throttle
+from kafka_reassign.throttle.restore import RestoreResult, _read_back, restore_throttle
 from kafka_reassign.throttle.specs import ConfigChange
 
 log = logging.getLogger(__name__)
@@ -54,14 +55,17 @@ class CordonResult:
 
     :param changes: the writes made (each with the prior value it recorded)
     :param unchanged: brokers already cordoned as asked (nothing written, nothing recorded)
+    :param not_read_back: brokers whose value did not read back after the write, and why
     """
 
     changes: list[ConfigChange] = field(default_factory=list)
     unchanged: list[int] = field(default_factory=list)
+    not_read_back: dict[str, str] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         out = [c.describe() for c in self.changes]
         out += [f"broker {b}: already cordoned as asked, nothing written" for b in self.unchanged]
+        out += [f"NOT READ BACK {res}: {why}" for res, why in sorted(self.not_read_back.items())]
         return out
 
 
@@ -158,6 +162,9 @@ def cordon_brokers(admin: KafkaAdminPort, store: RecordStore, state: ClusterStat
         store.put(record)
     log.info("cordoning %d broker(s): %s", len(planned.changes), "; ".join(c.describe() for c in planned.changes))
     admin.alter_configs(planned.changes)
+    # Read back, as a restore does: when cordon returns, the brokers enforce it.
+    stale = _read_back(admin, planned.changes, time.sleep)
+    planned.not_read_back = {f"{kind} {name}": why for (kind, name), why in stale.items()}
     return planned
 
 
