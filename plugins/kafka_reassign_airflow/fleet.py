@@ -136,16 +136,22 @@ def ensure_planning_pool() -> bool:
     pool); an existing pool is left as its operator sized it. Returns whether it created it.
 
     Needs the metadata DB: called where the ORM is available (the api-server loading the plugin).
+    Plugins load lazily, e.g. in the middle of Airflow's own DAG sync: a session of its own
+    (not Airflow's thread-scoped one, which closing would detach the caller's objects).
     """
+    from airflow import settings
     from airflow.configuration import conf
     from airflow.models.pool import Pool
+    from sqlalchemy.orm import Session
 
     name = planning_pool()
-    if Pool.get_pool(name) is not None:
-        return False
-    slots = conf.getint("kafka_reassign", "planning_pool_slots", fallback=DEFAULT_PLANNING_POOL_SLOTS)
-    Pool.create_or_update_pool(name=name, slots=slots, include_deferred=False,
-                               description="kafka-reassign planning jobs (Spark) at once; created by the provider")
+    with Session(settings.engine) as session:
+        if Pool.get_pool(name, session=session) is not None:
+            return False
+        slots = conf.getint("kafka_reassign", "planning_pool_slots", fallback=DEFAULT_PLANNING_POOL_SLOTS)
+        Pool.create_or_update_pool(name=name, slots=slots, include_deferred=False, session=session,
+                                   description="kafka-reassign planning jobs (Spark) at once; created by the provider")
+        session.commit()
     log.info("created Airflow pool %s with %d slots for the planning tasks", name, slots)
     return True
 

@@ -114,3 +114,11 @@ def test_the_planning_pool_is_created_when_missing_and_never_resized(
     Pool.create_or_update_pool(name=name, slots=9, description="sized by the operator", include_deferred=False)
     assert ensure_planning_pool() is False and Pool.get_pool(name).slots == 9
     assert _bag().get_dag("kafka_reassign").task_dict["plan"].pool == name
+
+
+def test_config_examples_and_defaults_are_strings() -> None:
+    """Airflow writes them into a new airflow.cfg; anything but a string breaks the airflow CLI."""
+    from kafka_reassign_airflow.get_provider_info import CONFIG_OPTIONS
+
+    for name, option in CONFIG_OPTIONS.items():
+        assert all(option[k] is None or isinstance(option[k], str) for k in ("example", "default")), name
