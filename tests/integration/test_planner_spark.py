@@ -71,7 +71,11 @@ def test_spark_reads_the_snapshot_file_and_agrees_with_the_local_engine(spark, l
     assert created and max(created) <= max(len(snap["brokers"]), s["replica_movements"]) < replicas
     local = plan_file(lines, "rebalance", engine="local")
     assert res.plan.to_json() == local.plan.to_json()
-    assert s["balance_after"] < s["balance_before"] and s["moved_over_lower_bound"] <= 1.05
+    assert s["balance_after"] < s["balance_before"]
+    # 160 partitions on 16 brokers: the fullest broker stays above the tolerance, so the bound (for
+    # the balance the goal accepts) does not apply: the summary says so and shows no ratio
+    assert s["reaches_accepted_balance"] is False and s["moved_over_lower_bound"] is None
+    assert any("above the mean utilisation" in w for w in s["warnings"])
 
 
 def test_same_plan_on_local1_and_local2(spark, lines, tmp_path):
