@@ -49,6 +49,15 @@ def rebalance_dag_id(fleet: Fleet, entry: FleetEntry) -> str:
     return f"{REBALANCE_DAG_ID}__{entry.conn_id}" if fleet.configured else REBALANCE_DAG_ID
 
 
+def fleet_conn_id(dag_id: str) -> str | None:
+    """The connection a fleet rebalance DAG is for (``kafka_rebalance__<conn_id>``), else None.
+
+    Its scheduled runs have no conf, so the connection is read from the DAG id.
+    """
+    prefix = f"{REBALANCE_DAG_ID}__"
+    return (dag_id[len(prefix):] or None) if dag_id.startswith(prefix) else None
+
+
 def _fleet_text() -> tuple[str | None, str]:
     """(JSON text, where it came from); text None when no fleet is configured."""
     from airflow.configuration import conf

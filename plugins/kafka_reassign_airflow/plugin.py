@@ -230,7 +230,9 @@ def _recent_runs(limit: int = 20) -> list[dict[str, Any]]:
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        rows = session.scalars(select(DagRun).where(DagRun.dag_id.in_(REASSIGN_DAG_IDS))
+        # The fleet's rebalance DAGs are kafka_rebalance__<conn_id>, one per cluster.
+        moving = DagRun.dag_id.in_(REASSIGN_DAG_IDS) | DagRun.dag_id.startswith("kafka_rebalance__")
+        rows = session.scalars(select(DagRun).where(moving)
                                .order_by(DagRun.run_after.desc()).limit(limit)).all()
         return [{"dag_id": r.dag_id, "run_id": r.run_id,
                  "state": r.state.value if hasattr(r.state, "value") else str(r.state)} for r in rows]
@@ -380,7 +382,10 @@ def create_app() -> FastAPI:
             if info is None:
                 raise HTTPException(status_code=404, detail=f"no run {run_id!r} of DAG {dag_id!r}")
         if conn_id is None and dag_id and run_id:
-            conn_id = str(info["conf"].get("kafka_conn_id") or DEFAULT_CONN_ID)  # type: ignore[index]
+            from kafka_reassign_airflow.fleet import fleet_conn_id
+
+            conn_id = str(info["conf"].get("kafka_conn_id")  # type: ignore[index]
+                          or fleet_conn_id(dag_id) or DEFAULT_CONN_ID)
         try:
             view = await asyncio.to_thread(collect_progress, conn_id or DEFAULT_CONN_ID, dag_id, run_id)
         except LookupError as exc:

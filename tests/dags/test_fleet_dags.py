@@ -122,3 +122,28 @@ def test_config_examples_and_defaults_are_strings() -> None:
 
     for name, option in CONFIG_OPTIONS.items():
         assert all(option[k] is None or isinstance(option[k], str) for k in ("example", "default")), name
+
+
+def test_the_progress_page_finds_a_fleet_run_s_cluster_from_its_dag_id() -> None:
+    from kafka_reassign_airflow.fleet import fleet_conn_id
+
+    assert fleet_conn_id("kafka_rebalance__kafka_eu1") == "kafka_eu1"
+    assert fleet_conn_id("kafka_rebalance") is None and fleet_conn_id("kafka_reassign") is None
+    assert fleet_conn_id("kafka_rebalance__") is None
+
+
+def test_the_progress_page_lists_runs_of_the_fleet_rebalance_dags(airflow_db: Any) -> None:
+    import time
+
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState
+    from airflow.utils.types import DagRunTriggeredByType, DagRunType
+
+    from kafka_reassign_airflow.plugin import _recent_runs
+
+    run_id = f"scheduled__fleet-{time.time_ns()}"
+    with create_session() as session:
+        session.add(DagRun(dag_id="kafka_rebalance__kafka_eu1", run_id=run_id, run_type=DagRunType.SCHEDULED,
+                           state=DagRunState.RUNNING, triggered_by=DagRunTriggeredByType.TEST))
+    assert {"dag_id": "kafka_rebalance__kafka_eu1", "run_id": run_id, "state": "running"} in _recent_runs()
