@@ -28,8 +28,9 @@ CONFIG_OPTIONS: dict[str, dict[str, Any]] = {
         "logs to the run's story; INFO or DEBUG show every connection and request.", "string", "WARNING", "INFO"),
     "work_dir": _option("Directory of snapshots, plans, summaries and charts; empty = "
                         "$AIRFLOW_HOME/kafka_reassign.", "string", "", "/data/kafka_reassign"),
-    "rebalance_schedule": _option("Schedule of the kafka_rebalance DAG; none = only when triggered.",
-                                  "string", "@daily", "0 3 * * *"),
+    "rebalance_schedule": _option(
+        "Schedule of the kafka_rebalance DAG (and of each fleet cluster's kafka_rebalance__<conn_id> "
+        "without a schedule of its own); none = only when triggered.", "string", "@daily", "0 3 * * *"),
     "reconciler_schedule": _option("Schedule of the kafka_throttle_reconciler DAG; none = only when triggered.",
                                    "string", "*/15 * * * *", "none"),
     "max_active_runs": _option(
