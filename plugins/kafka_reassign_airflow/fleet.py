@@ -63,11 +63,9 @@ def _fleet_text() -> tuple[str | None, str]:
     from airflow.configuration import conf
     from airflow.sdk import Variable
 
-    try:
-        text = Variable.get(FLEET_VARIABLE, default=None)
-    except Exception as exc:  # no metadata DB reachable: the config option still applies
-        log.warning("cannot read Variable %s: %s", FLEET_VARIABLE, exc)
-        text = None
+    # A failed read raises (an import error) rather than falling back: a fleet that silently
+    # became kafka_default alone would drop every cluster's DAG until the next parse.
+    text = Variable.get(FLEET_VARIABLE, default=None)
     if text is not None and str(text).strip():
         return str(text), f"Variable {FLEET_VARIABLE}"
     text = conf.get("kafka_reassign", "fleet", fallback="").strip()
