@@ -163,6 +163,17 @@ RUN_PARAMS: tuple[RunParam, ...] = (
                      description="replica.alter.log.dirs.io.max.bytes.per.second for moves between disks of "
                                  "one broker (KIP-113). Null = same as the replication throttle.")),
     RunParam(
+        # Only the disk-threshold goal reads it; a run param so the DAG form, the CLI and the
+        # planner flags all take it from this row.
+        "disk_threshold_percent", float, None,
+        "disk-threshold goal: every log dir ends at most this percentage of its capacity",
+        minimum=0, exclusive_minimum=True, maximum=100, nullable=True, unit="%", planner=True,
+        cli=CliFlag("--disk-threshold-percent", metavar="PERCENT"),
+        dag=DagField("Disk threshold (% of a log dir)", WHAT,
+                     description="For the goal disk-threshold: move replicas off every log dir above this "
+                                 "percentage of its capacity, the least data possible, until it is under; "
+                                 "dirs already under it only receive (and stay under it).")),
+    RunParam(
         "max_partition_movements", int, 1250, "partition moves (KIP-435 steps) in flight in the whole cluster",
         minimum=1, maximum=INT_MAX, planner=True, cli=CliFlag("--max-partition-movements"),
         dag=DagField("Partition moves at once", HOW,
@@ -353,6 +364,7 @@ POLL_INTERVAL_SECONDS: float = _default("poll_interval_seconds")
 STALL_WINDOW_SECONDS: float = _default("stall_window_seconds")
 CANCEL_ON_FAILURE: bool = _default("cancel_on_failure")
 DRY_RUN: bool = _default("dry_run")
+DISK_THRESHOLD_PERCENT: float | None = _default("disk_threshold_percent")
 ALLOW_RF_CHANGE: bool = _default("allow_rf_change")
 ALLOW_INTERNAL_TOPICS: bool = _default("allow_internal_topics")
 ALLOW_STALLING_MOVES: bool = _default("allow_stalling_moves")

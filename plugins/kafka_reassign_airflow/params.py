@@ -15,7 +15,7 @@ from airflow.sdk import Param
 
 from kafka_reassign import defaults as D
 
-GOALS = ["rebalance", "add-brokers", "remove-brokers", "replication-factor", "rack-repair"]
+GOALS = ["rebalance", "add-brokers", "remove-brokers", "replication-factor", "rack-repair", "disk-threshold"]
 
 #: JSON schema of a reassignment plan (Kafka's kafka-reassign-partitions.sh format), checked by
 #: the trigger form and the REST API before a run exists; prepare checks it against the cluster.
@@ -61,7 +61,8 @@ def _planning_params() -> dict[str, Param]:
             description="What the planner should achieve when plan is null: rebalance (even out "
                         "disk and leaders), add-brokers (fill the brokers listed), remove-brokers "
                         "(drain the brokers listed), replication-factor (change every topic's RF to "
-                        "replication_factor), rack-repair (one replica per rack where possible).",
+                        "replication_factor), rack-repair (one replica per rack where possible), disk-threshold "
+                        "(offload every log dir above disk_threshold_percent, moving the least data).",
             section=_WHAT),
         "brokers": Param(
             None, type=["null", "array"], items={"type": "integer", "minimum": 0}, uniqueItems=True,

@@ -44,6 +44,8 @@ class ReassignParams:
     :param rehearse: rehearse the run on a simulated copy of the cluster first (its prediction
         becomes the estimate; the report travels with the prepared run)
     :param movement_strategy: the order moves start in (:mod:`kafka_reassign.execution.order`)
+    :param disk_threshold_percent: the disk-threshold goal's X (planning only): every log dir
+        ends at most X% of its capacity
     """
 
     throttle_bytes_per_sec: int | None = D.THROTTLE_BYTES_PER_SEC
@@ -65,6 +67,7 @@ class ReassignParams:
     leader_sourcing: bool = D.LEADER_SOURCING
     rehearse: bool = D.REHEARSE
     movement_strategy: str = D.MOVEMENT_STRATEGY
+    disk_threshold_percent: float | None = D.DISK_THRESHOLD_PERCENT
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,6 +113,9 @@ def _number_param(problems: list[Problem], key: str, v: Any, param: D.RunParam) 
         problems.append(Problem(key, f"must be a number {'>' if param.exclusive_minimum else '>='} {lo:g}, "
                                      f"got {v!r}", "bad_param"))
         return float(lo)
+    if param.maximum is not None and v > param.maximum:
+        problems.append(Problem(key, f"must be a number <= {param.maximum}, got {v!r}", "bad_param"))
+        return float(param.maximum)
     return float(v)
 
 

@@ -64,6 +64,8 @@ class PlanOptions:
     :param throttle_bytes_per_sec: replication throttle for the time estimate (None = NIC speed)
     :param timeout_seconds: the planning Spark jobs are cancelled after this long (an error
         names this option)
+    :param disk_threshold_percent: the disk-threshold goal's X: every log dir ends at most
+        this percentage of its capacity
     :param max_task_replicas: most candidate replicas one search task (one rack) may hold; above
         it the plan stops with an error naming this option and the Spark memory settings
     """
@@ -92,6 +94,7 @@ class PlanOptions:
     spark_master: str | None = None
     timeout_seconds: float = 900.0
     max_task_replicas: int = 2_000_000
+    disk_threshold_percent: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -148,10 +148,14 @@ def check_goal_scope(cluster: Cluster, final: Placement, options: PlanOptions) -
 
     add-brokers only moves replicas onto the given brokers; remove-brokers only moves replicas
     off them and leaves none; rack-repair only touches partitions that shared a rack; disks only
-    changes log dirs; replication-factor only touches its topics.
+    changes log dirs; replication-factor only touches its topics; disk-threshold only moves
+    replicas off log dirs above its threshold.
     """
-    problems: list[Problem] = []
     goal = options.goal
+    if goal == "disk-threshold":
+        from kafka_reassign.planning.spark.goals.disk_threshold import scope_problems
+        return scope_problems(cluster, final, options)
+    problems: list[Problem] = []
     target = set(options.brokers)
     topics = set(options.topics)
     for p, (reps, dirs) in zip(cluster.partitions, final):

@@ -7,6 +7,7 @@ from typing import Any
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.errors import GoalError, Problem
 from kafka_reassign.planning.spark.goals import GOALS
+from kafka_reassign.planning.spark.goals.disk_threshold import percent_problem
 
 #: the goals that run on Spark (kafka_reassign.planning.spark.flow); the others run on the driver
 BALANCING_GOALS: tuple[str, ...] = ("rebalance", "add-brokers", "remove-brokers")
@@ -65,6 +66,9 @@ def make_options(goal: str, **options: Any) -> PlanOptions:
         v = getattr(opts, name)
         if v is not None and (not isinstance(v, (int, float)) or v <= 0):
             problems.append(Problem(name, f"must be a positive number of bytes/s, got {v!r}", "bad_option"))
+    pct_problem = percent_problem(opts.disk_threshold_percent)
+    if pct_problem is not None and (goal == "disk-threshold" or opts.disk_threshold_percent is not None):
+        problems.append(pct_problem)
     if opts.engine not in ("spark", "local"):
         problems.append(Problem("engine", f"must be 'spark' or 'local', got {opts.engine!r}", "bad_option"))
     if goal not in GOAL_NAMES and not (goal == CUSTOM_GOAL and opts.assignor):

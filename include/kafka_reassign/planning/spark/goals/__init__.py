@@ -4,11 +4,12 @@ path like their own class). The balancing goals run on Spark: :mod:`kafka_reassi
 from __future__ import annotations
 
 from kafka_reassign.planning.spark.goals.base import BuiltinGoal
+from kafka_reassign.planning.spark.goals.disk_threshold import DiskThreshold
 from kafka_reassign.planning.spark.goals.disks import Disks
 from kafka_reassign.planning.spark.goals.rack_repair import RackRepair
 from kafka_reassign.planning.spark.goals.replication_factor import ReplicationFactor
 
-__all__ = ["BuiltinGoal", "Disks", "RackRepair", "ReplicationFactor", "GOALS"]
+__all__ = ["BuiltinGoal", "DiskThreshold", "Disks", "RackRepair", "ReplicationFactor", "GOALS"]
 
 GOALS: dict[str, type[BuiltinGoal]] = {"replication-factor": ReplicationFactor, "rack-repair": RackRepair,
-                                       "disks": Disks}
+                                       "disks": Disks, "disk-threshold": DiskThreshold}

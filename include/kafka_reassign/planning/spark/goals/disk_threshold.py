@@ -1,0 +1,148 @@
+"""The disk-threshold goal: bring every log dir to at most X% of its capacity, moving the least data.
+
+Only replicas on log dirs above the threshold move; a dir already under it is touched only as a
+destination, and ends under it too. A replica leaves for another log dir of its own broker
+(KIP-113, no network copy) when one has room, else for another broker chosen by the shared
+placement rules (:class:`~kafka_reassign.planning.spark.goals.base.BuiltinGoal`: rack diversity,
+cordons, excluded brokers, the capacity ceiling).
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Sequence
+
+from kafka_reassign.errors import GoalError, Problem
+from kafka_reassign.planning.spark.assignor import PlanOptions
+from kafka_reassign.planning.spark.cluster import Cluster, Partition
+from kafka_reassign.planning.spark.goals.base import EPS, BuiltinGoal
+
+Dir = tuple[int, str]
+
+
+def percent_problem(pct: object) -> Problem | None:
+    """What is wrong with a threshold percentage (None: a number in (0, 100])."""
+    if isinstance(pct, bool) or not isinstance(pct, (int, float)) or not 0 < pct <= 100:
+        return Problem("disk_threshold_percent", "the disk-threshold goal needs a percentage of a log "
+                                                 f"dir's capacity in (0, 100], e.g. 80; got {pct!r}", "bad_option")
+    return None
+
+
+def threshold_fraction(opts: PlanOptions) -> float:
+    """The goal's threshold as a fraction of a dir's capacity.
+
+    :raises GoalError: the percentage is missing or outside (0, 100]
+    """
+    problem = percent_problem(opts.disk_threshold_percent)
+    if problem is not None:
+        raise GoalError(problem)
+    return float(opts.disk_threshold_percent) / 100.0  # type: ignore[arg-type]
+
+
+def dir_loads(cluster: Cluster) -> dict[Dir, float]:
+    """Bytes on every (broker, log dir) of the snapshot."""
+    loads: dict[Dir, float] = {(b.id, d.path): 0.0 for b in cluster.brokers.values() for d in b.log_dirs}
+    for p in cluster.partitions:
+        for r, d in zip(p.replicas, p.log_dirs):
+            loads[(r, d)] += p.size_bytes
+    return loads
+
+
+def excess_bytes(cluster: Cluster, loads: dict[Dir, float], fraction: float) -> dict[Dir, float]:
+    """Bytes above ``fraction`` x capacity on every log dir over it."""
+    out: dict[Dir, float] = {}
+    for b in cluster.brokers.values():
+        for d in b.log_dirs:
+            over = loads[(b.id, d.path)] - fraction * d.capacity_bytes
+            if over > EPS:
+                out[(b.id, d.path)] = over
+    return out
+
+
+def disk_threshold_lower_bound(cluster: Cluster, fraction: float) -> float:
+    """Sum over the dirs above the threshold of their bytes above it.
+
+    Valid: a plan reaching the goal takes at least that excess off each such dir, and every byte
+    leaving a dir is a replica copied once (a KIP-113 move, or a new replica paired with it).
+    """
+    return sum(excess_bytes(cluster, dir_loads(cluster), fraction).values())
+
+
+def scope_problems(cluster: Cluster, final: Sequence[tuple[Sequence[int], Sequence[str]]],
+                   opts: PlanOptions) -> list[Problem]:
+    """Replicas the goal took off a log dir that was not above the threshold (out of scope)."""
+    over = set(excess_bytes(cluster, dir_loads(cluster), threshold_fraction(opts)))
+    problems: list[Problem] = []
+    for p, (reps, dirs) in zip(cluster.partitions, final):
+        kept = set(zip(reps, dirs))
+        left = [rd for rd in zip(p.replicas, p.log_dirs) if rd not in kept and rd not in over]
+        if left:
+            problems.append(Problem(p.name, f"disk-threshold moved replicas off {left}, which were "
+                                            "not above the threshold", "out_of_scope"))
+    return problems
+
+
+class DiskThreshold(BuiltinGoal):
+    """Offload every log dir above ``disk_threshold_percent`` of its capacity, least bytes first."""
+
+    name = "disk-threshold"
+
+    def dest_dir(self, broker: int, size: float) -> str | None:
+        # a receiving dir ends under the threshold (and the ceiling), not only under the ceiling
+        return self.a.best_dir(broker, size, self._limit)
+
+    def assign(self, cluster: Cluster, partitions: Sequence[Partition]) -> dict:
+        self.fraction = threshold_fraction(self.opt)
+        self._limit = min(self.fraction, self.opt.capacity_ceiling)
+        self._scope(partitions)
+        self.ceiling = {b: self.hard_ceiling(b) for b in self.placeable}  # dirs: dest_dir
+        excess = excess_bytes(self.cl, dict(self.a.dir_bytes), self.fraction)
+        self._lb = sum(excess.values())
+        stuck: list[str] = []
+        for (b, path) in sorted(excess, key=lambda k: -excess[k]):
+            if not self._offload(b, path):
+                stuck.append(f"broker {b} {path}")
+        if stuck and self.context is not None:
+            self.context.warnings.append(
+                f"{len(stuck)} log dirs stay above {self.fraction:.0%} (e.g. {', '.join(stuck[:3])}): "
+                "no replica on them could go to a dir or broker with room under the threshold")
+        return self.proposals()
+
+    def _offload(self, b: int, path: str) -> bool:
+        """Move replicas off ``(b, path)`` until it is under the threshold; False if it stays over.
+
+        Picks the smallest replica at least as large as what is still over (one move closes the
+        gap), else the largest smaller one (then goes on): the bytes moved stay close to the excess.
+        """
+        if b in self.excluded_brokers:
+            return False
+        a = self.a
+        cap = next(d.capacity_bytes for d in self.cl.brokers[b].log_dirs if d.path == path)
+        items = sorted((a.sizes[pi], pi) for pi in self.movable
+                       if b in a.replicas[pi] and a.dirs[pi][a.replicas[pi].index(b)] == path
+                       and a.sizes[pi] > 0)
+        while a.dir_bytes[(b, path)] - self.fraction * cap > EPS:
+            remaining = a.dir_bytes[(b, path)] - self.fraction * cap
+            k = bisect_left(items, (remaining, -1))
+            # ascending from the first big-enough replica, then descending below it
+            order = list(range(k, len(items))) + list(range(k - 1, -1, -1))
+            chosen = next((j for j in order if self._relocate(items[j][1], b, path)), None)
+            if chosen is None:
+                return False
+            del items[chosen]
+        return True
+
+    def _relocate(self, pi: int, b: int, path: str) -> bool:
+        """Move the replica of ``pi`` on ``(b, path)``: to a sibling dir, else to another broker."""
+        a, size = self.a, self.a.sizes[pi]
+        sibling = next((d.path for d in sorted(self.cl.brokers[b].log_dirs,
+                                               key=lambda d: a.dir_bytes[(b, d.path)] / d.capacity_bytes)
+                        if d.path != path and not d.cordoned
+                        and a.dir_bytes[(b, d.path)] + size <= d.capacity_bytes * self._limit + EPS), None)
+        if sibling is not None:
+            a.set_dir(pi, b, sibling)
+            return True
+        dest = self.pick_dest(pi, b, self.placeable, self.ceiling)
+        if dest is None:
+            return False
+        a.move(pi, b, dest[0], dest[1])
+        return True
