@@ -61,8 +61,11 @@ def dirs_over(snapshot: dict[str, Any], placement: list[tuple[Any, Any]], fracti
 
 
 def after(snapshot: dict[str, Any], result: Any) -> list[tuple[Any, Any]]:
-    """Each partition's (replicas, log dirs) once the plan is applied (snapshot order)."""
+    """Each partition's (replicas, log dirs) once the plan is applied (snapshot order); a replica
+    the plan leaves at "any" stays in its dir, or (new on the broker) takes the broker's first dir,
+    as the planner resolves it (the goal names a dir wherever a broker has several)."""
     moves = {(m.topic, m.partition): m for m in result.plan.moves}
+    first = {b["id"]: b["log_dirs"][0]["path"] for b in snapshot["brokers"]}
     out = []
     for t in snapshot["topics"]:
         for p in t["partitions"]:
@@ -71,7 +74,7 @@ def after(snapshot: dict[str, Any], result: Any) -> list[tuple[Any, Any]]:
                 out.append((p["replicas"], p["log_dirs"]))
                 continue
             old = dict(zip(p["replicas"], p["log_dirs"]))
-            dirs = [d if d not in (None, "any") else old[r] for r, d in
+            dirs = [d if d not in (None, "any") else old.get(r, first[r]) for r, d in
                     zip(m.replicas, m.log_dirs or ["any"] * len(m.replicas))]
             out.append((list(m.replicas), dirs))
     return out

@@ -8,7 +8,6 @@ cordons, excluded brokers, the capacity ceiling).
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 from typing import Sequence
 
 from kafka_reassign.errors import GoalError, Problem
@@ -81,6 +80,44 @@ def scope_problems(cluster: Cluster, final: Sequence[tuple[Sequence[int], Sequen
     return problems
 
 
+def min_cover(sizes: Sequence[float], need: float, steps: int = 1000) -> list[int]:
+    """Indices of replicas whose sizes add up to at least ``need`` with the least total ([] when
+    all of them together fall short).
+
+    The best is one replica at least ``need``, or several smaller ones adding up to less than
+    2 x need (dropping the last one of a minimal cover leaves less than need). Those sums are
+    found exactly on a grid of need / ``steps`` (sizes rounded down, so a grid cover is a real
+    one) by a subset-sum over a bitset; the cover is at most one grid step per replica above
+    the best.
+    """
+    if need <= 0 or sum(sizes) < need:
+        return []
+    single = min((i for i, s in enumerate(sizes) if s >= need), key=lambda i: sizes[i], default=None)
+    small = [i for i, s in enumerate(sizes) if s < need]
+    unit = need / steps
+    weights = [int(sizes[i] // unit) for i in small]
+    mask = (1 << (2 * steps + 1)) - 1
+    reach = [1]  # reach[k]: bit t set = a subset of the first k small replicas weighs t grid steps
+    for w in weights:
+        reach.append((reach[-1] | (reach[-1] << w)) & mask)
+    covering = reach[-1] >> steps
+    several: list[int] = []
+    if covering:
+        t = steps + (covering & -covering).bit_length() - 1  # the lightest covering sum
+        for k in range(len(weights), 0, -1):
+            if not (reach[k - 1] >> t) & 1:
+                several.append(small[k - 1])
+                t -= weights[k - 1]
+    elif single is None:  # only replicas under one grid step: largest first
+        for i in sorted(small, key=lambda i: -sizes[i]):
+            several.append(i)
+            if sum(sizes[j] for j in several) >= need:
+                break
+    if single is not None and (not several or sizes[single] <= sum(sizes[i] for i in several)):
+        return [single]
+    return several
+
+
 class DiskThreshold(BuiltinGoal):
     """Offload every log dir above ``disk_threshold_percent`` of its capacity, least bytes first."""
 
@@ -110,25 +147,27 @@ class DiskThreshold(BuiltinGoal):
     def _offload(self, b: int, path: str) -> bool:
         """Move replicas off ``(b, path)`` until it is under the threshold; False if it stays over.
 
-        Picks the smallest replica at least as large as what is still over (one move closes the
-        gap), else the largest smaller one (then goes on): the bytes moved stay close to the excess.
+        Moves the set of replicas whose sizes cover what is over with the least bytes
+        (:func:`min_cover`); a replica that finds no destination leaves the pool and the cover
+        is chosen again for what is still over.
         """
         if b in self.excluded_brokers:
             return False
         a = self.a
         cap = next(d.capacity_bytes for d in self.cl.brokers[b].log_dirs if d.path == path)
-        items = sorted((a.sizes[pi], pi) for pi in self.movable
-                       if b in a.replicas[pi] and a.dirs[pi][a.replicas[pi].index(b)] == path
-                       and a.sizes[pi] > 0)
+        pool = [pi for pi in self.movable if a.sizes[pi] > 0 and b in a.replicas[pi]
+                and a.dirs[pi][a.replicas[pi].index(b)] == path]
         while a.dir_bytes[(b, path)] - self.fraction * cap > EPS:
-            remaining = a.dir_bytes[(b, path)] - self.fraction * cap
-            k = bisect_left(items, (remaining, -1))
-            # ascending from the first big-enough replica, then descending below it
-            order = list(range(k, len(items))) + list(range(k - 1, -1, -1))
-            chosen = next((j for j in order if self._relocate(items[j][1], b, path)), None)
-            if chosen is None:
+            pick = min_cover([a.sizes[pi] for pi in pool], a.dir_bytes[(b, path)] - self.fraction * cap)
+            if not pick:
                 return False
-            del items[chosen]
+            for j in sorted(pick, key=lambda j: -a.sizes[pool[j]]):
+                if a.dir_bytes[(b, path)] - self.fraction * cap <= EPS:
+                    break
+                self._relocate(pool[j], b, path)
+            # moved replicas and those without a destination both leave the pool
+            taken = set(pick)
+            pool = [pi for j, pi in enumerate(pool) if j not in taken]
         return True
 
     def _relocate(self, pi: int, b: int, path: str) -> bool:
