@@ -2,22 +2,19 @@
 
 Everything else is derived from :data:`RUN_PARAMS`: the validated
 :class:`~kafka_reassign.planning.validate.ReassignParams` and its checks, the CLI's run flags
-(:func:`add_run_arguments`), the DAG params and their JSON schema
-(``kafka_reassign_airflow.params``), the executor's :class:`ExecutionLimits` defaults, the
-planner's limit flags (:data:`PLANNER_LIMITS`) and the README's defaults table
-(:func:`readme_defaults_table`; a unit test compares it with README.md). Adding a parameter is
-adding a row (and its typed field on ``ReassignParams``, which a test checks against the rows).
+(:func:`add_run_arguments`), the DAG params and their JSON schema (``kafka_reassign_airflow.params``), the
+executor's :class:`ExecutionLimits` defaults, the planner's limit flags (:data:`PLANNER_LIMITS`) and the
+README's defaults table (:func:`readme_defaults_table`; a unit test compares it with README.md). Adding a
+parameter is adding a row (and its typed field on ``ReassignParams``, which a test checks against the rows).
 
-The movement limits follow Cruise Control's executor defaults, so an operator who knows Cruise
-Control finds what they expect: 1250 partition movements in the whole cluster
-(``max.num.cluster.partition.movements``), 1000 leader movements
-(``num.concurrent.leader.movements``) and a progress check every 10 s
-(``execution.progress.check.interval.ms``). Per broker it allows up to 100 moves, not Cruise
-Control's 5 (``num.concurrent.partition.movements.per.broker``), because what a broker has in
-flight is measured in bytes first (two polls of the throttle): see
-:data:`MAX_MOVEMENTS_PER_BROKER`. Cruise Control moves unthrottled by default; this
-tool always throttles unless told not to (KIP-73), at 50 MB/s per broker, which a 1 Gbit/s
-link carries next to client traffic.
+The movement limits follow Cruise Control's executor defaults, so an operator who knows Cruise Control finds
+what they expect: 1250 partition movements in the whole cluster (``max.num.cluster.partition.movements``),
+1000 leader movements (``num.concurrent.leader.movements``) and a progress check every 10 s
+(``execution.progress.check.interval.ms``). Per broker it allows up to 100 moves, not Cruise Control's 5
+(``num.concurrent.partition.movements.per.broker``), because what a broker has in flight is measured in bytes
+first (two polls of the throttle): see :data:`MAX_MOVEMENTS_PER_BROKER`. Cruise Control moves unthrottled by
+default; this tool always throttles unless told not to (KIP-73), at 50 MB/s per broker, which a 1 Gbit/s link
+carries next to client traffic.
 """
 from __future__ import annotations
 
@@ -28,7 +25,7 @@ if TYPE_CHECKING:
     import argparse
 
 #: A run parameter's value as JSON carries it.
-ParamValue = Union[int, float, bool, str, None]
+ParamValue = Union[int, float, bool, str, None, tuple[str, ...]]
 
 #: Kafka's INT32 fields (partition and movement counts) hold at most this.
 INT_MAX = 2**31 - 1
@@ -87,7 +84,7 @@ class RunParam:
     """One run parameter.
 
     :param name: the domain name (a :class:`~kafka_reassign.planning.validate.ReassignParams` field)
-    :param kind: int, float, bool or str
+    :param kind: int, float, bool, str, or tuple (a list of strings: the CLI flag repeats)
     :param default: the default value
     :param help: one line, for ``--help`` and the docstrings
     :param minimum: smallest accepted value (numbers)
@@ -124,10 +121,6 @@ class RunParam:
     @property
     def dag_name(self) -> str:
         return (self.dag.name if self.dag else None) or self.name
-
-
-def _strategy_choices() -> str:
-    return ", ".join(MOVEMENT_STRATEGIES)
 
 
 RUN_PARAMS: tuple[RunParam, ...] = (
@@ -291,7 +284,7 @@ RUN_PARAMS: tuple[RunParam, ...] = (
         # 1.17x the throttle bound at 2k / 4k / 20k moves, busiest-brokers 1.09x / 1.13x / 1.46x;
         # on the 6-broker executor benchmark both take 0.99x.
         "movement_strategy", str, "largest-first",
-        f"order of the moves: {_strategy_choices()}, or several separated by commas "
+        f"order of the moves: {', '.join(MOVEMENT_STRATEGIES)}, or several separated by commas "
         "(the first decides, the next break ties)",
         choices=MOVEMENT_STRATEGIES, planner=True, cli=CliFlag("--strategy"),
         dag=DagField("Move order", HOW,
@@ -320,6 +313,11 @@ RUN_PARAMS: tuple[RunParam, ...] = (
                                  "min ISR; within 'Leader movements at once'; the plan's preferred leaders are "
                                  "elected back at the end."),
         readme="Copy from the least busy in-sync replica"),
+    RunParam(
+        "maintenance_windows", tuple, (), "start new moves only inside this window (repeat the flag for more)",
+        cli=CliFlag("--window", metavar="WINDOW"), dag=DagField("Maintenance windows", HOW, description=(
+            'New moves start only inside these windows, e.g. "Mon-Fri 01:00-05:00 Europe/Berlin" or '
+            '"cron:0 1 * * 1-5 for 4h UTC"; moves in flight finish. Empty: always.'))),
     RunParam(
         "rehearse", bool, False,
         "rehearse the run on a simulated copy of the cluster first; its prediction is the estimate",
@@ -402,7 +400,7 @@ def format_value(param: RunParam, value: ParamValue, *, per_unit: float = 1.0, u
     unit = param.unit if unit is None else unit
     if isinstance(value, bool):
         return "on" if value else "off"
-    if unit == "bytes/s":
+    if unit == "bytes/s" and not isinstance(value, (str, tuple)):
         return format_rate(None if value is None else float(value))
     if isinstance(value, (int, float)):
         return f"{value / per_unit:g}" + (f" {unit}" if unit else "")
@@ -433,12 +431,13 @@ def add_run_arguments(parser: "argparse.ArgumentParser", names: tuple[str, ...] 
             parser.add_argument(flag.flag, dest=param.name, default=param.default,
                                 action="store_false" if param.default else "store_true", help=param.help)
             continue
-        shown = "" if param.default is None else f" (default {format_value(param, param.default)})"
+        shown = "" if param.default in (None, ()) else f" (default {format_value(param, param.default)})"
         extra = purpose if param.name == "throttle_bytes_per_sec" else ""
         if param.unit == "bytes/s" and param.default is not None:
             extra += ": 50MB/s, 10MiB/s or bytes/s"
-        parser.add_argument(flag.flag, dest=param.name, default=param.default, type=_cli_type(param),
-                            metavar=flag.metavar, help=f"{param.help}{extra}{shown}")
+        many = {"action": "append", "default": []} if param.kind is tuple else {"default": param.default}
+        parser.add_argument(flag.flag, dest=param.name, type=_cli_type(param), metavar=flag.metavar,
+                            help=f"{param.help}{extra}{shown}", **many)
         if flag.off_flag and off_flags:
             parser.add_argument(flag.off_flag, dest=f"no_{param.name}", action="store_true", help=flag.off_help)
         if param.old_name:

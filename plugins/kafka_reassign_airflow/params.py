@@ -88,7 +88,7 @@ def _schema(param: D.RunParam, *, null: bool | None = None) -> dict[str, Any]:
     :param param: its row
     :param null: whether null is accepted (default: where the domain takes it and the DAG does not refuse it)
     """
-    name = {bool: "boolean", int: "integer", float: "number", str: "string"}[param.kind]
+    name = {bool: "boolean", int: "integer", float: "number", str: "string", tuple: "array"}[param.kind]
     if null is None:
         null = param.nullable and not (param.dag is not None and param.dag.refuse_null)
     schema: dict[str, Any] = {"type": ["null", name] if null else name}
@@ -96,6 +96,8 @@ def _schema(param: D.RunParam, *, null: bool | None = None) -> dict[str, Any]:
         schema["exclusiveMinimum" if param.exclusive_minimum else "minimum"] = param.minimum
     if param.maximum is not None:
         schema["maximum"] = param.maximum
+    if param.kind is tuple:  # maintenance windows: strings, checked by the domain at prepare
+        schema["items"] = {"type": "string", "minLength": 1}
     if param.choices:
         one = "|".join(param.choices)
         schema["pattern"] = f"^({one})(,({one}))*$"
@@ -110,6 +112,8 @@ def _scaled(param: D.RunParam, value: Any, *, to_domain: bool) -> Any:
     :param to_domain: DAG -> domain; False: domain -> DAG
     """
     per = param.dag.per_domain_unit if param.dag is not None else 1.0
+    if isinstance(value, tuple):
+        return list(value)  # JSON schema's arrays are lists
     if per == 1 or isinstance(value, bool) or not isinstance(value, (int, float)):
         return value
     return value * per if to_domain else value / per

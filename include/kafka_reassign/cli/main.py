@@ -1,4 +1,4 @@
-"""``kafka-reassign``: snapshot, plan, validate, execute, status, cancel, restore, cordon and uncordon from a shell.
+"""``kafka-reassign``: snapshot, plan, validate, execute, status, cancel, pause, resume, restore, cordon and uncordon.
 
 Exit codes: 0 success, 1 the run failed (Kafka error, stall, timeout; throttles were
 restored), 2 bad input or an unreachable cluster (arguments, plan, snapshot, parameters,
@@ -25,6 +25,7 @@ from kafka_reassign.execution.ownership import SubmittedTargets
 from kafka_reassign.cli.connection import BadInput, admin_from_args as _admin
 from kafka_reassign.cli.connection import properties_to_admin_kwargs  # noqa: F401 (public, tested)
 from kafka_reassign.cli.cordon import cmd_cordon, cmd_uncordon, print_restore
+from kafka_reassign.cli.pause import cmd_pause, cmd_resume
 from kafka_reassign.cli.parser import build_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -182,7 +183,8 @@ def _execute(args: argparse.Namespace, raw: Any, current: Any, params: Any, run_
         try:
             result = run_reassignment(admin, raw, params, store, run_id=run_id, on_progress=on_progress,
                                       on_event=on_event, produce_rates=rates, exec_store=exec_store,
-                                      should_stop=should_stop, rehearser=rehearse_live)
+                                      should_stop=should_stop, rehearser=rehearse_live,
+                                      paused=lambda: control.pause_requested(run_id))
         except CancelRequested:
             if not params.cancel_on_failure:   # an explicit cancel reverts even so
                 _cancel_moves(admin, raw, on_event, submitted=run_submitted(store, run_id))
@@ -416,7 +418,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 #: subcommand -> its function
 COMMANDS = {"snapshot": cmd_snapshot, "plan": cmd_plan, "validate": cmd_validate, "execute": cmd_execute,
             "rehearse": cmd_rehearse, "status": cmd_status, "restore": cmd_restore, "cancel": cmd_cancel,
-            "cordon": cmd_cordon, "uncordon": cmd_uncordon}
+            "cordon": cmd_cordon, "uncordon": cmd_uncordon, "pause": cmd_pause, "resume": cmd_resume}
 
 
 def _quiet_kafka_client(verbose: bool) -> None:

@@ -132,6 +132,12 @@ def _add_run_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wait", type=positive_float, default=300.0, metavar="SECONDS",
                    help="how long to wait for the execute to revert and restore (default 300)")
 
+    for name, what in (("pause", "hold back a running execute's new moves (those in flight finish)"),
+                       ("resume", "let a paused execute start new moves again")):
+        p = sub.add_parser(name, help=what)
+        _add_record_dir(p, "the execute's --record-dir")
+        p.add_argument("--run-id", required=True, help=f"the run to {name}")
+
 
 def _add_cordon_commands(sub: argparse._SubParsersAction) -> None:
     """cordon and uncordon (KIP-1066, Kafka 4.3+): recorded like a throttle in --record-dir."""

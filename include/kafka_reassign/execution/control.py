@@ -1,10 +1,11 @@
-"""How ``kafka-reassign cancel`` reaches a running ``kafka-reassign execute``.
+"""How ``kafka-reassign cancel``, ``pause`` and ``resume`` reach a running ``kafka-reassign execute``.
 
 A running execute registers itself in its record directory (``running-<run id>.json``: process
 id, host, the plan) and checks after every poll for a cancel request (``cancel-<run id>``).
 ``cancel`` writes the request and waits for the execute to revert its in-flight moves and
 restore the throttle itself; when no execute is alive any more (killed, machine lost), ``cancel``
-does both from what the run registered and recorded.
+does both from what the run registered and recorded. ``pause`` writes ``pause-<run id>``, read
+before each poll: while it exists no new step starts (those in flight finish); ``resume`` removes it.
 """
 from __future__ import annotations
 
@@ -41,6 +42,9 @@ class RunControl:
     def _request(self, run_id: str) -> Path:
         return self.directory / f"cancel-{_safe(run_id)}"
 
+    def _pause(self, run_id: str) -> Path:
+        return self.directory / f"pause-{_safe(run_id)}"
+
     def register(self, run_id: str, plan: Any, original: dict[str, list[int]]) -> None:
         """Record that this process executes ``run_id``, with what a cancel after a crash needs.
 
@@ -59,6 +63,7 @@ class RunControl:
         """The execute finished (however): forget it and any request addressed to it."""
         self._running(run_id).unlink(missing_ok=True)
         self._request(run_id).unlink(missing_ok=True)
+        self._pause(run_id).unlink(missing_ok=True)
 
     def running(self) -> list[dict[str, Any]]:
         """Every registered execute, oldest first (alive or not: see :meth:`is_alive`)."""
@@ -92,6 +97,24 @@ class RunControl:
 
     def cancel_requested(self, run_id: str) -> bool:
         return self._request(run_id).exists()
+
+    def request_pause(self, run_id: str) -> None:
+        """Hold back new steps of ``run_id`` (those in flight finish) until :meth:`resume`.
+
+        Kept across a restarted execute (unlike a cancel request): a paused run stays paused.
+        """
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._pause(run_id).write_text(f"{time.time()}\n", encoding="utf-8")
+
+    def resume(self, run_id: str) -> bool:
+        """Lift a pause; returns whether the run was paused."""
+        path = self._pause(run_id)
+        was = path.exists()
+        path.unlink(missing_ok=True)
+        return was
+
+    def pause_requested(self, run_id: str) -> bool:
+        return self._pause(run_id).exists()
 
 
 def original_replicas(entry: dict[str, Any]) -> dict[tuple[str, int], list[int]]:

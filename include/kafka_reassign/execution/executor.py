@@ -67,6 +67,7 @@ _SLACK = 1e-3
 def run_execution(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, *, poll_seconds: float,
                   on_progress: Callable[[ProgressView], None] | None = None,
                   should_stop: Callable[[ProgressView], bool] | None = None,
+                  paused: Callable[[], bool] | None = None,
                   sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time) -> ProgressView:
     """Tick, save, report, wait for work until the run is done, dead or asked to stop.
 
@@ -74,10 +75,13 @@ def run_execution(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, *, 
     :param poll_seconds: time between full polls (sizes, lag, stall clocks); a finished step is
         seen sooner, by the cheap checks of :mod:`kafka_reassign.execution.wake`
     :param should_stop: checked after each poll (e.g. a signal): True returns with the run in progress
+    :param paused: read before each poll: True holds new steps back (an operator's pause request)
     :returns: the last progress view (its ``outcome`` says how the run ended)
     """
     while True:
         now = clock()
+        if paused is not None:
+            executor.paused = paused()
         executor.tick(admin, now)
         view = executor.progress(now)
         if store is not None:
@@ -92,17 +96,19 @@ def run_execution(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, *, 
 def wait_for_work(admin: KafkaAdminPort, executor: MoveExecutor, store: Any, next_poll: float,
                   sleep: Callable[[float], None], clock: Callable[[], float]) -> None:
     """Sleep until a full poll is due (``next_poll``, or a step changed by someone), refilling on
-    the way: when cheap checks find steps finished, and when a held-back broker runs low.
+    the way: when cheap checks find steps finished, and when a held-back broker runs low. A
+    maintenance window opening before ``next_poll`` ends the wait then.
     """
     while True:
         now = clock()
         check, refill = executor.wake_at(now)
-        wake = min(t for t in (next_poll, check, refill) if t is not None)
+        reopen = executor.reopens_at(now)
+        wake = min(t for t in (next_poll, check, refill, reopen) if t is not None)
         if wake > now + _SLACK:
             sleep(wake - now)
             now = clock()
         now += _SLACK  # a clock that stops a hair short of a wake (float sums) must not spin
-        if now >= next_poll:
+        if now >= next_poll or (reopen is not None and now >= reopen):
             return
         if refill is not None and now >= refill:
             if executor.top_up(admin, now) and store is not None:

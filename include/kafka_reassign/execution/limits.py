@@ -36,6 +36,8 @@ class ExecutionLimits:
         (:mod:`kafka_reassign.execution.health`)
     :param min_movements_per_broker: adaptive concurrency's floor (at most the per-broker cap:
         a larger one is clamped to it)
+    :param maintenance_windows: when new steps may start (:mod:`kafka_reassign.execution.windows`;
+        empty: always)
     """
 
     max_partition_movements: int = D.MAX_PARTITION_MOVEMENTS
@@ -47,6 +49,7 @@ class ExecutionLimits:
     budget_seconds: float = budget_for(D.POLL_INTERVAL_SECONDS)
     adaptive_concurrency: bool = D.ADAPTIVE_CONCURRENCY
     min_movements_per_broker: int = D.MIN_MOVEMENTS_PER_BROKER
+    maintenance_windows: tuple[str, ...] = ()
 
     @classmethod
     def from_params(cls, params: Any, strategy: str | None = None) -> "ExecutionLimits":
@@ -60,7 +63,8 @@ class ExecutionLimits:
                    budget_seconds=budget_for(float(params.poll_interval_seconds)),
                    adaptive_concurrency=bool(getattr(params, "adaptive_concurrency", D.ADAPTIVE_CONCURRENCY)),
                    min_movements_per_broker=int(getattr(params, "min_movements_per_broker",
-                                                        D.MIN_MOVEMENTS_PER_BROKER)))
+                                                        D.MIN_MOVEMENTS_PER_BROKER)),
+                   maintenance_windows=tuple(getattr(params, "maintenance_windows", ()) or ()))
 
     def validate(self, steps: Sequence[StepMove] = ()) -> None:
         """Raise :class:`ParamError` naming every limit at or below 0, or a step that can never fit."""

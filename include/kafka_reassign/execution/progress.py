@@ -59,6 +59,9 @@ class ProgressView:
     :param checks: cheap ListPartitionReassignments checks between polls
     :param leader_changes: preferred leader elections the run made (lead steps of leader-aware
         sourcing, and the plan's preferred leaders at the end)
+    :param held: why no new step starts now ("paused ...", "waiting for the window opening at
+        ..."; "" = new steps start as they fit)
+    :param reopens_at: the maintenance window opening the run waits for (None: not waiting for one)
     """
 
     run_id: str = ""
@@ -87,6 +90,8 @@ class ProgressView:
     broker_cap: int | None = None
     reduced_broker_caps: dict[str, int] = field(default_factory=dict)
     cap_change: str = ""
+    held: str = ""
+    reopens_at: float | None = None
     rows: list[StepRow] = field(default_factory=list)
 
     @property
@@ -106,6 +111,8 @@ class ProgressView:
             s += f"; {self.steps_dead} step(s) {self.outcome.upper()}: {self.message}"
         if self.cap_change:
             s += f"; {self.caps_line()}"
+        if self.held and not self.finished:
+            s += f"; {self.held}"
         return s
 
     def caps_line(self) -> str:

@@ -43,7 +43,8 @@ class ProgressReporting(StepStates):
             throttle_bytes_per_sec=self.rules.throttle_rate, rows=self._rows(),
             partition_cap=self.partition_cap, broker_cap=self.broker_cap,
             reduced_broker_caps={str(b): c for b, c in self.reduced_broker_caps.items()},
-            cap_change=self.governor.last_change.text if self.governor and self.governor.last_change else "")
+            cap_change=self.governor.last_change.text if self.governor and self.governor.last_change else "",
+            held=self.hold_reason, reopens_at=self.reopens_at(now))
 
     def _watch_left(self, i: int) -> int:
         """Bytes step ``i`` still lacks: as last observed, or all of it before its first observation."""

@@ -23,6 +23,7 @@ from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepWatch, o
 from kafka_reassign.execution.progress import RECENT_DONE_ROWS
 from kafka_reassign.execution.steps import StepMove
 from kafka_reassign.execution.wake import FlightItem, WakeRule
+from kafka_reassign.execution.windows import format_instant, parse_windows
 from kafka_reassign.throttle.replica_lists import ReplicaThrottle
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
 
@@ -91,6 +92,11 @@ class StepStates:
                                     limits.min_movements_per_broker) if limits.adaptive_concurrency else None
         self._min_isr = MinIsrCache()
         self._strategy = parse_strategy(limits.strategy)
+        #: when new steps may start; :attr:`paused` (set by the caller from the operator's
+        #: pause request) holds them back the same way
+        self.windows = parse_windows(limits.maintenance_windows)
+        self.paused = False
+        self.hold_reason = ""
         self._unload_all()
         self._fresh_counters()
 
@@ -253,6 +259,25 @@ class StepStates:
     def wake_at(self, now: float) -> tuple[float | None, float | None]:
         """(next cheap check for a step due to finish, when a broker holding steps back runs low)."""
         return self.wake_rule().times(self.watches, self._last_check, now)
+
+    def admission_closed(self, now: float) -> bool:
+        """Whether no new step may start now (paused, or outside every maintenance window); the
+        steps in flight are watched as ever. Sets :attr:`hold_reason` for the progress view."""
+        if self.paused:
+            self.hold_reason = "paused by an operator until resumed (kafka-reassign resume)"
+        elif not self.windows.is_open(now):
+            opening = self.windows.next_open(now)
+            self.hold_reason = ("waiting for the window opening at " + format_instant(opening)
+                                if opening is not None else "no maintenance window opens within a year")
+        else:
+            self.hold_reason = ""
+        return bool(self.hold_reason)
+
+    def reopens_at(self, now: float) -> float | None:
+        """The next window opening while closed by the windows (None: open, or paused)."""
+        if self.paused or self.windows.is_open(now):
+            return None
+        return self.windows.next_open(now)
 
     @property
     def in_flight(self) -> list[int]:

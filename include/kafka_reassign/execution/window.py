@@ -32,6 +32,9 @@ class AdmissionWindow(StepStates):
         side was short let an idle sender crowd a busy receiver: new empty brokers took 1.37x
         the fixed-leader bound in rehearsal, 500 moves on 60 brokers, against 1.21x.)
         """
+        if self.admission_closed(time.time() if now is None else now):  # paused or outside the windows
+            self._held_back = set()
+            return []
         room = self.partition_cap - self.counts[IN_FLIGHT]
         self._held_back = set()
         if room > 0 and not self.dead:

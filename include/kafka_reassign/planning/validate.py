@@ -44,6 +44,8 @@ class ReassignParams:
     :param rehearse: rehearse the run on a simulated copy of the cluster first (its prediction
         becomes the estimate; the report travels with the prepared run)
     :param movement_strategy: the order moves start in (:mod:`kafka_reassign.execution.order`)
+    :param maintenance_windows: new moves start only inside these (empty: always;
+        :mod:`kafka_reassign.execution.windows`)
     :param disk_threshold_percent: the disk-threshold goal's X (planning only): every log dir
         ends at most X% of its capacity
     """
@@ -67,6 +69,7 @@ class ReassignParams:
     leader_sourcing: bool = D.LEADER_SOURCING
     rehearse: bool = D.REHEARSE
     movement_strategy: str = D.MOVEMENT_STRATEGY
+    maintenance_windows: tuple[str, ...] = ()
     disk_threshold_percent: float | None = D.DISK_THRESHOLD_PERCENT
 
     def to_json(self) -> dict[str, Any]:
@@ -131,12 +134,25 @@ def _strategy_param(problems: list[Problem], key: str, v: Any) -> str:
         return D.MOVEMENT_STRATEGY
 
 
+def _windows_param(problems: list[Problem], key: str, v: Any) -> tuple[str, ...]:
+    """Maintenance windows: each parsed, none overlapping (:func:`~kafka_reassign.execution.windows.parse_windows`)."""
+    from kafka_reassign.execution.windows import parse_windows
+    try:
+        parse_windows(v)
+    except ParamError as exc:
+        problems.extend(Problem(key, p.reason, p.kind) for p in exc.problems)
+        return ()
+    return tuple(v or ())
+
+
 def _check(problems: list[Problem], key: str, v: Any, param: D.RunParam) -> Any:
     """One value against its row; problems are named ``key`` (the name it was given as)."""
     if v is None and param.nullable:
         return None
     if param.choices:
         return _strategy_param(problems, key, v)
+    if param.kind is tuple:
+        return _windows_param(problems, key, v)
     if param.kind is bool:
         return _bool_param(problems, key, v)
     if param.kind is int:
