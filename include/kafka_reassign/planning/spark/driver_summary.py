@@ -1,5 +1,5 @@
-"""Summary of the driver-side goals (replication-factor, rack-repair, disks, user assignors):
-movement, lower bound, balance and the KIP-73 time estimate. The balancing goals' summary is
+"""Summary of the driver-side goals (replication-factor, rack-repair, disks, disk-threshold, user
+assignors): movement, lower bound, balance and the KIP-73 time estimate. The balancing goals' summary is
 :mod:`kafka_reassign.planning.spark.report`.
 
 Definitions (also in the README):
@@ -9,7 +9,8 @@ Definitions (also in the README):
 * ``data_to_move_bytes``: bytes those copies read, inter-broker plus intra-broker.
 * ``lower_bound_bytes``: bytes any plan reaching the goal must move, each goal's own (rack-repair:
   one copy per missing rack; replication-factor: one per missing replica; disks: the bytes above
-  each log dir's tolerance edge, ``balance_tolerance`` above its broker's utilisation);
+  each log dir's tolerance edge, ``balance_tolerance`` above its broker's utilisation;
+  disk-threshold: the bytes above the threshold on each log dir over it);
   ``moved_over_lower_bound`` = data_to_move_bytes / lower_bound_bytes.
 * ``leader_movements``: partitions whose preferred leader (first replica) changes.
 * ``balance`` = max broker disk utilisation / mean utilisation (bytes / capacity; mean =

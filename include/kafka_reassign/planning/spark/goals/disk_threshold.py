@@ -80,15 +80,15 @@ def scope_problems(cluster: Cluster, final: Sequence[tuple[Sequence[int], Sequen
     return problems
 
 
-def min_cover(sizes: Sequence[float], need: float, steps: int = 1000) -> list[int]:
+def min_cover(sizes: Sequence[float], need: float, steps: int = 10_000) -> list[int]:
     """Indices of replicas whose sizes add up to at least ``need`` with the least total ([] when
     all of them together fall short).
 
     The best is one replica at least ``need``, or several smaller ones adding up to less than
     2 x need (dropping the last one of a minimal cover leaves less than need). Those sums are
-    found exactly on a grid of need / ``steps`` (sizes rounded down, so a grid cover is a real
-    one) by a subset-sum over a bitset; the cover is at most one grid step per replica above
-    the best.
+    found by a subset-sum over a bitset on a grid of need / ``steps``, sizes rounded down: a
+    set reaching ``steps`` grid steps covers; one a few steps short may cover too (rounding),
+    so the lightest reachable sums from ``steps`` minus the number of replicas up are tried.
     """
     if need <= 0 or sum(sizes) < need:
         return []
@@ -100,15 +100,17 @@ def min_cover(sizes: Sequence[float], need: float, steps: int = 1000) -> list[in
     reach = [1]  # reach[k]: bit t set = a subset of the first k small replicas weighs t grid steps
     for w in weights:
         reach.append((reach[-1] | (reach[-1] << w)) & mask)
-    covering = reach[-1] >> steps
     several: list[int] = []
-    if covering:
-        t = steps + (covering & -covering).bit_length() - 1  # the lightest covering sum
-        for k in range(len(weights), 0, -1):
-            if not (reach[k - 1] >> t) & 1:
-                several.append(small[k - 1])
-                t -= weights[k - 1]
-    elif single is None:  # only replicas under one grid step: largest first
+    lo = max(0, steps - len(small))
+    sums = reach[-1] >> lo
+    while sums:  # reachable sums, lightest first, until one covers
+        low = sums & -sums
+        candidate = _subset(reach, weights, small, lo + low.bit_length() - 1)
+        if sum(sizes[i] for i in candidate) >= need:
+            several = candidate
+            break
+        sums ^= low
+    if not several and single is None:  # only replicas under one grid step: largest first
         for i in sorted(small, key=lambda i: -sizes[i]):
             several.append(i)
             if sum(sizes[j] for j in several) >= need:
@@ -116,6 +118,16 @@ def min_cover(sizes: Sequence[float], need: float, steps: int = 1000) -> list[in
     if single is not None and (not several or sizes[single] <= sum(sizes[i] for i in several)):
         return [single]
     return several
+
+
+def _subset(reach: list[int], weights: list[int], items: list[int], t: int) -> list[int]:
+    """The items of one subset weighing ``t`` (bit ``t`` of ``reach[-1]`` is set)."""
+    out = []
+    for k in range(len(weights), 0, -1):
+        if not (reach[k - 1] >> t) & 1:
+            out.append(items[k - 1])
+            t -= weights[k - 1]
+    return out
 
 
 class DiskThreshold(BuiltinGoal):
