@@ -189,7 +189,7 @@ def parse_window(text: str) -> Window:
     if not day:
         raise ValueError('expected "Mon-Fri 01:00-05:00 Europe/Berlin" or "cron:0 1 * * 1-5 for 4h Europe/Berlin"')
     start, end = _parse_time(day["start"]), _parse_time(day["end"])
-    if start == end:
+    if start == end and day["end"] != "24:00":   # 00:00-24:00 is the whole day
         raise ValueError("a window of zero length never opens (start and end are the same time)")
     return Window(str(text), _zone(day["zone"]), days=_parse_days(day["days"]), start=start, end=end)
 
