@@ -65,6 +65,8 @@ def conf_problems(dag_id: str, defaults: Mapping[str, Any], conf: Mapping[str, A
         problems.append(f"goal '{goal}' needs 'brokers': the ids of the brokers to {_BROKER_GOALS[goal]}, e.g. [7, 8]")
     if goal == "replication-factor" and "replication_factor" in defaults and merged.get("replication_factor") is None:
         problems.append("goal 'replication-factor' needs 'replication_factor', e.g. 3")
+    if goal == "disk-threshold" and "disk_threshold_percent" in defaults and merged.get("disk_threshold_percent") is None:
+        problems.append("goal 'disk-threshold' needs 'disk_threshold_percent', e.g. 80")
     return problems
 
 

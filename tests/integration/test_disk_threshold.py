@@ -75,7 +75,18 @@ def test_cordoned_dirs_and_excluded_brokers_are_respected() -> None:
     for old, new in zip(_replica_sets(before), _replica_sets(final)):
         assert all(d == "/data/0" for _, d in new - old), "a replica landed on a cordoned dir"
         assert {rd for rd in old ^ new if rd[0] == excluded} == set(), "the excluded broker changed"
-    assert any(f"broker {excluded}" in w for w in result.summary["warnings"])
+    assert any(f"broker {excluded}" in w and "excluded or dead" in w for w in result.summary["warnings"])
+    # the excluded broker's full dirs are out of reach: not in the bound
+    caps_over = [k for k in over if k[0] != excluded]
+    assert result.summary["lower_bound_bytes"] == round(sum(load0[k] - 0.8 * caps[k] for k in caps_over))
+
+
+def test_a_threshold_no_plan_can_reach_is_warned_and_has_no_ratio() -> None:
+    snapshot = generate(partitions=150, brokers=12, racks=3, dirs_per_broker=2, seed=6)
+    result = plan(snapshot, "disk-threshold", disk_threshold_percent=30, engine="local")
+    s = result.summary
+    assert s["lower_bound_bytes"] > 0 and s["moved_over_lower_bound"] is None
+    assert any("stay above 30%" in w for w in s["warnings"])
 
 
 @pytest.mark.parametrize("bad", [0, -5, 100.5, 150, None, True])
@@ -118,9 +129,20 @@ def test_execute_refuses_a_bad_threshold_with_zero_writes(sim_cluster, snapshot_
 
 
 def test_dag_params_and_planner_flags_come_from_the_row() -> None:
+    from airflow.sdk.definitions.param import ParamValidationError
+    from kafka_reassign_airflow.conf_check import conf_problems
     from kafka_reassign_airflow.params import GOALS, reassign_params
 
     assert "disk-threshold" in GOALS
-    param = reassign_params()["disk_threshold_percent"]
+    params = reassign_params()
+    param = params["disk_threshold_percent"]
     assert param.schema["exclusiveMinimum"] == 0 and param.schema["maximum"] == 100
+    assert param.resolve(80) == 80
+    for bad in (0, 150):
+        with pytest.raises(ParamValidationError):
+            param.resolve(bad)
+    dag_defaults = {k: p.value for k, p in reassign_params().items()}  # resolve() kept 80 above
+    assert any("goal 'disk-threshold' needs 'disk_threshold_percent'" in p
+               for p in conf_problems("kafka_reassign", dag_defaults, {"goal": "disk-threshold"}))
+    assert conf_problems("kafka_reassign", dag_defaults, {"goal": "disk-threshold", "disk_threshold_percent": 80}) == []
     assert defaults.planner_flags({"disk_threshold_percent": 80.0}) == ["--disk-threshold-percent", "80.0"]

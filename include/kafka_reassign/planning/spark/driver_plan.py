@@ -273,7 +273,8 @@ def plan_snapshot(snapshot: Any, opts: PlanOptions) -> tuple[ReassignmentPlan, d
     reassignment = _moves(cluster, changes, final)
     after = _python_aggregates(cluster, final)
     lb = assignor.lower_bound_bytes(cluster) if hasattr(assignor, "lower_bound_bytes") else None
-    summary = build_summary(cluster, opts, final, reassignment, before, after, lb, warnings + ctx.warnings, name)
+    summary = build_summary(cluster, opts, final, reassignment, before, after, lb, warnings + ctx.warnings, name,
+                            reached=getattr(assignor, "bound_reached", True))
     summary["engine"] = "driver"
     summary["timings"] = timings
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)

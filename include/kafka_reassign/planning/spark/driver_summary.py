@@ -113,7 +113,7 @@ def balance_figures(cluster: Cluster, before: Mapping[str, Mapping[int, float]],
 
 def build_summary(cluster: Cluster, opts: PlanOptions, final: Placement, reassignment: ReassignmentPlan,
                   before: dict[str, dict], after: dict[str, dict], lower_bound: float | None,
-                  warnings: list[str], assignor: str) -> dict[str, Any]:
+                  warnings: list[str], assignor: str, reached: bool = True) -> dict[str, Any]:
     """The summary dict (keys defined in the module docstring).
 
     :param final: each partition's (replicas, log dirs) after the plan, in cluster order
@@ -123,6 +123,7 @@ def build_summary(cluster: Cluster, opts: PlanOptions, final: Placement, reassig
     :param lower_bound: bytes any plan reaching the goal must move (None: unknown)
     :param warnings: the goal's warnings so far
     :param assignor: the assignor's name
+    :param reached: the plan reaches what the lower bound is for (else no ratio is given)
     """
     moved = movement(cluster, final)
     drained = set(opts.brokers) if opts.goal == "remove-brokers" else set()
@@ -133,7 +134,7 @@ def build_summary(cluster: Cluster, opts: PlanOptions, final: Placement, reassig
         "replica_movements": moved.replica_moves, "log_dir_movements": moved.log_dir_moves,
         "data_to_move_bytes": round(moved.data_bytes),
         "lower_bound_bytes": None if lower_bound is None else round(lower_bound),
-        "moved_over_lower_bound": moved_over_bound(moved.data_bytes, lower_bound),
+        "moved_over_lower_bound": moved_over_bound(moved.data_bytes, lower_bound, reached),
         "leader_movements": moved.leader_moves,
         "batches": None, "batching": "none: the executor's sliding window of KIP-435 steps",
         "balance_metric": "max broker utilisation / mean utilisation (1.0 = perfect)",

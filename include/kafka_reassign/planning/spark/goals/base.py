@@ -24,6 +24,7 @@ class BuiltinGoal(ReplicaAssignor):
 
     name = "builtin"
     _lb: float = 0.0  # set by each goal's assign(): the bytes any plan reaching the goal must move
+    bound_reached: bool = True  # False: the plan stops short of what _lb is for (no ratio reported)
 
     def lower_bound_bytes(self, cluster: Cluster) -> float:
         return self._lb

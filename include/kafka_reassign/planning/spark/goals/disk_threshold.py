@@ -57,13 +57,16 @@ def excess_bytes(cluster: Cluster, loads: dict[Dir, float], fraction: float) -> 
     return out
 
 
-def disk_threshold_lower_bound(cluster: Cluster, fraction: float) -> float:
-    """Sum over the dirs above the threshold of their bytes above it.
+def disk_threshold_lower_bound(cluster: Cluster, fraction: float, frozen: frozenset[int] = frozenset()) -> float:
+    """Sum over the dirs above the threshold (on brokers not ``frozen``) of their bytes above it.
 
     Valid: a plan reaching the goal takes at least that excess off each such dir, and every byte
     leaving a dir is a replica copied once (a KIP-113 move, or a new replica paired with it).
+
+    :param frozen: brokers whose replicas may not move (excluded, dead): out of the goal's reach
     """
-    return sum(excess_bytes(cluster, dir_loads(cluster), fraction).values())
+    excess = excess_bytes(cluster, dir_loads(cluster), fraction)
+    return sum(v for (b, _), v in excess.items() if b not in frozen)
 
 
 def scope_problems(cluster: Cluster, final: Sequence[tuple[Sequence[int], Sequence[str]]],
@@ -144,16 +147,23 @@ class DiskThreshold(BuiltinGoal):
         self._limit = min(self.fraction, self.opt.capacity_ceiling)
         self._scope(partitions)
         self.ceiling = {b: self.hard_ceiling(b) for b in self.placeable}  # dirs: dest_dir
+        frozen = frozenset(b for b, x in self.cl.brokers.items() if b in self.excluded_brokers or not x.alive)
+        self._lb = disk_threshold_lower_bound(self.cl, self.fraction, frozen)
         excess = excess_bytes(self.cl, dict(self.a.dir_bytes), self.fraction)
-        self._lb = sum(excess.values())
+        left = [f"broker {b} {path}" for b, path in sorted(excess) if b in frozen]
         stuck: list[str] = []
-        for (b, path) in sorted(excess, key=lambda k: -excess[k]):
-            if not self._offload(b, path):
+        for b, path in sorted(excess, key=lambda k: -excess[k]):  # the fullest dirs get the room first
+            if b not in frozen and not self._offload(b, path):
                 stuck.append(f"broker {b} {path}")
-        if stuck and self.context is not None:
-            self.context.warnings.append(
-                f"{len(stuck)} log dirs stay above {self.fraction:.0%} (e.g. {', '.join(stuck[:3])}): "
-                "no replica on them could go to a dir or broker with room under the threshold")
+        # the bound is for every reachable dir under the threshold: a plan stopping short has no ratio
+        self.bound_reached = not stuck
+        warnings = self.context.warnings if self.context is not None else []
+        if left:
+            warnings.append(f"{len(left)} log dirs above {self.fraction:.0%} are on excluded or dead brokers "
+                            f"and stay as they are (e.g. {', '.join(left[:3])})")
+        if stuck:
+            warnings.append(f"{len(stuck)} log dirs stay above {self.fraction:.0%} (e.g. {', '.join(stuck[:3])}): "
+                            "no replica on them could go to a dir or broker with room under the threshold")
         return self.proposals()
 
     def _offload(self, b: int, path: str) -> bool:
@@ -163,8 +173,6 @@ class DiskThreshold(BuiltinGoal):
         (:func:`min_cover`); a replica that finds no destination leaves the pool and the cover
         is chosen again for what is still over.
         """
-        if b in self.excluded_brokers:
-            return False
         a = self.a
         cap = next(d.capacity_bytes for d in self.cl.brokers[b].log_dirs if d.path == path)
         pool = [pi for pi in self.movable if a.sizes[pi] > 0 and b in a.replicas[pi]
