@@ -108,15 +108,21 @@ def watch_check(admin: KafkaAdminPort, spec: dict[str, Any]) -> bool:
 
 
 def next_watch_wake(spec: dict[str, Any], last_check: float, now: float, next_poll: float) -> tuple[float, str]:
-    """(when, what) a trigger does next: ``poll`` (full), ``check`` (cheap) or ``refill`` (wake the task).
+    """(when, what) a trigger does next: ``poll`` (full), ``check`` (cheap), ``refill`` (wake the task)
+    or ``opens`` (a maintenance window opens: wake the task to start new steps).
 
     A spec from a trigger deferred before wakes were scheduled has no ``wake``: it only polls.
     """
+    opens = spec.get("reopens_at")
+    if opens is not None and opens < next_poll:
+        next_poll, first = float(opens), "opens"
+    else:
+        first = "poll"
     if not spec.get("wake") or not spec.get("watch"):
-        return next_poll, "poll"
+        return next_poll, first
     watches = {int(i): StepWatch.from_json(w) for i, w in spec["watch"].items()}
     check, refill = WakeRule.from_json(spec["wake"]).times(watches, last_check, now)
-    options = [(next_poll, "poll")]
+    options = [(next_poll, first)]
     if check is not None:
         options.append((check, "check"))
     if refill is not None:

@@ -104,8 +104,7 @@ def run_reassignment(admin: KafkaAdminPort, plan: ReassignmentPlan | dict[str, A
                      clock: Callable[[], float] = time.time,
                      produce_rates: Mapping[TopicPartition, float] | None = None,
                      exec_store: ExecutionStore | None = None, strategy: str | None = None,
-                     should_stop: Callable[[ProgressView], bool] | None = None,
-                     paused: Callable[[], bool] | None = None,
+                     should_stop: Callable[[ProgressView], bool] | None = None, paused: Callable[[], bool] | None = None,
                      guard_every: int = GUARD_EVERY_POLLS, rehearser: Rehearser | None = None) -> RunResult:
     """Run a whole reassignment (what ``kafka-reassign execute`` does).
 
@@ -147,8 +146,7 @@ def run_reassignment(admin: KafkaAdminPort, plan: ReassignmentPlan | dict[str, A
         apply_throttle(admin, prepared, store, run_id)
         say(f"run {run_id}: throttle set ({len(prepared.throttle_changes)} config change(s))")
         result.progress = run_execution(admin, executor, exec_store, poll_seconds=prepared.params.poll_interval_seconds,
-                                        on_progress=watch, should_stop=should_stop, paused=paused,
-                                        sleep=sleep, clock=clock)
+                                        on_progress=watch, should_stop=should_stop, paused=paused, sleep=sleep, clock=clock)
         if executor.outcome() not in (Outcome.DONE, Outcome.IN_PROGRESS):
             raise RunFailed(executor.outcome(), executor.message)
     except BaseException as exc:

@@ -94,6 +94,7 @@ class ReassignmentExecuteOperator(RunStepOperator):
     def _wake(self, context: Context, event: dict[str, Any] | None) -> dict[str, Any]:
         from kafka_reassign.execution.executor import run_execution, work_due_within
 
+        from kafka_reassign_airflow.pause import is_paused, resume
         from kafka_reassign_airflow.record_store import VariableExecutionStore
 
         head, ex = self._executor(context)
@@ -124,10 +125,12 @@ class ReassignmentExecuteOperator(RunStepOperator):
             until = time.monotonic() + _MAX_IN_WORKER_SECONDS
             stop = (lambda v: time.monotonic() > until or not work_due_within(ex, time.time(), _STAY_SECONDS)) \
                 if self.deferrable else None
-            view = run_execution(admin, ex, store, poll_seconds=poll, on_progress=each_poll, should_stop=stop)
+            view = run_execution(admin, ex, store, poll_seconds=poll, on_progress=each_poll, should_stop=stop,
+                                 paused=lambda: is_paused(context["run_id"]))
         finally:
             admin.close()
         if view.finished:
+            resume(context["run_id"])  # a pause left on a finished run would only confuse
             return self._finish(view)
         self.defer(trigger=self._trigger(ex, context, poll), method_name="execute_complete",
                    timeout=timedelta(seconds=ex.limits.step_timeout_seconds + ex.limits.stall_window_seconds
@@ -154,7 +157,10 @@ class ReassignmentExecuteOperator(RunStepOperator):
         from kafka_reassign_airflow.triggers.reassignment import ReassignmentWatchTrigger
 
         # The trigger checks (read-only) that this stays in place and wakes us when it does not.
-        spec = {**ex.watch_spec(), "throttle": expected_throttle(VariableRecordStore().get(context["run_id"]))}
+        spec = {**ex.watch_spec(), "throttle": expected_throttle(VariableRecordStore().get(context["run_id"])),
+                # Held back (paused, or outside the windows): with nothing in flight the trigger
+                # sleeps until the window opens, or a minute when paused (the pause is re-read).
+                "reopens_at": ex.reopens_at(time.time()), "paused": ex.paused, "held": ex.hold_reason}
         return ReassignmentWatchTrigger(kafka_conn_id=self.kafka_conn_id, spec=spec, poll_interval=poll,
                                         run_id=context["run_id"])
 

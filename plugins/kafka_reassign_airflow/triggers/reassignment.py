@@ -40,6 +40,9 @@ THROTTLE_CHECK_EVERY = 3
 #: Seconds between two progress saves while nothing else wakes the task (the trigger cannot
 #: write to the metadata DB itself: the woken task saves and defers again).
 PROGRESS_REFRESH_SECONDS = 60.0
+#: Wakes of the next-wake schedule that go to the task at once, with the reason logged.
+_WAKE_TASK = {"refill": "a broker is running low on moves in flight: room for more",
+              "opens": "the maintenance window opens: new moves may start"}
 
 
 class ReassignmentWatchTrigger(BaseTrigger):
@@ -80,13 +83,17 @@ class ReassignmentWatchTrigger(BaseTrigger):
         spec, admin, errors, seen, polls = self.spec, None, 0, set(), 0
         refresh_at = time.monotonic() + self.refresh_seconds if self.refresh_seconds > 0 else float("inf")
         next_poll, last_check = time.time() + self.poll_interval, 0.0
+        idle = self._idle_until(spec)
+        if idle is not None:  # held back with nothing in flight: no worker until the window or a pause re-read
+            await asyncio.sleep(max(0.0, idle - time.time()))
+            yield TriggerEvent({"status": "attention", "watch": {}, "reasons": [spec.get("held") or "held back"]})
+            return
         try:
             while spec.get("steps"):
                 when, what = poll.next_watch_wake(spec, last_check, time.time(), next_poll)
                 await asyncio.sleep(max(0.0, when - time.time()))
-                if what == "refill":
-                    yield TriggerEvent({"status": "attention", "watch": spec["watch"],
-                                        "reasons": ["a broker is running low on moves in flight: room for more"]})
+                if what in _WAKE_TASK:
+                    yield TriggerEvent({"status": "attention", "watch": spec["watch"], "reasons": [_WAKE_TASK[what]]})
                     return
                 try:
                     if admin is None:
@@ -120,6 +127,15 @@ class ReassignmentWatchTrigger(BaseTrigger):
             yield TriggerEvent({"status": "attention", "watch": spec.get("watch", {}), "reasons": []})
         finally:
             await _drop(admin)
+
+    def _idle_until(self, spec: dict[str, Any]) -> float | None:
+        """With no step in flight and new ones held back: when to wake the task (None: not idle)."""
+        if spec.get("steps"):
+            return None
+        if spec.get("paused"):
+            return time.time() + (self.refresh_seconds or self.poll_interval)
+        opens = spec.get("reopens_at")
+        return float(opens) if opens is not None else None
 
     async def _throttle_drift(self, admin: Any, spec: dict[str, Any], polls: int) -> list[str]:
         """Every few full polls, a read-only check that the run's throttle is still in place."""
