@@ -146,3 +146,20 @@ def test_dag_params_and_planner_flags_come_from_the_row() -> None:
                for p in conf_problems("kafka_reassign", dag_defaults, {"goal": "disk-threshold"}))
     assert conf_problems("kafka_reassign", dag_defaults, {"goal": "disk-threshold", "disk_threshold_percent": 80}) == []
     assert defaults.planner_flags({"disk_threshold_percent": 80.0}) == ["--disk-threshold-percent", "80.0"]
+
+
+def test_the_dag_planning_task_hands_the_threshold_to_the_planner(tmp_path: Path) -> None:
+    from kafka_reassign.planning.spark.command import main as plan_main
+    from kafka_reassign_airflow.operators.planning import PLANNER_LIMITS, PlannerSubmitOperator
+
+    assert "disk_threshold_percent" in PLANNER_LIMITS
+    op = PlannerSubmitOperator(task_id="plan_x", goal="disk-threshold", brokers=None, replication_factor=None,
+                               limits={"disk_threshold_percent": 80.0, "throttle_bytes_per_sec": 20_000_000})
+    snap = tmp_path / "snapshot.json"
+    snap.write_text(json.dumps(generate(partitions=60, brokers=6, racks=3, dirs_per_broker=2,
+                                        over_share=0.25, seed=2)))
+    args = op.planner_args(str(snap), str(tmp_path / "plan.json"))
+    assert args[args.index("--disk-threshold-percent") + 1] == "80.0"
+    assert plan_main([*args, "--engine", "local", "--no-chart"]) == 0
+    summary = json.loads((tmp_path / "plan.summary.json").read_text())
+    assert summary["goal"] == "disk-threshold" and summary["moved_over_lower_bound"] <= 1.10
