@@ -161,7 +161,8 @@ def build_progress_view(*, state: Any, cluster: Any, configs: Mapping[tuple[str,
                    "partitions_in_flight": progress.steps_in_flight, "bytes_total": progress.bytes_total,
                    "bytes_moved": progress.bytes_moved, "bytes_left": progress.bytes_left,
                    "rate_bytes_per_sec": progress.rate_bytes_per_sec, "eta_seconds": progress.eta_seconds,
-                   "updated_at": progress.updated_at, "caps": progress.caps_line() if progress.cap_change else None}
+                   "updated_at": progress.updated_at, "caps": progress.caps_line() if progress.cap_change else None,
+                   "held": progress.held if not progress.finished else ""}
     else:
         for step in in_flight_steps(cluster.in_flight, state):
             rows.append(_partition_row(step, "Moving", state, observe(step, cluster)))
@@ -310,6 +311,10 @@ def collect_progress(conn_id: str, dag_id: str | None, run_id: str | None) -> di
         _LAST_LEFT.rate(conn_id, view["summary"])
     view["conn_id"] = conn_id
     view["run"] = {k: v for k, v in run.items() if k not in ("xcoms", "conf")} if run else None
+    if run and run_id:
+        from kafka_reassign_airflow.pause import is_paused
+
+        view["run"]["paused"] = is_paused(run_id)
     view["plan"] = load_plan_view(planned_files(run["xcoms"])) if run else None
     view["estimate"] = estimate_view(run["xcoms"]) if run else None
     if run and progress is None:
@@ -346,6 +351,34 @@ def _add_plan_and_cluster_routes(app: FastAPI) -> None:
     async def connections(request: Request) -> JSONResponse:
         await _authorize(request, None)
         return JSONResponse({"connections": await asyncio.to_thread(_kafka_connections)})
+
+
+def _add_pause_routes(app: FastAPI) -> None:
+    """``POST /api/pause`` and ``/api/resume`` (the page's buttons): set or delete the run's pause
+    Variable (:mod:`kafka_reassign_airflow.pause`), for users who may edit the DAG's runs."""
+    import asyncio
+
+    from kafka_reassign_airflow import pause as run_pause
+
+    async def act(request: Request, dag_id: str, run_id: str, paused: bool) -> JSONResponse:
+        if not await may_access_runs(request, dag_id, "PUT"):
+            raise HTTPException(status_code=403, detail="not allowed to change this DAG's runs")
+        if await asyncio.to_thread(_run_info, dag_id, run_id) is None:
+            raise HTTPException(status_code=404, detail=f"no run {run_id!r} of DAG {dag_id!r}")
+        if paused:
+            await asyncio.to_thread(run_pause.pause, run_id, "progress page")
+        else:
+            await asyncio.to_thread(run_pause.resume, run_id)
+        return JSONResponse({"dag_id": dag_id, "run_id": run_id, "paused": paused,
+                             "variable": run_pause.pause_key(run_id)})
+
+    @app.post("/api/pause")
+    async def pause(request: Request, dag_id: str, run_id: str) -> JSONResponse:
+        return await act(request, dag_id, run_id, True)
+
+    @app.post("/api/resume")
+    async def resume(request: Request, dag_id: str, run_id: str) -> JSONResponse:
+        return await act(request, dag_id, run_id, False)
 
 
 def create_app() -> FastAPI:
@@ -396,6 +429,7 @@ def create_app() -> FastAPI:
         return JSONResponse(view, headers={"Cache-Control": "no-store"})
 
     _add_plan_and_cluster_routes(app)
+    _add_pause_routes(app)
 
     @app.get("/api/runs")
     async def runs(request: Request) -> JSONResponse:

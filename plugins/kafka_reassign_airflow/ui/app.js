@@ -59,10 +59,10 @@ function fill(tbodyParent, rows, emptyText, cols) {
   for (const r of rows) tbody.append(r);
 }
 
-async function api(path) {
+async function api(path, method = "GET") {
   const headers = { Accept: "application/json" };
   if (token) headers.Authorization = "Bearer " + token;
-  const resp = await fetch(path, { headers, credentials: "same-origin" });
+  const resp = await fetch(path, { method, headers, credentials: "same-origin" });
   const body = await resp.text();
   if (!resp.ok) {
     let detail = body;
@@ -149,6 +149,8 @@ function render(d) {
 
   const warnings = $("warnings"); warnings.replaceChildren();
   for (const w of d.warnings || []) warnings.append(el("div", { class: "banner warn" }, w));
+  if (s.held) warnings.append(el("div", { class: "banner warn" }, "New moves held back: " + s.held));
+  renderPause(run, s);
 
   const umi = (d.under_min_isr || []).length;
   const cards = [
@@ -189,6 +191,23 @@ function render(d) {
 
   $("updated").textContent = "updated " + new Date(d.generated_at || Date.now()).toLocaleTimeString();
   $("error").hidden = true;
+}
+
+// Pause / resume: no new move starts while paused, those in flight finish (api/pause, api/resume).
+function renderPause(run, s) {
+  const box = $("pause-box");
+  const live = run && run.state === "running" && (!s.outcome || s.outcome === "in_progress");
+  box.hidden = !live;
+  if (!live) return;
+  const btn = $("pause-btn");
+  btn.textContent = run.paused ? "Resume new moves" : "Pause new moves";
+  btn.onclick = async () => {
+    const q = new URLSearchParams({ dag_id: run.dag_id, run_id: run.run_id });
+    btn.disabled = true;
+    try { await api((run.paused ? "api/resume?" : "api/pause?") + q.toString(), "POST"); await refresh(); }
+    catch (e) { $("error").textContent = String(e); $("error").hidden = false; }
+    finally { btn.disabled = false; }
+  };
 }
 
 async function loadConnections() {
