@@ -16,6 +16,8 @@ from kafka_reassign.planning.spark.cluster import Cluster, Partition
 from kafka_reassign.planning.spark.goals.base import EPS, BuiltinGoal
 
 Dir = tuple[int, str]
+#: grid steps below the need whose subsets are checked for a real cover (sizes were rounded down)
+ROUNDING_WINDOW = 32
 
 
 def percent_problem(pct: object) -> Problem | None:
@@ -90,8 +92,9 @@ def min_cover(sizes: Sequence[float], need: float, steps: int = 10_000) -> list[
     The best is one replica at least ``need``, or several smaller ones adding up to less than
     2 x need (dropping the last one of a minimal cover leaves less than need). Those sums are
     found by a subset-sum over a bitset on a grid of need / ``steps``, sizes rounded down: a
-    set reaching ``steps`` grid steps covers; one a few steps short may cover too (rounding),
-    so the lightest reachable sums from ``steps`` minus the number of replicas up are tried.
+    set reaching ``steps`` grid steps covers, so the cover is at most one grid step per replica
+    above the best. A set up to :data:`ROUNDING_WINDOW` steps short may cover too (exact ties):
+    the lightest reachable sums from there up are tried first.
     """
     if need <= 0 or sum(sizes) < need:
         return []
@@ -104,7 +107,7 @@ def min_cover(sizes: Sequence[float], need: float, steps: int = 10_000) -> list[
     for w in weights:
         reach.append((reach[-1] | (reach[-1] << w)) & mask)
     several: list[int] = []
-    lo = max(0, steps - len(small))
+    lo = max(0, steps - min(len(small), ROUNDING_WINDOW))
     sums = reach[-1] >> lo
     while sums:  # reachable sums, lightest first, until one covers
         low = sums & -sums
@@ -151,6 +154,12 @@ class DiskThreshold(BuiltinGoal):
         self._lb = disk_threshold_lower_bound(self.cl, self.fraction, frozen)
         excess = excess_bytes(self.cl, dict(self.a.dir_bytes), self.fraction)
         left = [f"broker {b} {path}" for b, path in sorted(excess) if b in frozen]
+        # the movable replicas of each full dir, found in one pass (only they may move)
+        self.on_dir: dict[Dir, list[int]] = {k: [] for k in excess}
+        for pi in sorted(self.movable):
+            for r, d in zip(self.a.replicas[pi], self.a.dirs[pi]):
+                if (r, d) in self.on_dir and self.a.sizes[pi] > 0:
+                    self.on_dir[(r, d)].append(pi)
         stuck: list[str] = []
         for b, path in sorted(excess, key=lambda k: -excess[k]):  # the fullest dirs get the room first
             if b not in frozen and not self._offload(b, path):
@@ -175,8 +184,7 @@ class DiskThreshold(BuiltinGoal):
         """
         a = self.a
         cap = next(d.capacity_bytes for d in self.cl.brokers[b].log_dirs if d.path == path)
-        pool = [pi for pi in self.movable if a.sizes[pi] > 0 and b in a.replicas[pi]
-                and a.dirs[pi][a.replicas[pi].index(b)] == path]
+        pool = self.on_dir[(b, path)]
         while a.dir_bytes[(b, path)] - self.fraction * cap > EPS:
             pick = min_cover([a.sizes[pi] for pi in pool], a.dir_bytes[(b, path)] - self.fraction * cap)
             if not pick:
