@@ -24,7 +24,11 @@ def pause_key(run_id: str) -> str:
 
 
 def is_paused(run_id: str) -> bool:
-    return _Vars.get(pause_key(run_id)) is not None
+    """Whether the pause Variable exists (whatever its value: ``airflow variables set KEY yes`` pauses too)."""
+    try:
+        return _Vars.get(pause_key(run_id)) is not None
+    except ValueError:  # not JSON: set by hand, still a pause
+        return True
 
 
 def pause(run_id: str, by: str = "") -> None:
