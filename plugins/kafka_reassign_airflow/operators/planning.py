@@ -73,7 +73,8 @@ class ClusterSnapshotOperator(BaseOperator):
             raise AirflowSkipException("a plan was given: nothing to plan (the given plan is used)")
         if not self.goal:
             raise AirflowFailException("plan is null and goal is null: give a plan, or a goal "
-                                       "(rebalance, add-brokers, remove-brokers, replication-factor, rack-repair)")
+                                       "(rebalance, add-brokers, remove-brokers, replication-factor, rack-repair, "
+                                       "disk-threshold)")
         from kafka_reassign.planning.spark.snapshot_file import write_snapshot_lines
         from kafka_reassign.cluster.snapshot import read_cluster_snapshot
 

@@ -71,7 +71,7 @@ class ReassignmentPrepareOperator(BaseOperator):
             raise AirflowFailException(
                 f"plan is null and task {self.plan_task_id!r} produced no plan file (it was skipped or "
                 "failed): give a plan, or a goal (rebalance, add-brokers, remove-brokers, "
-                "replication-factor, rack-repair)")
+                "replication-factor, rack-repair, disk-threshold)")
         path = Path(planned["plan_file"])
         try:
             plan = json.loads(path.read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@
   moves as one task per rack and chooses leaders as tasks over partition groups; the driver holds
   brokers and moves only. Point ``spark_master`` (or the Spark connection of the DAG) at a
   cluster and the same code scales out. ``engine="local"`` runs the same steps in pandas.
-* replication-factor, rack-repair, disks and user assignors (``custom``) run on the driver
+* replication-factor, rack-repair, disks, disk-threshold and user assignors (``custom``) run on the driver
   (:mod:`.driver_plan`).
 """
 from __future__ import annotations
