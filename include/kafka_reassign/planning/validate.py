@@ -73,7 +73,8 @@ class ReassignParams:
     disk_threshold_percent: float | None = D.DISK_THRESHOLD_PERCENT
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # Plain JSON: a tuple (the maintenance windows) as the list it reads back as.
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "ReassignParams":
