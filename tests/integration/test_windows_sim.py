@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 from integration.test_executor_sim import FAST, RecordingAdmin, plan_to_456, snapshot
 from kafka_reassign.cluster.admin import KafkaAdmin
 from kafka_reassign.run.reassign import run_reassignment
@@ -90,3 +92,19 @@ def test_pause_holds_new_steps_back_and_resume_submits_nothing_again(sim_cluster
     assert held and all(v.held.startswith("paused by an operator") for v in held)
     assert any(v.steps_in_flight for v in held) and held[-1].steps_done > held[0].steps_done
     _assert_each_step_submitted_once_and_done(cluster, rec)
+
+
+def test_a_rehearsal_predicts_the_moving_time_whatever_the_windows():
+    """Its clock starts in 1970: a window is no part of what it predicts (the moving time)."""
+    from sim_snapshots import make_snapshot
+
+    from kafka_reassign.rehearsal.rehearse import rehearse
+
+    snap = make_snapshot(brokers=6, topics={"t": {"partitions": 2, "rf": 3, "size_bytes": 20_000_000,
+                                                  "replicas": [[1, 2, 3], [2, 3, 1]]}})
+    plan = {"version": 1, "partitions": [{"topic": "t", "partition": p, "replicas": [4, 5, 6]} for p in (0, 1)]}
+    limits = {"throttle_bytes_per_sec": 2_000_000, "poll_interval_seconds": 2.0}
+    closed_for_days = rehearse(snap, plan, {**limits, "maintenance_windows": ["cron:0 0 2 1 * for 1h UTC"]})
+    plain = rehearse(snap, plan, limits)
+    assert closed_for_days.outcome == plain.outcome == "done"
+    assert closed_for_days.predicted_seconds == pytest.approx(plain.predicted_seconds, rel=0.05)

@@ -74,8 +74,10 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
     from kafka_reassign.planning.validate import validate_params
     from kafka_sim import SimulatedCluster
 
+    # No maintenance windows: the rehearsal predicts the moving time, not the hours spent waiting
+    # for a window (its clock starts in 1970, not when the real run will).
     p = validate_params({**(params.to_json() if hasattr(params, "to_json") else dict(params or {})),
-                         "dry_run": False, "rehearse": False})
+                         "dry_run": False, "rehearse": False, "maintenance_windows": []})
     snap = copy.deepcopy(dict(snapshot))
     if network_bytes_per_sec:
         for b in snap.get("brokers", []):
