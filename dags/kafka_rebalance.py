@@ -64,7 +64,8 @@ Spark jobs running at once across the fleet.
 #: Params of this DAG only (the reassignment tasks must not receive them as run options).
 REBALANCE_ONLY = ("balance_threshold", "require_approval", "spark_conn_id", "planner_engine", "planner_options")
 #: kafka_reassign params that do not apply: the plan comes from the planner.
-NOT_APPLICABLE = ("plan", "goal", "brokers", "replication_factor", "allow_replication_factor_change")
+NOT_APPLICABLE = ("plan", "goal", "brokers", "replication_factor", "allow_replication_factor_change",
+                  "disk_threshold_percent")
 
 
 def _params(entry: FleetEntry, fleet: Fleet) -> dict[str, Param]:

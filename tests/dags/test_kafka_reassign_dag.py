@@ -93,6 +93,9 @@ def test_planning_is_one_path_through_spark_submit(bag, dag):
 
     rebalance = bag.get_dag("kafka_rebalance")
     assert rebalance is not None, bag.import_errors
+    # The rebalance's goal is fixed: params of other goals would do nothing there.
+    assert not {"goal", "brokers", "disk_threshold_percent"} & set(rebalance.params)
+    assert "disk_threshold_percent" in dag.params
     for d in (dag, rebalance):
         t = d.task_dict
         snap, plan, prepare = t["snapshot"], t["plan"], t["prepare"]
