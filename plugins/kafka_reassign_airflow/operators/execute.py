@@ -132,9 +132,12 @@ class ReassignmentExecuteOperator(RunStepOperator):
         if view.finished:
             resume(context["run_id"])  # a pause left on a finished run would only confuse
             return self._finish(view)
+        wait = ex.limits.step_timeout_seconds + ex.limits.stall_window_seconds + _TIMEOUT_GRACE
+        opens = ex.reopens_at(time.time())  # a window opening hours away: the trigger sleeps until then
+        if opens is not None:
+            wait = max(wait, opens - time.time() + _TIMEOUT_GRACE)
         self.defer(trigger=self._trigger(ex, context, poll), method_name="execute_complete",
-                   timeout=timedelta(seconds=ex.limits.step_timeout_seconds + ex.limits.stall_window_seconds
-                                     + _TIMEOUT_GRACE))
+                   timeout=timedelta(seconds=wait))
         return {}  # not reached: defer() raises
 
     def _guard(self, admin: Any, context: Context) -> None:
