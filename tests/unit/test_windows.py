@@ -76,6 +76,7 @@ def test_touching_windows_are_one_stretch():
     (["Mon-Fry 01:00-05:00"], "unknown day 'mon-fry'"),
     (["Mon 25:00-26:00"], "not a time of day"),
     (["cron:0 1 * * 9 for 1h"], "not a cron expression"),
+    (["cron:0 0 30 2 * for 1h"], "never fires"),
     (["cron:0 1 * * * for soon"], "not a duration"),
     (["Mon-Fri 01:00-05:00 Europe/Berlin", "Wed 04:00-06:00 Europe/Berlin"],
      "'Mon-Fri 01:00-05:00 Europe/Berlin' and 'Wed 04:00-06:00 Europe/Berlin' overlap"),

@@ -120,17 +120,18 @@ class MaintenanceWindows:
 
     def is_open(self, now: float) -> bool:
         """Whether new moves may start at ``now``."""
-        return not self.windows or any(o <= now < c for o, c in self._intervals(now, timedelta(days=1)))
+        # Only occurrences opened by now matter: a second ahead keeps a cron firing each minute cheap.
+        return not self.windows or any(o <= now < c for o, c in self._intervals(now, timedelta(seconds=1)))
 
     def next_open(self, now: float) -> float | None:
         """``now`` when open, else the next opening (None: none within a year)."""
         if self.is_open(now):
             return now
-        for ahead in (timedelta(days=8), timedelta(days=366)):
-            later = [o for o, _ in self._intervals(now, ahead) if o > now]
-            if later:
-                return min(later)
-        return None
+        after = _at(now)
+        # Each window's occurrences come in order: its first opening after now is the first one read.
+        firsts = (next((o.timestamp() for o, _ in w.openings(after, after + timedelta(days=366))
+                        if o.timestamp() > now), None) for w in self.windows)
+        return min((t for t in firsts if t is not None), default=None)
 
     def closes_at(self, now: float) -> float | None:
         """When the window open at ``now`` closes (None: closed now, or no windows: never closes)."""
@@ -178,6 +179,10 @@ def parse_window(text: str) -> Window:
 
         if not croniter.is_valid(cron["expr"]):
             raise ValueError(f"{cron['expr']!r} is not a cron expression (minute hour day month weekday)")
+        try:
+            croniter(cron["expr"], datetime(2000, 1, 1, tzinfo=timezone.utc)).get_next(datetime)
+        except Exception as exc:  # croniter gives up on a date that never comes (30 February)
+            raise ValueError(f"{cron['expr']!r} never fires") from exc
         dur = _DURATION.match(cron["dur"])
         if not dur or not cron["dur"]:
             raise ValueError(f"{cron['dur']!r} is not a duration such as 4h, 90m or 1h30m")
@@ -203,8 +208,9 @@ def _overlaps(windows: Sequence[Window], now: float) -> list[Problem]:
     seen: set[tuple[int, int]] = set()
     reach: tuple[datetime, int] | None = None   # the latest closing so far, and whose
     for opens, closes, n in spans:
-        if reach is not None and opens < reach[0] and (reach[1], n) not in seen:
-            seen.add((reach[1], n))
+        pair = (min(reach[1], n), max(reach[1], n)) if reach is not None else (n, n)
+        if reach is not None and opens < reach[0] and pair not in seen:  # each pair named once
+            seen.add(pair)
             a, b = windows[reach[1]].text, windows[n].text
             what = f"{a!r} overlaps itself (its duration is longer than its period)" if reach[1] == n \
                 else f"{a!r} and {b!r} overlap (at {opens.isoformat()}): give one window for that time"
