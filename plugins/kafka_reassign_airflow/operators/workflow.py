@@ -46,6 +46,11 @@ def p(name: str) -> str:
     return "{{ params.%s }}" % name
 
 
+def p_if_any(name: str) -> str:
+    """A DAG param, or None in a DAG without it (the rebalance DAG leaves out other goals' params)."""
+    return "{{ params.get('%s') }}" % name
+
+
 @dataclass
 class PlanningTasks:
     """Handles on the planning tasks: the cluster snapshot and the Spark job."""
@@ -83,7 +88,7 @@ def planning_tasks(*, plan: Any = p("plan"), goal: Any = p("goal"), brokers: Any
     planned = PlannerSubmitOperator(
         task_id=PLAN_TASK_ID, snapshot_task_id=SNAPSHOT_TASK_ID, spark_conn_id=spark_conn_id, goal=goal,
         brokers=brokers, replication_factor=replication_factor, engine=engine,
-        planner_options=planner_options, limits={name: p(name) for name in PLANNER_LIMITS},
+        planner_options=planner_options, limits={name: p_if_any(name) for name in PLANNER_LIMITS},
         doc_md="spark-submit of the planner (kafka_reassign/planning/spark/spark_job.py) to the Spark connection: "
                "writes PLAN.json, PLAN.summary.json and PLAN.chart.png; the summary line is in the log.")
     snapshot >> planned
