@@ -61,10 +61,18 @@ def test_a_refused_cordon_fails_the_task_with_nothing_written():
     from airflow.sdk.exceptions import AirflowFailException
 
     from kafka_reassign_airflow.operators.cordon import cordon_leaving
-    admin = ConfigAdmin({}, state=state(sole_isr_on=6))
-    with pytest.raises(AirflowFailException, match="only in-sync replicas"):
-        cordon_leaving(context(REMOVE), admin, MemoryRecordStore())  # type: ignore[arg-type]
+    admin = ConfigAdmin({}, state=state())
+    with pytest.raises(AirflowFailException, match="99"):
+        cordon_leaving(context({**REMOVE, "brokers": [5, 99]}), admin, MemoryRecordStore())  # type: ignore[arg-type]
     assert admin.writes == [] and admin.validated == 0
+
+
+def test_a_sole_in_sync_replica_on_a_leaving_broker_does_not_stop_its_cordon():
+    """The run moves that replica off; the cordon only keeps new ones away."""
+    from kafka_reassign_airflow.operators.cordon import cordon_leaving
+    admin = ConfigAdmin({}, state=state(sole_isr_on=6))
+    cordon_leaving(context(REMOVE), admin, MemoryRecordStore())  # type: ignore[arg-type]
+    assert admin.own == {5: CORDON_ALL, 6: CORDON_ALL}
 
 
 def test_an_older_cluster_is_not_cordoned_and_the_run_goes_on():

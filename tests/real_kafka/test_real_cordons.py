@@ -124,3 +124,50 @@ def test_cordoning_the_only_in_sync_replica_is_refused_with_nothing_written(real
     assert f"{topic}-1" not in refused.stderr  # its only replica is on broker 4, not cordoned
     assert broker_value(real_bootstrap, 5) is None
     assert not list((tmp_path / "records").glob("*.json"))
+
+
+class _TaskInstance:
+    """What the teardown asks Airflow: the state of the run's execute task."""
+
+    dag_id, run_id = "kafka_reassign", "manual__cordon-real"
+
+    def __init__(self, execute_state: str) -> None:
+        self.execute_state = execute_state
+
+    def get_task_states(self, dag_id: str, task_ids: list[str], run_ids: list[str]) -> dict[str, dict[str, str]]:
+        return {self.run_id: {"execute": self.execute_state}}
+
+
+@pytest.mark.parametrize("execute_state", ["failed", "success"])
+def test_remove_brokers_run_cordons_the_leaving_brokers_and_puts_back_the_prior_values_unless_done(
+        real_bootstrap, execute_state) -> None:
+    """The DAG's path (operators/cordon.py) with a real admin: the leaving brokers 5 and 6 are
+    cordoned before the first move; a failed execute puts back broker 5's operator value and
+    deletes broker 6's (it had none); a successful one leaves both cordoned."""
+    from kafka_reassign.throttle.record import MemoryRecordStore
+    from kafka_reassign_airflow.operators.cordon import cordon_leaving, release_unless_done
+
+    dirs = cordoned_by_describe_log_dirs(real_bootstrap)[5][1]
+    alter_set(admin(real_bootstrap), "broker", "5", {CORDONED_LOG_DIRS: dirs[1]})
+    # the run must read the operator's value as its prior one: wait until the broker answers with it
+    wait_for(lambda: broker_value(real_bootstrap, 5) == dirs[1], 10, "broker 5's operator cordon")
+    ti = _TaskInstance(execute_state)
+    context: Any = {"params": {"goal": "remove-brokers", "brokers": [5, 6], "plan": None},
+                    "run_id": ti.run_id, "ti": ti}
+    store = MemoryRecordStore()
+    try:
+        with KafkaAdmin(bootstrap_servers=real_bootstrap) as ka:
+            cordon_leaving(context, ka, store)
+        assert broker_value(real_bootstrap, 5) == CORDON_ALL and broker_value(real_bootstrap, 6) == CORDON_ALL
+        with KafkaAdmin(bootstrap_servers=real_bootstrap) as ka:
+            release_unless_done(context, ka, store, "execute")
+        if execute_state == "success":
+            assert broker_value(real_bootstrap, 5) == CORDON_ALL and broker_value(real_bootstrap, 6) == CORDON_ALL
+        else:
+            assert broker_value(real_bootstrap, 5) == dirs[1] and broker_value(real_bootstrap, 6) is None
+            assert cordoned_by_describe_log_dirs(real_bootstrap)[5][0] == [dirs[1]]
+    finally:
+        for broker in (5, 6):
+            alter_set(admin(real_bootstrap), "broker", str(broker), {CORDONED_LOG_DIRS: None})
+    wait_for(lambda: broker_value(real_bootstrap, 5) is None and broker_value(real_bootstrap, 6) is None, 10,
+             "the test's cordon values deleted")

@@ -47,8 +47,10 @@ def cordon_leaving(context: Context, admin: KafkaAdminPort, store: RecordStoreBa
         return
     run_id = context["run_id"]
     try:
+        # A sole in-sync replica on a leaving broker is no reason to refuse: this run moves it
+        # off, and a cordon only keeps new replicas away (the CLI refuses it without a flag).
         result = cordon_brokers(admin, store, admin.cluster_state(), brokers,
-                                by=f"run {run_id} (remove-brokers)", run_id=run_id)
+                                by=f"run {run_id} (remove-brokers)", run_id=run_id, allow_sole_isr=True)
     except CordonError as exc:
         raise AirflowFailException(str(exc)) from exc
     log.info("Cordoned the leaving brokers %s (they stay cordoned after success; restored on failure):\n%s",
