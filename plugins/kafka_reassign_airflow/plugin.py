@@ -6,6 +6,8 @@ A FastAPI app mounted on the api-server under :data:`URL_PREFIX` serves
 * ``/api/progress?dag_id=&run_id=&conn_id=`` - JSON: steps done / in flight / queued, per
   partition bytes moved and left, rate, ETA, throttles per broker, partitions under min ISR;
 * ``/api/runs`` - recent runs of the reassignment DAGs, for the page's run picker.
+* ``/api/fleet`` - one row per cluster of the fleet, from stored state only
+  (:mod:`kafka_reassign_airflow.fleet_view`).
 
 The page is registered in the Airflow UI as external views: one entry in the navigation
 (cluster-wide: every reassignment in flight) and one tab on each DAG run (that run's
@@ -34,6 +36,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 
 from kafka_reassign_airflow.conf_check import TriggerConfMiddleware, may_access_runs
+from kafka_reassign_airflow.fleet_view import add_fleet_route
 from kafka_reassign_airflow.links import PlanChartLink
 from kafka_reassign_airflow.plan_view import load_plan_view, planned_files
 
@@ -430,6 +433,7 @@ def create_app() -> FastAPI:
 
     _add_plan_and_cluster_routes(app)
     _add_pause_routes(app)
+    add_fleet_route(app, _authorize)
 
     @app.get("/api/runs")
     async def runs(request: Request) -> JSONResponse:
