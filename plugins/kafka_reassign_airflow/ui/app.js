@@ -245,6 +245,63 @@ async function loadRuns() {
   } catch (e) { /* the run list is a convenience; progress still renders */ }
 }
 
+// Fleet: one row per cluster from stored state only (api/fleet never connects to Kafka), shown
+// on the cluster-wide view; a run's own page shows that run alone.
+const SHOW_FLEET = !params.get("dag_id");
+function link(href, text) { return href ? el("a", { href }, text) : el("span", {}, text); }
+function sub(text) { return el("span", { class: "sub" }, text); }
+function ratio(x) { return x === null || x === undefined ? "–" : Number(x).toFixed(3); }
+function fmtAgo(iso) {
+  if (!iso) return "";
+  const s = (Date.now() - new Date(iso).getTime()) / 1000;
+  return s >= 0 ? fmtDuration(s) + " ago" : "";
+}
+
+function fleetCells(c) {
+  const b = c.balance, f = c.in_flight, r = c.reconciler, last = c.last_rebalance;
+  const q = new URLSearchParams({ conn_id: c.conn_id });
+  const throttles = (c.throttles || []).map(t => el("div", {},
+    link(t.link, t.run_id), sub(`${t.settings} setting(s)` + (t.run_active ? " · run still active" : " · run ended")
+                                + (t.pending && t.pending.length ? " · pending: " + t.pending.join(", ") : ""))));
+  return [
+    el("td", {}, link("?" + q.toString(), c.conn_id), sub(c.cluster_id ? "cluster " + c.cluster_id : "cluster id not seen yet")),
+    el("td", {}, el("span", { class: "status-word " + c.status.replace(/ /g, "-") }, c.status)),
+    el("td", { class: "num" }, b ? ratio(b.disk) : "–", sub(b ? `threshold ${ratio(b.threshold)}` : "no plan stored")),
+    el("td", { class: "num" }, b ? ratio(b.leaders) : "–"),
+    el("td", {}, f ? link(f.link, f.run_id) : "none",
+       f ? sub(`${f.dag_id} · ${f.percent === null ? "not started" : f.percent.toFixed(1) + " %"} · ETA ${fmtDuration(f.eta_seconds)}`) : ""),
+    el("td", {}, throttles.length ? throttles : "none"),
+    el("td", {}, r ? r.text : "no sweep yet", r && r.run_id ? sub(r.run_id) : ""),
+    el("td", {}, last ? link(last.link, last.state) : "never run", last ? sub(`${last.run_id} · ${fmtAgo(last.end_date || last.start_date)}`) : ""),
+  ];
+}
+
+function renderFleet(d) {
+  $("fleet").hidden = false;
+  $("fleet-error").hidden = true;
+  const counts = Object.entries(d.counts || {}).filter(([, n]) => n).map(([w, n]) => `${n} ${w}`).join(" · ");
+  $("fleet-counts").textContent = `${(d.clusters || []).length} cluster(s)` + (counts ? " · " + counts : "");
+  fill($("fleet-table"), (d.clusters || []).map(c => el("tr", { "data-conn": c.conn_id, "data-status": c.status },
+    ...fleetCells(c))), "No cluster listed.", 8);
+  const other = $("fleet-other"); other.replaceChildren();
+  for (const t of d.other_throttles || []) {
+    other.append(el("div", { class: "banner warn" }, `Unrestored throttle record of run ${t.run_id}`
+      + ` (cluster ${t.cluster_id || "unknown"}) matches no cluster of the fleet.`));
+  }
+  document.body.dataset.fleet = "1";
+}
+
+async function refreshFleet() {
+  if (!SHOW_FLEET) return;
+  try { renderFleet(await api("api/fleet")); }
+  catch (e) {
+    $("fleet").hidden = false;
+    $("fleet-error").textContent = "Could not read the fleet: " + e.message;
+    $("fleet-error").hidden = false;
+    document.body.dataset.fleet = "error";
+  }
+}
+
 async function refresh() {
   try {
     render(await api("api/progress?" + query()));
@@ -256,7 +313,7 @@ async function refresh() {
 }
 
 async function loop() {
-  await refresh();
+  await Promise.all([refresh(), refreshFleet()]);
   if ($("auto").checked) setTimeout(loop, REFRESH_MS);
 }
 $("auto").addEventListener("change", () => { if ($("auto").checked) loop(); });
