@@ -36,7 +36,7 @@ class ClusterView:
     futures: set[tuple[str, int, int]] = field(default_factory=set)
 
 
-def _metadata(admin: KafkaAdminPort, topics: Sequence[str]) -> dict[TopicPartition, PartitionMetadata]:
+def partition_metadata(admin: KafkaAdminPort, topics: Sequence[str]) -> dict[TopicPartition, PartitionMetadata]:
     """(topic, partition) -> :class:`~kafka_reassign.cluster.metadata.PartitionMetadata` of ``topics``."""
     out: dict[TopicPartition, PartitionMetadata] = {}
     if not topics:
@@ -159,7 +159,7 @@ def classify(candidates: Mapping[int, StepMove], listing: Mapping[TopicPartition
     submission happened but was not saved. Later refills trust the executor's own record.
     """
     out = Admission()
-    parts = _metadata(admin, [s.topic for s in candidates.values() if not s.is_log_dir_only]) if verify else {}
+    parts = partition_metadata(admin, [s.topic for s in candidates.values() if not s.is_log_dir_only]) if verify else {}
     _classify_dir_steps(admin, {i: s for i, s in candidates.items() if s.is_log_dir_only}, out)
     for i, s in candidates.items():
         if s.is_log_dir_only:
