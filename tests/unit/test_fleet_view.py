@@ -1,6 +1,8 @@
 """The fleet page's judgement of a cluster from its stored state: the status word and the row."""
 from __future__ import annotations
 
+from typing import Any
+
 from kafka_reassign_airflow.fleet_view import (BALANCED, MOVING, THROTTLE_LEFT, UNBALANCED, UNKNOWN, ClusterFacts,
                                                current_balance, fleet_row, record_facts, runs_by_conn, status_word)
 
@@ -53,9 +55,9 @@ def test_throttle_left_by_an_ended_run_or_found_by_the_reconciler() -> None:
 
 
 def test_runs_are_tied_to_their_connection() -> None:
-    runs = [{"dag_id": "kafka_reassign", "run_id": "a", "conn_id": "kafka_b"},
-            {"dag_id": "kafka_rebalance__kafka_c", "run_id": "b", "conn_id": None},
-            {"dag_id": "kafka_reassign", "run_id": "c", "conn_id": None}]
+    runs: list[dict[str, Any]] = [{"dag_id": "kafka_reassign", "run_id": "a", "conn_id": "kafka_b"},
+                                  {"dag_id": "kafka_rebalance__kafka_c", "run_id": "b", "conn_id": None},
+                                  {"dag_id": "kafka_reassign", "run_id": "c", "conn_id": None}]
     grouped = runs_by_conn(runs, "kafka_default")
     assert {k: [r["run_id"] for r in v] for k, v in grouped.items()} == {
         "kafka_b": ["a"], "kafka_c": ["b"], "kafka_default": ["c"]}
