@@ -270,7 +270,7 @@ function fleetCells(c) {
     el("td", { class: "num" }, b ? ratio(b.leaders) : "–"),
     el("td", {}, f ? link(f.link, f.run_id) : "none",
        f ? sub(`${f.dag_id} · ${f.percent === null ? "not started" : f.percent.toFixed(1) + " %"} · ETA ${fmtDuration(f.eta_seconds)}`) : ""),
-    el("td", {}, throttles.length ? throttles : "none"),
+    el("td", {}, ...(throttles.length ? throttles : ["none"])),
     el("td", {}, r ? r.text : "no sweep yet", r && r.run_id ? sub(r.run_id) : ""),
     el("td", {}, last ? link(last.link, last.state) : "never run", last ? sub(`${last.run_id} · ${fmtAgo(last.end_date || last.start_date)}`) : ""),
   ];
@@ -289,16 +289,22 @@ function renderFleet(d) {
       + ` (cluster ${t.cluster_id || "unknown"}) matches no cluster of the fleet.`));
   }
   document.body.dataset.fleet = "1";
+  return d;
 }
 
+// With a fleet and no cluster picked, the page is the fleet overview: no cluster is read live
+// until one is picked (a click on its name), so an unreachable cluster never blocks the page.
 async function refreshFleet() {
-  if (!SHOW_FLEET) return;
-  try { renderFleet(await api("api/fleet")); }
-  catch (e) {
+  if (!SHOW_FLEET) return false;
+  try {
+    const d = renderFleet(await api("api/fleet"));
+    return Boolean(d.configured) && !params.get("conn_id");
+  } catch (e) {
     $("fleet").hidden = false;
     $("fleet-error").textContent = "Could not read the fleet: " + e.message;
     $("fleet-error").hidden = false;
     document.body.dataset.fleet = "error";
+    return false;
   }
 }
 
@@ -313,7 +319,10 @@ async function refresh() {
 }
 
 async function loop() {
-  await Promise.all([refresh(), refreshFleet()]);
+  const overview = await refreshFleet();
+  $("cluster-view").hidden = overview;
+  if (overview) $("context").textContent = "Fleet overview: pick a cluster (its name) for its live view, a run for its progress.";
+  else await refresh();
   if ($("auto").checked) setTimeout(loop, REFRESH_MS);
 }
 $("auto").addEventListener("change", () => { if ($("auto").checked) loop(); });
