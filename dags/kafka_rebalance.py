@@ -84,6 +84,8 @@ def _params(entry: FleetEntry, fleet: Fleet) -> dict[str, Param]:
                                         description=f"This DAG rebalances {entry.conn_id} (one DAG per cluster).")
     if entry.throttle_bytes_per_sec is not None:
         params["throttle_bytes_per_sec"].value = entry.throttle_bytes_per_sec
+    if entry.maintenance_windows is not None:
+        params["maintenance_windows"].value = list(entry.maintenance_windows)
     params.update({
         "balance_threshold": Param(
             entry.balance_threshold or 1.10, type="number", minimum=1.0, title="Balance threshold",

@@ -4,7 +4,8 @@ A fleet config is a JSON list; each entry names a cluster by its Airflow connect
 override what the scheduled DAGs do on it::
 
     [{"conn_id": "kafka_eu1", "schedule": "0 2 * * *", "balance_threshold": 1.15},
-     {"conn_id": "kafka_us1", "throttle_bytes_per_sec": 50000000, "require_approval": true},
+     {"conn_id": "kafka_us1", "throttle_bytes_per_sec": 50000000, "require_approval": true,
+      "maintenance_windows": ["Mon-Fri 01:00-05:00 America/New_York"]},
      "kafka_ap1"]
 
 A bare string is an entry with only a connection id. Parsing checks the shape here (no
@@ -27,7 +28,7 @@ _CONN_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 #: Entry keys and the types they take (bool is not an int here).
 _KEYS: dict[str, tuple[type, ...]] = {"conn_id": (str,), "schedule": (str, type(None)),
                                       "balance_threshold": (int, float), "throttle_bytes_per_sec": (int,),
-                                      "require_approval": (bool,)}
+                                      "require_approval": (bool,), "maintenance_windows": (list,)}
 
 
 class FleetConfigError(ReassignError):
@@ -43,6 +44,7 @@ class FleetEntry:
     :param balance_threshold: act when the fullest broker's disk use is over this times the mean
     :param throttle_bytes_per_sec: replication throttle of its rebalance moves
     :param require_approval: wait for a person's approval before moving
+    :param maintenance_windows: when its rebalance may start new moves (``maintenance_windows`` param)
     """
 
     conn_id: str
@@ -50,6 +52,7 @@ class FleetEntry:
     balance_threshold: float | None = None
     throttle_bytes_per_sec: int | None = None
     require_approval: bool | None = None
+    maintenance_windows: tuple[str, ...] | None = None
 
     @property
     def schedule_off(self) -> bool:
@@ -103,7 +106,21 @@ def _shape_problems(raw: object) -> list[str]:
     rate = raw.get("throttle_bytes_per_sec")
     if isinstance(rate, int) and not isinstance(rate, bool) and rate <= 0:
         problems.append(f"throttle_bytes_per_sec must be over 0, not {rate}")
-    return problems
+    return problems + _window_problems(raw.get("maintenance_windows"))
+
+
+def _window_problems(windows: object) -> list[str]:
+    """The run parameter's own checks (form, zone, overlaps), named as fleet problems."""
+    from kafka_reassign.errors import ParamError
+    from kafka_reassign.execution.windows import parse_windows
+
+    if not isinstance(windows, list):
+        return []
+    try:
+        parse_windows(windows)
+    except ParamError as exc:
+        return [f"maintenance_windows: {p.reason}" for p in exc.problems]
+    return []
 
 
 def _entry(raw: str | dict[str, object]) -> FleetEntry:
@@ -111,11 +128,12 @@ def _entry(raw: str | dict[str, object]) -> FleetEntry:
     data: dict[str, object] = {"conn_id": raw} if isinstance(raw, str) else raw
     threshold, rate, approval = data.get("balance_threshold"), data.get("throttle_bytes_per_sec"), \
         data.get("require_approval")
-    schedule = data.get("schedule")
+    schedule, windows = data.get("schedule"), data.get("maintenance_windows")
     return FleetEntry(conn_id=str(data["conn_id"]), schedule=schedule if isinstance(schedule, str) else None,
                       balance_threshold=float(threshold) if isinstance(threshold, (int, float)) else None,
                       throttle_bytes_per_sec=rate if isinstance(rate, int) else None,
-                      require_approval=approval if isinstance(approval, bool) else None)
+                      require_approval=approval if isinstance(approval, bool) else None,
+                      maintenance_windows=tuple(str(w) for w in windows) if isinstance(windows, list) else None)
 
 
 def _airflow_problems(entry: FleetEntry, checks: FleetChecks) -> list[str]:

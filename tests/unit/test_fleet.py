@@ -28,10 +28,12 @@ def _parse(entries: object) -> list[FleetEntry]:
 
 def test_three_clusters_with_their_overrides() -> None:
     fleet = _parse([{"conn_id": "kafka_eu1", "schedule": "0 2 * * *", "balance_threshold": 1.2},
-                    {"conn_id": "kafka_us1", "throttle_bytes_per_sec": 50_000_000, "require_approval": True},
+                    {"conn_id": "kafka_us1", "throttle_bytes_per_sec": 50_000_000, "require_approval": True,
+                     "maintenance_windows": ["Sat-Sun 00:00-06:00 America/New_York"]},
                     "kafka_ap1"])
     assert fleet == [FleetEntry("kafka_eu1", schedule="0 2 * * *", balance_threshold=1.2),
-                     FleetEntry("kafka_us1", throttle_bytes_per_sec=50_000_000, require_approval=True),
+                     FleetEntry("kafka_us1", throttle_bytes_per_sec=50_000_000, require_approval=True,
+                                maintenance_windows=("Sat-Sun 00:00-06:00 America/New_York",)),
                      FleetEntry("kafka_ap1")]
     assert not fleet[0].schedule_off and FleetEntry("x", schedule="None").schedule_off
 
@@ -53,6 +55,12 @@ def test_three_clusters_with_their_overrides() -> None:
      "fleet entry 1 (kafka_us1): throttle_bytes_per_sec must be int, not 'fast'"),
     ([{"conn_id": "kafka_us1", "require_approval": "yes"}],
      "fleet entry 1 (kafka_us1): require_approval must be bool, not 'yes'"),
+    ([{"conn_id": "kafka_us1", "maintenance_windows": ["Mon-Fri 01:00-05:00 Mars/Olympus"]}],
+     "fleet entry 1 (kafka_us1): maintenance_windows: window 'Mon-Fri 01:00-05:00 Mars/Olympus'"),
+    ([{"conn_id": "kafka_us1", "maintenance_windows": ["Mon 01:00-05:00 UTC", "Mon 04:00-06:00 UTC"]}],
+     "fleet entry 1 (kafka_us1): maintenance_windows: 'Mon 01:00-05:00 UTC' and 'Mon 04:00-06:00 UTC' overlap"),
+    ([{"conn_id": "kafka_us1", "maintenance_windows": "Mon 01:00-05:00 UTC"}],
+     "fleet entry 1 (kafka_us1): maintenance_windows must be list, not 'Mon 01:00-05:00 UTC'"),
     ([{"conn_id": "kafka us1"}], "fleet entry 1 (kafka us1): conn_id 'kafka us1' may hold only"),
     ([{"schedule": "@daily"}], "fleet entry 1: conn_id must be str, not None"),
     ([42], "fleet entry 1: must be an object with conn_id"),
