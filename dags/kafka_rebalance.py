@@ -114,12 +114,12 @@ def _params(entry: FleetEntry, fleet: Fleet) -> dict[str, Param]:
 def should_rebalance(params: dict[str, Any], ti: Any = None) -> bool:
     """Go on only when the cluster is over the threshold and the plan moves something.
 
-    Reads the summary and plan files the planning job wrote; the summary's figures go to the
-    XCom key ``summary`` (shown by the approval step).
+    Reads only the summary the planning job wrote (its size does not grow with the plan); its
+    figures go to the XCom key ``summary`` (shown by the approval step).
     """
     planned = ti.xcom_pull(task_ids=PLAN_TASK_ID)
     summary = json.loads(Path(planned["summary_file"]).read_text(encoding="utf-8"))
-    moves = len(json.loads(Path(planned["plan_file"]).read_text(encoding="utf-8")).get("partitions", []))
+    moves = int(summary.get("partitions_moved") or 0) or int(summary.get("log_dir_movements") or 0)
     ti.xcom_push(key=SUMMARY_XCOM_KEY, value={k: v for k, v in summary.items()
                                               if not isinstance(v, (list, dict))})
     before = summary.get("balance_before")
