@@ -189,7 +189,9 @@ class Logs:
     @locked
     def list_offsets(self, broker_id: int, topic: str, partition: int, timestamp: int
                      ) -> tuple[int, int, int, int]:
-        """ListOffsets on the leader: -1 latest (HW), -2 earliest, -3 max timestamp, else by time.
+        """ListOffsets on the leader: -1 latest (HW), -2 earliest, -3 max timestamp, -4 earliest
+        local (KIP-1005), else by time. A tiered topic (KIP-405) answers -1/-2/-4 from its bytes
+        (:meth:`~kafka_sim.state.Partition.tiered_offsets`).
 
         :param broker_id: broker receiving the request
         :param topic: topic name
@@ -202,6 +204,11 @@ class Logs:
             return E.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1
         if p.leader != broker_id or not self.brokers[broker_id].alive:
             return E.NOT_LEADER_OR_FOLLOWER, -1, -1, -1
+        if self.topics[topic].configs.get("remote.storage.enable") == "true" and timestamp in (-1, -2, -4):
+            start, local_start, end = p.tiered_offsets()
+            return E.NONE, -1, {-2: start, -4: local_start, -1: end}[timestamp], p.leader_epoch
+        if timestamp == -4:  # earliest local (KIP-1005): the whole log is local without tiering
+            timestamp = -2
         if timestamp == -1:
             return E.NONE, -1, p.high_watermark(), p.leader_epoch
         if timestamp == -2:

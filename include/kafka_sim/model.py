@@ -158,6 +158,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
                                            float(p.get("bytes_in_per_sec", 0) or 0), dirs)
                 if p.get("batch_bytes"):
                     part.batch_bytes = int(p["batch_bytes"])
+                part.remote_bytes = float(p.get("remote_bytes", 0) or 0)
                 topic.partitions.append(part)
             self.topics[name] = topic
         for topic in self.topics.values():
@@ -372,7 +373,8 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
                 parts.append({"partition": p.index, "replicas": list(p.replicas), "leader": p.leader,
                               "isr": list(p.isr), "size_bytes": int(size),
                               "bytes_in_per_sec": p.bytes_in_per_sec,
-                              "log_dirs": [p._reps[b].log_dir for b in p.replicas]})
+                              "log_dirs": [p._reps[b].log_dir for b in p.replicas],
+                              **({"remote_bytes": int(p.remote_bytes)} if p.remote_bytes else {})})
             topics.append({"name": t.name, "configs": dict(t.configs), "partitions": parts})
         return {"version": 1, "cluster_id": self.cluster_id, "brokers": brokers, "topics": topics}
 

@@ -110,6 +110,9 @@ class Replica:
                 f"tracking={self.tracking}, future_log_dir={self.future_log_dir!r})")
 
 
+#: Bytes per offset of a tiered partition's snapshot data (see Partition.tiered_offsets).
+TIERED_RECORD_BYTES = 1024
+
 #: ProducerConfig batch.size default: the batch size assumed for a snapshot's data
 DEFAULT_BATCH_BYTES = 16384
 
@@ -124,7 +127,7 @@ class Partition:
 
     __slots__ = ("topic", "index", "replicas", "isr", "leader", "leader_epoch", "partition_epoch", "adding",
                  "removing", "bytes_in_per_sec", "_reps", "_base_bytes", "_base_t", "_rate", "_model", "leo",
-                 "_rec_base", "_rec_end", "_rec_pos", "_rec_data", "_rec_maxts", "batch_bytes")
+                 "_rec_base", "_rec_end", "_rec_pos", "_rec_data", "_rec_maxts", "batch_bytes", "remote_bytes")
 
     def __init__(self, model: ModelCore, topic: str, index: int, replicas: list[int], leader: int,
                  size: float, bytes_in: float) -> None:
@@ -147,6 +150,9 @@ class Partition:
         #: record batch size of the snapshot's data (producer batch.size default): what a
         #: follower's fetch of replica.fetch.max.bytes wastes on a trailing partial batch
         self.batch_bytes = DEFAULT_BATCH_BYTES
+        #: bytes of a tiered topic's partition in remote storage only (KIP-405): below the local
+        #: log, never copied by a reassignment, not counted by DescribeLogDirs
+        self.remote_bytes = 0.0
         # record batches, created on the first produce (most partitions never get any)
         self._rec_base: list[int] = NO_RECORDS  # type: ignore[assignment]
         self._rec_end: list[int] = NO_RECORDS  # type: ignore[assignment]
@@ -174,6 +180,17 @@ class Partition:
             return 0
         i = bisect.bisect_right(self._rec_pos, nbytes + CATCH_UP_EPS)
         return self._rec_end[i - 1] if i else 0
+
+    def tiered_offsets(self) -> tuple[int, int, int]:
+        """(log start, earliest local, log end) offsets of a tiered partition (ListOffsets -2, -4, -1).
+
+        A snapshot's data has no records here, so a tiered partition's offsets count its bytes,
+        one offset per :data:`TIERED_RECORD_BYTES`: the remote part first, then the local log
+        (records produced to it count on top). Bytes per offset are then the same in both parts,
+        as an estimate from these three offsets assumes.
+        """
+        local_start = round(self.remote_bytes / TIERED_RECORD_BYTES)
+        return 0, local_start, local_start + round(self.log_bytes() / TIERED_RECORD_BYTES) + self.leo
 
     def high_watermark(self) -> int:
         """Min log end offset over the ISR."""

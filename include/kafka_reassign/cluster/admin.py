@@ -29,6 +29,7 @@ from kafka_reassign.cluster.configs import ConfigAccess
 from kafka_reassign.cluster.config_source import ConfigChangeLike, ConfigsRead
 from kafka_reassign.cluster.log_dirs import LogDirAccess
 from kafka_reassign.cluster.metadata import BrokerNode, ClusterDescription, PartitionMetadata, TopicMetadata
+from kafka_reassign.cluster.tiered import EARLIEST, EARLIEST_LOCAL, EARLIEST_LOCAL_VERSION, LATEST, TieredOffsets
 from kafka_reassign.errors import KafkaAdminError
 from kafka_reassign.cluster.state import (BrokerInfo, ClusterState, InFlight, PartitionInfo, ReplicaLogDir,
                                           TopicInfo, TopicPartition)
@@ -173,21 +174,44 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         :param partitions: (topic, partition) pairs
         :param latest: log-end offsets; False for log-start offsets
         """
-        from kafka.admin import OffsetSpec
-        from kafka.structs import TopicPartition as KTP
-        spec = OffsetSpec.LATEST if latest else OffsetSpec.EARLIEST
+        return self._offsets(list(partitions), LATEST if latest else EARLIEST)
+
+    def tiered_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, TieredOffsets]:
+        """Log-start, earliest-local and log-end offsets of tiered partitions (KIP-405, KIP-1005).
+
+        Empty (with a warning) when the brokers lack ListOffsets v8, which answers the
+        earliest local offset: remote bytes are then not known, not 0 by measurement.
+
+        :param partitions: (topic, partition) pairs of tiered topics
+        """
         keys = list(partitions)
         if not keys:
             return {}
+        version = self.max_api_version(2)  # ListOffsets
+        if version is not None and version < EARLIEST_LOCAL_VERSION:
+            log.warning("brokers answer ListOffsets up to v%s, earliest-local offsets need v%s (Kafka 3.6+): "
+                        "remote bytes of tiered topics are not measured", version, EARLIEST_LOCAL_VERSION)
+            return {}
+        start, local, end = (self._offsets(keys, spec) for spec in (EARLIEST, EARLIEST_LOCAL, LATEST))
+        return {k: TieredOffsets(start[k], local[k], end[k]) for k in keys
+                if k in start and k in local and k in end}
+
+    def _offsets(self, keys: list[TopicPartition], spec: int) -> dict[TopicPartition, int]:
+        """ListOffsets of ``keys`` at one timestamp selector; partitions that err are left out."""
+        from kafka.admin import OffsetSpec
+        from kafka.structs import TopicPartition as KTP
+        if not keys:
+            return {}
         try:
-            raw = self._call("ListOffsets", self._open.list_partition_offsets, {KTP(t, p): spec for t, p in keys})
+            raw = self._call("ListOffsets", self._open.list_partition_offsets,
+                             {KTP(t, p): OffsetSpec(spec) for t, p in keys})
         except KafkaAdminError as exc:
             if len(keys) == 1:
                 log.warning("ListOffsets for %s-%s: %s", keys[0][0], keys[0][1], exc)
                 return {}
             out: dict[TopicPartition, int] = {}
             for key in keys:  # one bad partition fails the whole call in kafka-python: ask one by one
-                out.update(self.list_offsets([key], latest))
+                out.update(self._offsets([key], spec))
             return out
         return {(tp.topic, tp.partition): int(v.offset) for tp, v in raw.items()}
 

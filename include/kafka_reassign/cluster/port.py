@@ -14,6 +14,7 @@ from typing import Iterable, Mapping, Protocol, runtime_checkable
 from kafka_reassign.cluster.config_source import ConfigChangeLike, ConfigsRead
 from kafka_reassign.cluster.metadata import ClusterDescription, TopicMetadata
 from kafka_reassign.cluster.state import ClusterState, InFlight, ReplicaLogDir, TopicPartition
+from kafka_reassign.cluster.tiered import TieredOffsets
 
 #: {(resource_type "broker"|"topic", name): {key: value, None = not set}}
 ConfigValues = dict[tuple[str, str], dict[str, str | None]]
@@ -41,7 +42,16 @@ class ClusterReader(Protocol):
 
 
 @runtime_checkable
-class KafkaAdminPort(ClusterReader, Protocol):
+class TieredReader(Protocol):
+    """The offsets that size a tiered partition's remote part (a live cluster's; a snapshot has its sizes)."""
+
+    def tiered_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, TieredOffsets]:
+        """Log-start, earliest-local and log-end offsets; a partition not answered is left out."""
+        ...
+
+
+@runtime_checkable
+class KafkaAdminPort(ClusterReader, TieredReader, Protocol):
     """Every admin operation the reassignment uses, reads and writes."""
 
     def close(self) -> None: ...
@@ -92,4 +102,4 @@ class KafkaAdminPort(ClusterReader, Protocol):
         ...
 
 
-__all__ = ["ClusterReader", "KafkaAdminPort", "ConfigValues", "LogDirMoves"]
+__all__ = ["ClusterReader", "KafkaAdminPort", "TieredReader", "ConfigValues", "LogDirMoves"]

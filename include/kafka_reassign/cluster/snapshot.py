@@ -10,7 +10,7 @@ A snapshot is the planner's input, the simulator's scenario and the output of
                                  "size_bytes": 123, "bytes_in_per_sec": 0,
                                  "log_dirs": ["/d1","/d1","/d1"]}]}]}
 
-Fields may be added (we add ``cluster_id``, ``isr``, ``alive``); none may change meaning.
+Fields may be added (we add ``cluster_id``, ``isr``, ``alive``, ``remote_bytes``); none may change meaning.
 """
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeGuard
 
-from kafka_reassign.cluster.port import ClusterReader
+from kafka_reassign.cluster.port import ClusterReader, TieredReader
+from kafka_reassign.cluster.state import ClusterState
+from kafka_reassign.cluster.tiered import REMOTE_STORAGE_CONFIG, is_tiered
 from kafka_reassign.errors import Problem, SnapshotError
 
 
@@ -212,12 +214,12 @@ def _partition_problems(p: dict[str, Any], pwhere: str, broker_at: dict[int, int
                         dir_paths: dict[int, list[str]], planning: bool,
                         bad: Callable[..., None]) -> None:
     """The checks of one partition entry (replicas, leader, sizes, log dirs); see snapshot_problems."""
-    for k in ("size_bytes", "bytes_in_per_sec"):
+    for k in ("size_bytes", "remote_bytes", "bytes_in_per_sec"):
         v = p.get(k, 0)
         if k == "bytes_in_per_sec" and v is None:
             continue  # an unmeasured rate
         if not is_num(v) or v < 0:
-            bad(f"{pwhere}.{k}", f"must be a number >= 0, got {v!r}", "bad_size" if k == "size_bytes" else "bad_rate")
+            bad(f"{pwhere}.{k}", f"must be a number >= 0, got {v!r}", "bad_rate" if k == "bytes_in_per_sec" else "bad_size")
     reps = p.get("replicas")
     if not isinstance(reps, list) or not reps or not all(is_int(r) for r in reps):
         bad(f"{pwhere}.replicas", f"must be a non-empty list of broker ids, got {reps!r}", "bad_replicas")
@@ -293,7 +295,9 @@ def save_snapshot(snap: dict[str, Any], path: str | os.PathLike[str]) -> None:
 def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0) -> dict[str, Any]:
     """Take a snapshot of a live cluster.
 
-    Sizes come from DescribeLogDirs (the leader's replica). Produce rates are not exposed by
+    Sizes come from DescribeLogDirs (the leader's replica): the local log, what a move copies.
+    Partitions of tiered topics (``remote.storage.enable=true``) also get ``remote_bytes``, the
+    bytes only in remote storage (:mod:`kafka_reassign.cluster.tiered`). Produce rates are not exposed by
     the admin API; with ``sample_seconds > 0`` they are estimated from the growth of the
     leaders' log sizes over that interval (0 otherwise).
 
@@ -312,6 +316,7 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0) -> 
             if before is not None:
                 rates[(p.topic, p.partition)] = max(0.0, (p.size_bytes - before.size_bytes) / dt)
         state = later
+    remote = remote_sizes(admin, state)
     brokers = []
     for b in sorted(state.brokers.values(), key=lambda x: x.id):
         brokers.append({"id": b.id, "rack": b.rack, "alive": b.alive,
@@ -326,13 +331,37 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0) -> 
                                      "leader": p.leader if p.leader >= 0 else None, "isr": list(p.isr),
                                      "size_bytes": p.size_bytes,
                                      "bytes_in_per_sec": round(rates.get((p.topic, p.partition), 0.0), 3)}
+            if p.partition in remote.get(t.name, {}):
+                entry["remote_bytes"] = remote[t.name][p.partition]
             if p.replica_dirs and all(r in p.replica_dirs for r in p.replicas):
                 entry["log_dirs"] = [p.replica_dirs[r] for r in p.replicas]
             parts.append(entry)
         topic: dict[str, Any] = {"name": t.name, "configs": dict(t.configs), "partitions": parts}
+        if t.name in remote:
+            topic["configs"][REMOTE_STORAGE_CONFIG] = "true"
         if t.internal:
             topic["internal"] = True
         topics.append(topic)
     snap = {"version": 1, "cluster_id": state.cluster_id, "controller_id": state.controller_id,
             "default_min_isr": state.default_min_isr, "brokers": brokers, "topics": topics}
     return snap
+
+
+def remote_sizes(admin: ClusterReader, state: ClusterState) -> dict[str, dict[int, int]]:
+    """Tiered topic (KIP-405) -> partition -> bytes only in remote storage, estimated from the
+    leader's offsets (:class:`~kafka_reassign.cluster.tiered.TieredOffsets`). Every tiered
+    topic is a key; a partition whose offsets are not answered is left out of it.
+
+    Only tiered topics are asked about, so a cluster without tiered storage pays one
+    DescribeConfigs and no ListOffsets.
+
+    :param admin: connected admin (a reader without ListOffsets measures nothing)
+    :param state: the cluster state whose local sizes scale the offsets
+    """
+    if not isinstance(admin, TieredReader) or not state.topics:
+        return {}
+    configs = admin.describe_configs(topics=sorted(state.topics), keys=[REMOTE_STORAGE_CONFIG])
+    tiered = [t for t in state.topics.values() if is_tiered(configs.get(("topic", t.name), {}))]
+    offsets = admin.tiered_offsets([(t.name, i) for t in tiered for i in t.partitions])
+    return {t.name: {i: offsets[(t.name, i)].remote_bytes(p.size_bytes)
+                     for i, p in t.partitions.items() if (t.name, i) in offsets} for t in tiered}

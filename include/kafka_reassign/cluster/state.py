@@ -49,7 +49,8 @@ class PartitionInfo:
     :param isr: in-sync replicas
     :param leader: current leader, -1 when none
     :param offline: replicas on offline brokers / dirs
-    :param size_bytes: the leader's log size (0 when unknown)
+    :param size_bytes: the leader's local log size (0 when unknown): the bytes a new replica copies
+    :param remote_bytes: bytes only in remote storage (tiered topic, KIP-405): a move leaves them there
     :param bytes_in_per_sec: produce rate (0 when unknown)
     :param replica_dirs: log dir of each replica when known
     """
@@ -63,6 +64,7 @@ class PartitionInfo:
     size_bytes: int = 0
     bytes_in_per_sec: float = 0.0
     replica_dirs: dict[int, str] = field(default_factory=dict, compare=False)
+    remote_bytes: int = 0
 
     @property
     def name(self) -> str:
@@ -207,7 +209,7 @@ class ClusterState:
                     topic=t["name"], partition=int(p["partition"]), replicas=replicas, isr=isr,
                     leader=leader, offline=offline, size_bytes=int(p.get("size_bytes", 0) or 0),
                     bytes_in_per_sec=float(p.get("bytes_in_per_sec", 0) or 0),
-                    replica_dirs=replica_dirs)
+                    replica_dirs=replica_dirs, remote_bytes=int(p.get("remote_bytes", 0) or 0))
             topics[t["name"]] = TopicInfo(name=t["name"], partitions=parts,
                                           internal=bool(t.get("internal", False)),
                                           configs={k: str(v) for k, v in (t.get("configs") or {}).items()})
