@@ -25,10 +25,11 @@ SASL_API_RANGES: dict[int, tuple[int, int]] = {
     SaslHandshakeRequest.API_KEY: (1, 1), SaslAuthenticateRequest.API_KEY: (0, 2),
 }
 
-# (min, max) per API key as advertised by Apache Kafka 4.1 brokers.
+# (min, max) per API key as advertised by Apache Kafka 4.1 brokers, except DescribeLogDirs: v5
+# (IsCordoned, KIP-1066) as Kafka 4.3 advertises it; a cluster without cordons caps it at 4.
 KAFKA_41_RANGES: dict[int, tuple[int, int]] = {
     0: (0, 13), 1: (4, 18), 2: (1, 10), 3: (0, 13), 10: (0, 6), 18: (0, 4), 19: (2, 7),
-    20: (1, 6), 22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 4),
+    20: (1, 6), 22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 5),
     37: (0, 3), 43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0), 60: (0, 2),
     **SASL_API_RANGES,
 }

@@ -10,6 +10,7 @@ from kafka_sim.config_resolution import (
 )
 from kafka_sim.config_types import ConfigEntry, ConfigValueError
 from kafka_sim.configs import BROKER_CONFIGS, TOPIC_CONFIGS
+from kafka_sim.cordons import CORDONED_LOG_DIRS
 from kafka_sim.model_base import locked
 from kafka_sim.state import Topic
 
@@ -196,6 +197,10 @@ class ConfigRequests:
             try:
                 new = compute(current, BROKER_CONFIGS, lambda k: self.configs.value(bid, k.name))
                 new = validate_broker_update(new, per_broker=bool(name))
+                if not self.cordons_enabled and new.get(CORDONED_LOG_DIRS) != current.get(CORDONED_LOG_DIRS):
+                    # ConfigurationControlManager below metadata.version 4.3-IV0 (testFeatureNotEnabled)
+                    return E.INVALID_CONFIG, (f"{CORDONED_LOG_DIRS} needs metadata.version 4.3-IV0 or later "
+                                              "(KIP-1066)")
             except NotDynamic as exc:
                 return E.INVALID_REQUEST, str(exc)
             except ConfigValueError as exc:

@@ -13,8 +13,8 @@ from kafka_sim.config_types import (
     ConfigEntry, ConfigKey, ConfigSource, ConfigSynonym, ConfigType, ConfigValueError, normalize, split_list,
 )
 from kafka_sim.configs import (
-    BROKER_CONFIGS, BROKER_SYNONYMS, DYNAMIC_ONLY_BROKER_KEYS, IDENTITY_BROKER_KEYS, STATIC_BROKER_DEFAULTS,
-    TOPIC_CONFIGS,
+    BROKER_CONFIGS, BROKER_SYNONYMS, DYNAMIC_ONLY_BROKER_KEYS, IDENTITY_BROKER_KEYS, PER_BROKER_ONLY_KEYS,
+    STATIC_BROKER_DEFAULTS, TOPIC_CONFIGS,
 )
 
 
@@ -54,6 +54,10 @@ def validate_broker_update(configs: Mapping[str, str], per_broker: bool) -> dict
                          or n in IDENTITY_BROKER_KEYS)
     if not_dynamic:
         raise NotDynamic(f"Cannot update these configs dynamically: Set({', '.join(not_dynamic)})")
+    broker_only = sorted(n for n in configs if n in PER_BROKER_ONLY_KEYS)
+    if broker_only and not per_broker:
+        raise NotDynamic("Cannot update these configs at default cluster level, broker id must be specified: "
+                         f"Set({', '.join(broker_only)})")
     for name, raw in configs.items():
         key = BROKER_CONFIGS.get(name)
         out[name] = normalize(key, raw) if key is not None else raw

@@ -28,6 +28,9 @@ _BROKER_KEYS: list[ConfigKey] = [
               "Cap on follower-side traffic of throttled replicas, " + _RATE_DOC, at_least(0), dynamic=True),
     ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", _L, str(LONG_MAX),
               "Cap on copying between log dirs of one broker (KIP-113), " + _RATE_DOC, at_least(0), dynamic=True),
+    # KIP-1066 (Kafka 4.3): log dirs taking no new replicas; per broker only (PER_BROKER_CONFIGS).
+    ConfigKey("cordoned.log.dirs", _LIST, "",
+              "Log dirs of this broker that take no new replicas: a list of log.dirs entries or '*'", dynamic=True),
     # Replication settings that are static in Kafka.
     ConfigKey("replica.lag.time.max.ms", _L, "30000",
               "A follower not caught up for this long is removed from the ISR", at_least(0)),
@@ -171,6 +174,10 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
 #: not KafkaConfig definitions): DescribeConfigs lists them only where they are set.
 DYNAMIC_ONLY_BROKER_KEYS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
                                       "replica.alter.log.dirs.io.max.bytes.per.second"})
+
+#: Dynamic broker configs that only a broker id resource takes, not the cluster default
+#: (DynamicBrokerConfig.PER_BROKER_CONFIGS).
+PER_BROKER_ONLY_KEYS = frozenset({"cordoned.log.dirs"})
 
 #: Kafka's "staticDefaultConfigs": defaults that are not null.
 STATIC_BROKER_DEFAULTS: dict[str, str] = {k.name: k.default for k in _BROKER_KEYS if k.default is not None}

@@ -99,8 +99,13 @@ class Logs:
         return r
 
     def _pick_dir(self, broker: int) -> str:
-        """Log dir for a new replica: LogManager.nextLogDirs, the dir holding the fewest logs."""
-        dirs = self.brokers[broker].log_dirs
+        """Log dir for a new replica: LogManager.nextLogDirs, the uncordoned dir holding the fewest logs.
+
+        A broker with every dir cordoned still takes a replica named to it (Kafka refuses no
+        manual assignment or reassignment target): then any dir.
+        """
+        cordoned = self.cordoned_dirs(broker)
+        dirs = [d for d in self.brokers[broker].log_dirs if d.path not in cordoned] or self.brokers[broker].log_dirs
         if len(dirs) == 1:
             return dirs[0].path
         counts = self._dir_logs.get(broker, {})
@@ -349,6 +354,9 @@ class Logs:
                 continue
             if path not in broker.dir_paths():
                 out.append((topic, index, E.LOG_DIR_NOT_FOUND))
+                continue
+            if path in self.cordoned_dirs(broker_id):  # ReplicaManager.alterReplicaLogDirs (KIP-1066)
+                out.append((topic, index, E.INVALID_REPLICA_ASSIGNMENT))
                 continue
             p = self._part(topic, index)
             if p is None:

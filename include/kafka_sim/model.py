@@ -31,6 +31,7 @@ from typing import Any, Callable
 from kafka_sim.config_requests import ConfigRequests
 from kafka_sim.config_resolution import BrokerConfigState, validate_topic_configs
 from kafka_sim.config_types import ConfigEntry, ConfigValueError, normalize
+from kafka_sim.cordons import Cordons
 from kafka_sim.configs import BROKER_CONFIGS
 from kafka_sim.leadership import Leadership
 from kafka_sim.model_base import locked
@@ -53,7 +54,7 @@ from kafka_sim.topics import Topics
 __all__ = ["Broker", "ClusterModel", "LogDir", "Partition", "Replica", "Topic", "ConfigEntry"]
 
 
-class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Leadership):
+class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Leadership, Cordons):
     """Brokers, topics, replicas, configs and replication physics in simulated time.
 
     :param snapshot: a snapshot dict (docs/FORMATS.md; see ``from_snapshot`` notes)

@@ -22,6 +22,7 @@ from kafka.protocol.api_header import RequestHeader
 
 from kafka_sim.apiversions import REQUEST_CLASSES, SUPPORTED
 from kafka_sim.connection import CLOSE, Connection, ConnectionHook
+from kafka_sim.cordons import CORDON_VERSION, DESCRIBE_LOG_DIRS_KEY
 from kafka_sim.handlers import Handlers, RawBody, RequestContext
 from kafka_sim.model import ClusterModel
 
@@ -258,14 +259,21 @@ class SimulatedCluster:
     :param security: listener security (:class:`kafka_sim.auth.ListenerSecurity`); None = PLAINTEXT
     :param hidden_api_keys: API keys the brokers neither advertise nor serve, to play an older
         Kafka (e.g. ``{45, 46}``: a broker before 2.4, without KIP-455 reassignments)
+    :param cordons: KIP-1066 cordoned log dirs (Kafka 4.3, metadata.version 4.3-IV0+, DescribeLogDirs
+        v5); False plays a Kafka 4.1 cluster: DescribeLogDirs v4 and ``cordoned.log.dirs`` refused
     """
 
     def __init__(self, snapshot: dict, time_scale: float = 1.0, host: str = "127.0.0.1",
-                 base_port: int = 0, security: Any = None, hidden_api_keys: Iterable[int] = ()) -> None:
+                 base_port: int = 0, security: Any = None, hidden_api_keys: Iterable[int] = (),
+                 cordons: bool = True) -> None:
         self.model = ClusterModel(snapshot, time_scale=time_scale)
+        self.model.cordons_enabled = cordons
         self.host = host
         self.base_port = base_port
         self._runtime = ClusterRuntime(self.model, host, frozenset(hidden_api_keys))
+        if not cordons and DESCRIBE_LOG_DIRS_KEY in self._runtime.supported:
+            low, high = self._runtime.supported[DESCRIBE_LOG_DIRS_KEY]
+            self._runtime.supported[DESCRIBE_LOG_DIRS_KEY] = (low, min(high, CORDON_VERSION - 1))
         if security is not None:  # a kafka_sim.auth.ListenerSecurity: TLS and/or SASL listeners
             security.install(self._runtime)
         self._loop: asyncio.AbstractEventLoop | None = None

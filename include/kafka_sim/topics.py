@@ -9,6 +9,7 @@ from kafka_sim import errors as E
 from kafka_sim.config_resolution import validate_topic_configs
 from kafka_sim.config_types import ConfigValueError
 from kafka_sim.model_base import locked
+from kafka_sim.cordons import placement_failure
 from kafka_sim.placement import assign_replicas
 from kafka_sim.state import Partition, Topic
 
@@ -24,9 +25,6 @@ class Topics:
     """Mixin of ClusterModel: CreateTopics, DeleteTopics, CreatePartitions."""
 
     # ------------------------------------------------------------ topics
-    def _live_brokers(self) -> list[tuple[int, str | None]]:
-        return [(b.id, b.rack) for b in self.brokers.values() if b.alive]
-
     @locked
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      assignments: dict[int, list[int]] | None = None, configs: dict[str, str] | None = None,
@@ -96,12 +94,10 @@ class Topics:
         if rf <= 0:
             return {}, (E.INVALID_REPLICATION_FACTOR, ("Replication factor must be larger than 0, or -1 to use "
                                                        "the default value."))
-        live = self._live_brokers()
-        if rf > len(live):
-            return {}, (E.INVALID_REPLICATION_FACTOR, (
-                f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
-                f"cannot be reached because only {len(live)} broker(s) are registered."))
-        return assign_replicas(live, n, rf, 0, self._rng), None
+        usable = self.placeable_brokers()
+        if rf > len(usable):
+            return {}, (E.INVALID_REPLICATION_FACTOR, placement_failure(rf, len(usable)))
+        return assign_replicas(usable, n, rf, 0, self._rng), None
 
     def _add_partitions(self, topic: Topic, placement: dict[int, list[int]]) -> None:
         for i in sorted(placement):
@@ -179,11 +175,10 @@ class Topics:
                                                           "replica(s).")
             placement = {current + i: [int(b) for b in r] for i, r in enumerate(assignments)}
         else:
-            live = self._live_brokers()
-            if rf > len(live):
-                return E.INVALID_REPLICATION_FACTOR, (f"Unable to replicate the partition {rf} time(s): only "
-                                                      f"{len(live)} broker(s) are registered.")
-            placement = assign_replicas(live, count - current, rf, current, self._rng)
+            usable = self.placeable_brokers()
+            if rf > len(usable):
+                return E.INVALID_REPLICATION_FACTOR, placement_failure(rf, len(usable))
+            placement = assign_replicas(usable, count - current, rf, current, self._rng)
         if validate_only:
             return E.NONE, None
         self._add_partitions(t, placement)

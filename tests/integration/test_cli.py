@@ -77,14 +77,17 @@ def test_snapshot_then_validate_offline(cluster, tmp_path, capsys):
     assert main(["snapshot", "--bootstrap-server", cluster.bootstrap_servers, "--out", str(out)]) == 0
     snap = json.loads(out.read_text())
     assert len(snap["brokers"]) == 5 and snap["topics"][0]["partitions"][0]["size_bytes"] == 10_000_000
-    # the simulator is a Kafka 4.1 broker (DescribeLogDirs v4): one line says nothing can be cordoned
-    assert "does not support cordons (KIP-1066 needs Kafka 4.3+" in capsys.readouterr().err
+    # the simulator speaks DescribeLogDirs v5 (KIP-1066): no cordon note, and nothing is cordoned yet
+    assert "does not support cordons" not in capsys.readouterr().err
     assert not any(d.get("cordoned") for b in snap["brokers"] for d in b["log_dirs"])
     assert main(["validate", "--snapshot", str(out), "--plan", write_plan(tmp_path, GOOD)]) == 0
     assert cluster.write_count == 0
 
 
-def test_cordon_on_an_older_cluster_is_refused_with_nothing_written(cluster, tmp_path, capsys):
+def test_cordon_on_an_older_cluster_is_refused_with_nothing_written(sim_cluster, snapshot_factory, tmp_path,
+                                                                    capsys):
+    cluster = sim_cluster(snapshot_factory(brokers=3, topics={"orders": {"partitions": 2, "rf": 2}}),
+                          cordons=False)  # a Kafka 4.1 cluster: DescribeLogDirs v4
     records = tmp_path / "rec"
     rc = main(["cordon", "--bootstrap-server", cluster.bootstrap_servers, "--brokers", "2",
                "--record-dir", str(records)])

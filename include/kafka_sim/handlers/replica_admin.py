@@ -86,10 +86,11 @@ class ReplicaAdminHandlers(HandlerBase):
         with self.model.lock:
             self.model.advance()
             dirs = self.model.describe_log_dirs(ctx.broker_id, topics)
+            cordoned = self.model.cordoned_dirs(ctx.broker_id)  # IsCordoned: v5 (KIP-1066), ignored before
         results = []
         for path, code, total, usable, topic_rows in dirs:
             results.append(ResR(
-                error_code=code, log_dir=path, total_bytes=total, usable_bytes=usable,
+                error_code=code, log_dir=path, total_bytes=total, usable_bytes=usable, is_cordoned=path in cordoned,
                 topics=[TopicR(name=tn, partitions=[
                     PartR(partition_index=p, partition_size=size, offset_lag=lag, is_future_key=fut)
                     for p, size, lag, fut in prows]) for tn, prows in topic_rows]))
