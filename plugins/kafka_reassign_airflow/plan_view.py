@@ -54,6 +54,9 @@ def plan_summary_view(summary: Mapping[str, Any]) -> dict[str, Any]:
         ("Replica movements", f"{summary.get('replica_movements', '–')} between brokers, "
                               f"{summary.get('log_dir_movements', 0)} between disks"),
         ("Data to copy", _data_to_copy(summary)),
+        *([("Remote data not copied", f"{fmt_bytes(summary['remote_bytes_not_copied'])} in remote storage "
+                                      "(tiered topics): moves copy only the local log")]
+          if summary.get("remote_bytes_not_copied") else []),
         ("Leader changes", str(summary.get("leader_movements", "–"))),
         ("Disk balance (max / mean)", _ratio(summary.get("balance_before"), summary.get("balance_after"))),
         ("Replica count balance", _ratio(summary.get("replica_count_balance_before"),

@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
 from kafka_reassign.planning.bounds import source_free_bound, throttle_bound
 from kafka_reassign.planning.leadership import senders
-from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC, format_duration
+from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC, fmt_bytes, format_duration
 
 INF = math.inf
 
@@ -166,7 +166,8 @@ class Estimate:
     :param bytes_total: bytes all new replicas copy
     :param broker_seconds: broker -> predicted busy time
     :param stalled: partitions that never finish at this throttle
-    :param detail: free-form extra figures (rehearsal: ratio, CPU, ...)
+    :param detail: free-form extra figures (rehearsal: ratio, CPU, ...; ``remote_bytes``: bytes of
+        the moving partitions of tiered topics that stay in remote storage, never copied)
     :param source_free_seconds: the source-free bound: any in-sync replica may send a copy's bytes
         (no schedule at all is faster); None when not computed (older JSON)
     """
@@ -202,6 +203,8 @@ class Estimate:
                 extra += f" (broker {self.busiest_broker})"
             if self.source_free_seconds is not None:
                 extra += f"; source-free bound {format_duration(self.source_free_seconds)}"
+        if self.detail.get("remote_bytes"):  # tiered topics (KIP-405): moves copy only the local log
+            extra += f"; {fmt_bytes(self.detail['remote_bytes'])} in remote storage not copied"
         return f"estimated moving time: {format_duration(self.seconds)}{extra} [{how}]"
 
     def to_json(self) -> dict[str, Any]:
@@ -326,7 +329,8 @@ def estimate_batches(batches: Sequence[Sequence[Any]], state: ClusterState, limi
     stalled = stalled_moves(everything, limits, quota)
     if stalled:
         seconds = INF
-    return (Estimate(seconds=seconds, bound_seconds=bound.seconds, busiest_broker=bound.broker,
+    remote = sum(p.remote_bytes for k in {ld.key for ld in everything} if (p := state.partition(*k)) is not None)
+    return (Estimate(detail={"remote_bytes": remote} if remote else {},seconds=seconds, bound_seconds=bound.seconds, busiest_broker=bound.broker,
                      source_free_seconds=source_free_bound(everything, limits).seconds,
                      bytes_total=sum(ld.size_bytes * (len(ld.adding) or len(ld.dir_brokers)) for ld in everything),
                      broker_seconds=whole, stalled=stalled), batch_secs)
@@ -354,7 +358,7 @@ class PlannedMove:
     :param partition: partition index
     :param current: replicas now, preferred leader first
     :param target: replicas after the move
-    :param size_bytes: the partition's size
+    :param size_bytes: the partition's local size: what each new replica copies
     :param produce: bytes/s written to it (0 when unknown)
     :param leader: current leader (-1 or not a current replica: the first in-sync one)
     :param offline: current replicas on dead brokers (not in sync)
@@ -374,6 +378,7 @@ class PlannedMove:
     min_isr: int = 1
     current_dirs: tuple[str, ...] = ()
     log_dirs: tuple[str, ...] | None = None
+    remote_bytes: float = 0.0  # bytes in remote storage (tiered topic): stay there, not copied
 
 
 def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
@@ -387,7 +392,7 @@ def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
         info = PartitionInfo(topic=m.topic, partition=m.partition, replicas=m.current, isr=isr,
                              leader=m.leader if m.leader in m.current else (isr[0] if isr else -1),
                              offline=m.offline, size_bytes=int(m.size_bytes), bytes_in_per_sec=m.produce,
-                             replica_dirs=dict(zip(m.current, m.current_dirs)))
+                             replica_dirs=dict(zip(m.current, m.current_dirs)), remote_bytes=int(m.remote_bytes))
         topic = topics.setdefault(m.topic, TopicInfo(name=m.topic, partitions={},
                                                      configs={"min.insync.replicas": str(m.min_isr)}))
         topic.partitions[m.partition] = info

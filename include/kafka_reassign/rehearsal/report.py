@@ -76,8 +76,10 @@ class RehearsalReport:
     def format(self) -> str:
         """The printable report (CLI, task log)."""
         ratio = f"{self.ratio:.2f}x" if self.ratio is not None else "-"
+        remote = (self.formula.get("detail") or {}).get("remote_bytes") if self.formula else None
+        left = f" (+{fmt_bytes(remote)} in remote storage, not copied)" if remote else ""
         lines = [f"Rehearsal of {self.partitions} partition(s), {self.steps} step(s), {fmt_bytes(self.bytes_total)} "
-                 f"to copy, throttle {fmt_bytes(self.throttle) + '/s' if self.throttle else 'none'}",
+                 f"to copy{left}, throttle {fmt_bytes(self.throttle) + '/s' if self.throttle else 'none'}",
                  f"  predicted moving time: {format_duration(self.predicted_seconds)} ({ratio} the fixed-leader bound "
                  f"{format_duration(self.bound_seconds)}{self._source_free_text()}); outcome: {self.outcome}"]
         if self.formula:

@@ -52,7 +52,9 @@ def write_chart(summary: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     title = (f"{summary.get('goal')}: balance {summary.get('balance_before')} -> "
              f"{summary.get('balance_after')} (max/mean utilisation), "
              f"{summary.get('replica_movements')} replica moves, "
-             f"{fmt_bytes(summary.get('data_to_move_bytes') or 0)}")
+             f"{fmt_bytes(summary.get('data_to_move_bytes') or 0)}"
+             + (f" (+{fmt_bytes(summary['remote_bytes_not_copied'])} remote, not copied)"
+                if summary.get("remote_bytes_not_copied") else ""))
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     out = Path(path)

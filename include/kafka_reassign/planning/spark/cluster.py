@@ -59,6 +59,8 @@ class Partition(TopicPartitionName):
     :param replicas: current replicas, preferred leader first
     :param log_dirs: the log dir of each replica (resolved; unknown -> the broker's first dir)
     :param dirs_known: whether the snapshot named the log dirs
+    :param size_bytes: the local log: what a new replica copies and what fills a disk
+    :param remote_bytes: bytes in remote storage (tiered topic, KIP-405): not copied by a move
     """
 
     index: int
@@ -71,6 +73,7 @@ class Partition(TopicPartitionName):
     log_dirs: tuple[str, ...]
     dirs_known: bool
     min_isr: int
+    remote_bytes: float = 0.0
 
 
 @dataclass
@@ -146,7 +149,8 @@ class Cluster:
                     index=len(partitions), topic=name, partition=p["partition"], replicas=tuple(reps),
                     leader=-1 if leader is None else leader, size_bytes=float(p.get("size_bytes", 0)),
                     bytes_in_per_sec=float(p.get("bytes_in_per_sec", 0) or 0),
-                    log_dirs=tuple(resolved), dirs_known=dirs_known, min_isr=min_isr))
+                    log_dirs=tuple(resolved), dirs_known=dirs_known, min_isr=min_isr,
+                    remote_bytes=float(p.get("remote_bytes", 0) or 0)))
         return cls(brokers=brokers, partitions=partitions, topic_configs=configs)
 
 

@@ -19,10 +19,11 @@ from typing import Any
 from kafka_reassign.errors import Problem
 from kafka_reassign.planning.spark.leaders import CHANGE_COLUMNS, CHANGE_SCHEMA, LeaderInputs, choose_leaders
 from kafka_reassign.planning.spark.search import MOVE_SCHEMA, SearchInputs, search_group
+from kafka_reassign.planning.spark.snapshot_file import PARTITION_FIELDS
 from kafka_reassign.planning.spark.spark_session import _quiet
 
 PARTITION_SCHEMA = ("topic string, partition int, replicas array<int>, log_dirs array<string>, "
-                    "size_bytes double, bytes_in_per_sec double, leader int")
+                    "size_bytes double, bytes_in_per_sec double, leader int, remote_bytes double")
 MAX_EXAMPLES = 10
 
 
@@ -161,7 +162,7 @@ class SparkData:
             parts = (parts.withColumn("mpos", F.lit(None).cast("array<int>"))
                      .withColumn("mdst", F.lit(None).cast("array<int>")))
         cols = parts.select("lgrp", "topic", "partition", "replicas", "mpos", "mdst", "size_bytes",
-                            "bytes_in_per_sec", "leader")
+                            "bytes_in_per_sec", "leader", "remote_bytes")
         out = cols.groupBy("lgrp").applyInPandas(_task(choose_leaders, inputs), CHANGE_SCHEMA)
         return out.toPandas()
 
@@ -193,9 +194,8 @@ class LocalData:
             for line in f:
                 if line.strip():
                     d = json.loads(line)
-                    rows.append({k: d.get(k) for k in ("topic", "partition", "replicas", "log_dirs",
-                                                       "size_bytes", "bytes_in_per_sec", "leader")})
-        cols = ["topic", "partition", "replicas", "log_dirs", "size_bytes", "bytes_in_per_sec", "leader"]
+                    rows.append({k: d.get(k) for k in PARTITION_FIELDS})
+        cols = list(PARTITION_FIELDS)
         self.parts = pd.DataFrame(rows, columns=cols)
         self.parts["crc"] = [_crc(t, p) for t, p in zip(self.parts["topic"], self.parts["partition"])]
 

@@ -6,7 +6,9 @@ Definitions (also in the README):
 
 * ``replica_movements``: replicas created on a broker that did not hold them (each copies the
   partition once); ``log_dir_movements``: replicas moved between log dirs of one broker.
-* ``data_to_move_bytes``: bytes those copies read, inter-broker plus intra-broker.
+* ``data_to_move_bytes``: bytes those copies read, inter-broker plus intra-broker: the local
+  log (``size_bytes``); ``remote_bytes_not_copied``: the moving partitions' bytes in remote
+  storage (tiered topics, KIP-405), each partition once: they stay where they are.
 * ``lower_bound_bytes``: bytes any plan reaching the goal must move, each goal's own (rack-repair:
   one copy per missing rack; replication-factor: one per missing replica; disks: the bytes above
   each log dir's tolerance edge, ``balance_tolerance`` above its broker's utilisation;
@@ -127,12 +129,14 @@ def build_summary(cluster: Cluster, opts: PlanOptions, final: Placement, reassig
     """
     moved = movement(cluster, final)
     drained = set(opts.brokers) if opts.goal == "remove-brokers" else set()
+    moves = cluster_moves(cluster, reassignment)
     # no fixed batches: the executor's window decides, and the estimate is the run's own
-    seconds, stall_warnings = plan_eta(cluster_moves(cluster, reassignment), opts, network_of(cluster))
+    seconds, stall_warnings = plan_eta(moves, opts, network_of(cluster))
     return {
         "goal": opts.goal, "assignor": assignor, "partitions_moved": len(reassignment.moves),
         "replica_movements": moved.replica_moves, "log_dir_movements": moved.log_dir_moves,
         "data_to_move_bytes": round(moved.data_bytes),
+        "remote_bytes_not_copied": round(sum(m.remote_bytes for m in moves)),
         "lower_bound_bytes": None if lower_bound is None else round(lower_bound),
         "moved_over_lower_bound": moved_over_bound(moved.data_bytes, lower_bound, reached),
         "leader_movements": moved.leader_moves,

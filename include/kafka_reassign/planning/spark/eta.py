@@ -68,7 +68,7 @@ def cluster_moves(cluster: Cluster, plan: ReassignmentPlan) -> list[PlannedMove]
         offline = tuple(b for b in p.replicas if not cluster.brokers[b].alive)
         out.append(PlannedMove(topic=m.topic, partition=m.partition, current=p.replicas, target=m.replicas,
                                size_bytes=p.size_bytes, produce=p.bytes_in_per_sec, leader=p.leader,
-                               offline=offline, min_isr=p.min_isr,
+                               offline=offline, min_isr=p.min_isr, remote_bytes=p.remote_bytes,
                                current_dirs=p.log_dirs if p.dirs_known else (), log_dirs=m.log_dirs))
     return out
 
@@ -76,16 +76,16 @@ def cluster_moves(cluster: Cluster, plan: ReassignmentPlan) -> list[PlannedMove]
 def change_moves(changes: pd.DataFrame, plan: ReassignmentPlan, min_isr: Mapping[str, int]) -> list[PlannedMove]:
     """The plan's moves with the balancing goals' changed partitions.
 
-    :param changes: pandas frame: topic, partition, orig, size_bytes, bytes_in_per_sec, leader
+    :param changes: pandas frame: topic, partition, orig, size_bytes, bytes_in_per_sec, leader, remote_bytes
     :param plan: the plan made of them
     :param min_isr: topic -> min.insync.replicas (1 where absent)
     """
     now = {(str(t), int(p)): PlannedMove(topic=str(t), partition=int(p), current=tuple(int(b) for b in orig),
                                          target=(), size_bytes=float(size), produce=float(rate), leader=int(lead),
-                                         min_isr=min_isr.get(str(t), 1))
-           for t, p, orig, size, rate, lead in zip(changes["topic"], changes["partition"], changes["orig"],
-                                                   changes["size_bytes"], changes["bytes_in_per_sec"],
-                                                   changes["leader"])}
+                                         min_isr=min_isr.get(str(t), 1), remote_bytes=float(remote))
+           for t, p, orig, size, rate, lead, remote in zip(
+               changes["topic"], changes["partition"], changes["orig"], changes["size_bytes"],
+               changes["bytes_in_per_sec"], changes["leader"], changes["remote_bytes"])}
     return [replace(now[m.key], target=m.replicas, log_dirs=m.log_dirs) for m in plan.moves]
 
 

@@ -25,12 +25,13 @@ def leader_groups(partitions: int, brokers: int) -> int:
     """How many partition groups: large enough quotas per group keep the sum of the groups'
     rounding small against the mean."""
     return max(1, min(MAX_LEADER_GROUPS, partitions // max(1, brokers * LEADERS_PER_BROKER_PER_GROUP)))
-# bytes_in_per_sec and leader (-1: unknown) travel along for the summary's time estimate.
+# bytes_in_per_sec and leader (-1: unknown) travel along for the summary's time estimate,
+# remote_bytes (tiered topics: stays in remote storage) for its remote total.
 CHANGE_COLUMNS = ("topic", "partition", "orig", "final", "size_bytes", "added", "removed", "problem",
-                  "bytes_in_per_sec", "leader")
+                  "bytes_in_per_sec", "leader", "remote_bytes")
 CHANGE_SCHEMA = ("topic string, partition int, orig array<int>, final array<int>, "
                  "size_bytes double, added array<int>, removed array<int>, problem string, "
-                 "bytes_in_per_sec double, leader int")
+                 "bytes_in_per_sec double, leader int, remote_bytes double")
 
 
 @dataclass
@@ -76,7 +77,8 @@ def _apply_moves(reps: list[int], mpos: Any, mdst: Any, rack: dict[int, str]) ->
 def choose_leaders(pdf: Any, inp: LeaderInputs) -> Any:
     """Changed partitions of one group (pandas in, pandas out).
 
-    :param pdf: columns lgrp, topic, partition, replicas, mpos, mdst, size_bytes, bytes_in_per_sec, leader
+    :param pdf: columns lgrp, topic, partition, replicas, mpos, mdst, size_bytes, bytes_in_per_sec, leader,
+        remote_bytes
     """
     import pandas as pd
 
@@ -91,8 +93,10 @@ def choose_leaders(pdf: Any, inp: LeaderInputs) -> Any:
     if inp.balance and rows:
         _balance(rows, inp)
     now = {(t, int(p)): (float(rate) if rate == rate and rate is not None else 0.0,
-                         int(lead) if lead == lead and lead is not None else -1)
-           for t, p, rate, lead in zip(pdf["topic"], pdf["partition"], pdf["bytes_in_per_sec"], pdf["leader"])}
+                         int(lead) if lead == lead and lead is not None else -1,
+                         float(remote) if remote == remote and remote is not None else 0.0)
+           for t, p, rate, lead, remote in zip(pdf["topic"], pdf["partition"], pdf["bytes_in_per_sec"],
+                                               pdf["leader"], pdf["remote_bytes"])}
     out = [(t, p, o, f, s, [b for b in f if b not in o], [b for b in o if b not in f],
             row_problem(o, f, inp), *now[(t, p)]) for t, p, o, f, s in rows if o != f]
     return pd.DataFrame(out, columns=list(CHANGE_COLUMNS))

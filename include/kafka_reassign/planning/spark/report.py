@@ -3,7 +3,9 @@
 Definitions (also in the README):
 
 * ``replica_movements``: replicas created on a broker that did not hold them;
-  ``data_to_move_bytes``: the bytes those copies read.
+  ``data_to_move_bytes``: the bytes those copies read (the local log, ``size_bytes``);
+  ``remote_bytes_not_copied``: the moved partitions' bytes in remote storage (tiered topics,
+  KIP-405), each partition once: a move leaves them there.
 * ``lower_bound_bytes``: the least data any plan must copy to reach the balance the goal
   accepts (:func:`~kafka_reassign.planning.spark.targets.accepted_lower_bound`): every live
   broker at most ``balance_tolerance`` above the mean utilisation, drained brokers empty. No
@@ -83,6 +85,7 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
         "goal": opts.goal, "assignor": f"builtin:{opts.goal}",
         "partitions_moved": int(len(changes)), "replica_movements": replicas, "log_dir_movements": 0,
         "data_to_move_bytes": round(data), "lower_bound_bytes": round(bound),
+        "remote_bytes_not_copied": round(sum(m.remote_bytes for m in moves)),
         "moved_over_lower_bound": moved_over_bound(data, bound, reached),
         "reaches_accepted_balance": reached,
         "leader_movements": leaders, "batches": None,
