@@ -50,11 +50,13 @@ class CliFlag:
     :param execute_only: only ``execute`` takes it (``validate`` and ``rehearse`` never write)
     :param off_flag: a second switch that sets the value to None (``--no-throttle``)
     :param off_help: that switch's help
+    :param snapshot_only: only ``snapshot`` takes it (an input of the planner, not of a run)
     """
 
     flag: str
     metavar: str | None = None
     execute_only: bool = False
+    snapshot_only: bool = False
     off_flag: str | None = None
     off_help: str = ""
 
@@ -166,6 +168,19 @@ RUN_PARAMS: tuple[RunParam, ...] = (
                      description="For the goal disk-threshold: move replicas off every log dir above this "
                                  "percentage of its capacity, the least data possible, until it is under; "
                                  "dirs already under it only receive (and stay under it).")),
+    RunParam(
+        # A planning input: brokers report each log dir's volume size (KIP-827), which is not what
+        # the planner should fill when dirs share a volume or a quota caps them. Read by the
+        # snapshot (CLI snapshot, the DAG's snapshot task); cluster/capacities.py parses it.
+        "log_dir_capacity_bytes", tuple, (),
+        "log dir capacity for the planner instead of the volume size brokers report: SIZE (every dir), "
+        "BROKER=SIZE or BROKER:LOG_DIR=SIZE (repeat the flag)",
+        cli=CliFlag("--log-dir-capacity", metavar="[BROKER[:DIR]=]SIZE", snapshot_only=True),
+        dag=DagField("Log dir capacities", WHAT, description=(
+            'Capacities the planner uses instead of the volume sizes brokers report (KIP-827), e.g. '
+            '"2TB" (every log dir), "3=500GB" (each dir of broker 3), "3:/data/d1=500GB" (one dir); '
+            "the most specific wins. Empty: as reported. A broker or dir the cluster lacks fails the "
+            "snapshot task."))),
     RunParam(
         "max_partition_movements", int, 1250, "partition moves (KIP-435 steps) in flight in the whole cluster",
         minimum=1, maximum=INT_MAX, planner=True, cli=CliFlag("--max-partition-movements"),
@@ -425,7 +440,7 @@ def add_run_arguments(parser: "argparse.ArgumentParser", names: tuple[str, ...] 
     """
     for param in RUN_PARAMS if names is None else tuple(PARAMS_BY_NAME[n] for n in names):
         flag = param.cli
-        if flag is None or (flag.execute_only and not execute):
+        if flag is None or (flag.execute_only and not execute) or (flag.snapshot_only and names is None):
             continue
         if param.kind is bool:
             parser.add_argument(flag.flag, dest=param.name, default=param.default,
@@ -462,7 +477,8 @@ def run_values_from_args(args: "argparse.Namespace") -> dict[str, Any]:
     """
     values: dict[str, Any] = {}
     for param in RUN_PARAMS:
-        value = getattr(args, param.name, param.default)
+        # a list, as a repeated flag gives it (a command without the flag: the empty default)
+        value = getattr(args, param.name, list(param.default) if isinstance(param.default, tuple) else param.default)
         values[param.name] = None if getattr(args, f"no_{param.name}", False) else value
         if param.old_name:
             values[param.old_name] = getattr(args, param.old_name, None)

@@ -14,7 +14,7 @@ from kafka_reassign.cluster.admin import KafkaAdmin
 from kafka_reassign.cluster.config_source import Inherited
 from kafka_reassign.cluster.metadata import BrokerNode, ClusterDescription, PartitionMetadata, TopicMetadata
 from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
-from kafka_reassign.cluster.state import InFlight, ReplicaLogDir
+from kafka_reassign.cluster.state import DirSpace, InFlight, ReplicaLogDir
 from kafka_reassign.planning.preflight import SnapshotView
 
 CLUSTER_DIR = Path(__file__).resolve().parents[2] / "include" / "kafka_reassign" / "cluster"
@@ -48,7 +48,8 @@ class CannedAdmin(KafkaAdmin):
         rows = [ReplicaLogDir(1, "/d1", "orders", 0, 500, 0, False), ReplicaLogDir(2, "/d2", "orders", 0, 400, 0, False),
                 ReplicaLogDir(2, "/d3", "orders", 0, 10, 0, True),  # a future replica: not the current one
                 ReplicaLogDir(2, "/d2", "orders", 1, 70, 0, False), ReplicaLogDir(1, "/d1", "orders", 1, 90, 0, False)]
-        return rows, {1: {"/d1": 1000}, 2: {"/d2": 2000, "/d3": 3000}}, {2: frozenset({"/d3"})}
+        return rows, {1: {"/d1": DirSpace(1000, -1)}, 2: {"/d2": DirSpace(2000, 0), "/d3": DirSpace(3000, 1200)}}, \
+            {2: frozenset({"/d3"})}
 
 
 def test_kafka_admin_and_its_stand_ins_implement_the_port():
@@ -65,6 +66,8 @@ def test_cluster_state_is_assembled_from_the_reads():
     assert sorted(state.brokers) == [1, 2, 3]
     assert not state.brokers[3].alive and state.brokers[3].log_dirs == ()  # named by a replica, not registered
     assert state.brokers[2].log_dirs == ("/d2", "/d3") and state.brokers[2].capacity_bytes == {"/d2": 2000, "/d3": 3000}
+    # KIP-827 usable bytes: 0 is a full volume, -1 (broker 1: DescribeLogDirs before v4) not reported
+    assert state.brokers[2].usable_bytes == {"/d2": 0, "/d3": 1200} and state.brokers[1].usable_bytes == {}
     # DescribeLogDirs v5 IsCordoned: /d3 cordoned, /d2 not, so broker 2 still takes new replicas
     assert state.brokers[2].cordoned_dirs == {"/d3"} and not state.brokers[2].cordoned
     assert state.brokers[1].cordoned_dirs == frozenset()

@@ -68,9 +68,11 @@ def _drift_warnings(current: Any, state: Any) -> list[str]:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from kafka_reassign.cluster.cordons import cordon_support
+    from kafka_reassign.cluster.capacities import parse_capacities
     from kafka_reassign.cluster.snapshot import read_cluster_snapshot, save_snapshot
+    capacities = parse_capacities(args.log_dir_capacity_bytes, "--log-dir-capacity")
     with _admin(args) as admin:
-        snap = read_cluster_snapshot(admin, sample_seconds=args.sample_seconds)
+        snap = read_cluster_snapshot(admin, sample_seconds=args.sample_seconds, capacities=capacities)
         support = cordon_support(admin)
     if support.supported is False:  # the snapshot cannot say which dirs are cordoned: none are
         print(f"kafka-reassign: note: {support.note}", file=sys.stderr)

@@ -63,6 +63,7 @@ def _add_snapshot(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="snapshot file ('-' = stdout)")
     p.add_argument("--sample-seconds", type=float, default=0.0,
                    help="estimate produce rates from log growth over this many seconds (default 0: skip)")
+    D.add_run_arguments(p, ("log_dir_capacity_bytes",))
 
 
 def _add_plan(sub: argparse._SubParsersAction) -> None:

@@ -31,8 +31,8 @@ from kafka_reassign.cluster.log_dirs import LogDirAccess
 from kafka_reassign.cluster.metadata import BrokerNode, ClusterDescription, PartitionMetadata, TopicMetadata
 from kafka_reassign.cluster.tiered import EARLIEST, EARLIEST_LOCAL, EARLIEST_LOCAL_VERSION, LATEST, TieredOffsets
 from kafka_reassign.errors import KafkaAdminError
-from kafka_reassign.cluster.state import (BrokerInfo, ClusterState, InFlight, PartitionInfo, ReplicaLogDir,
-                                          TopicInfo, TopicPartition)
+from kafka_reassign.cluster.state import (BrokerInfo, ClusterState, DirSpace, InFlight, PartitionInfo,
+                                          ReplicaLogDir, TopicInfo, TopicPartition)
 
 #: Per topic: partition index -> its Metadata.
 TopicPartitions = dict[str, dict[int, PartitionMetadata]]
@@ -68,15 +68,17 @@ def _placement(rows: Iterable[ReplicaLogDir]
 
 
 def _brokers(alive: Mapping[int, BrokerNode], referenced: set[int],
-             broker_dirs: Mapping[int, dict[str, int]],
+             broker_dirs: Mapping[int, dict[str, DirSpace]],
              cordoned: Mapping[int, frozenset[str]] | None = None) -> dict[int, BrokerInfo]:
     """Every live broker and every broker a replica names (a dead one is known, not alive)."""
     brokers: dict[int, BrokerInfo] = {}
     for bid in sorted(set(alive) | referenced):
         info = alive.get(bid)
-        caps = broker_dirs.get(bid, {})
+        space = broker_dirs.get(bid, {})
         brokers[bid] = BrokerInfo(id=bid, rack=info.rack if info else None, alive=info is not None,
-                                  log_dirs=tuple(sorted(caps)), capacity_bytes=dict(caps),
+                                  log_dirs=tuple(sorted(space)),
+                                  capacity_bytes={d: s.total for d, s in space.items()},
+                                  usable_bytes={d: s.usable for d, s in space.items() if s.usable >= 0},
                                   cordoned_dirs=(cordoned or {}).get(bid, frozenset()))
     return brokers
 
@@ -139,7 +141,7 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         configs = self._topic_min_isr(topic_names)
         default_min_isr = self._broker_default_min_isr(next(iter(alive), None))
         replica_rows: list[ReplicaLogDir] = []
-        broker_dirs: dict[int, dict[str, int]] = {}
+        broker_dirs: dict[int, dict[str, DirSpace]] = {}
         cordoned: dict[int, frozenset[str]] = {}
         if include_log_dirs and alive:
             replica_rows, broker_dirs, cordoned = self._log_dirs_detail(sorted(alive))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from kafka_reassign.cluster.calls import AdminConnection, error_name, log
-from kafka_reassign.cluster.state import ReplicaLogDir, TopicPartition
+from kafka_reassign.cluster.state import DirSpace, ReplicaLogDir, TopicPartition
 from kafka_reassign.errors import KafkaAdminError
 
 
@@ -30,8 +30,8 @@ class LogDirAccess(AdminConnection):
 
     def _log_dirs_detail(self, broker_ids: Iterable[int] | None = None,
                          partitions: Iterable[TopicPartition] | Mapping[int, Iterable[TopicPartition]] | None = None
-                         ) -> tuple[list[ReplicaLogDir], dict[int, dict[str, int]], dict[int, frozenset[str]]]:
-        """(replica rows, {broker: {log dir: total bytes}}, {broker: cordoned log dirs})."""
+                         ) -> tuple[list[ReplicaLogDir], dict[int, dict[str, DirSpace]], dict[int, frozenset[str]]]:
+        """(replica rows, {broker: {log dir: its total and usable bytes}}, {broker: cordoned log dirs})."""
         if broker_ids is None:
             broker_ids = sorted(self.describe_cluster().alive)
 
@@ -51,7 +51,7 @@ class LogDirAccess(AdminConnection):
                 return [], {}, {}
             args = {b: shared for b in broker_ids}
         rows: list[ReplicaLogDir] = []
-        dirs: dict[int, dict[str, int]] = {}
+        dirs: dict[int, dict[str, DirSpace]] = {}
         cordoned: dict[int, set[str]] = {}
         answers = self._log_dirs_at_once(args)
         for b, tp_arg in args.items():
@@ -67,7 +67,9 @@ class LogDirAccess(AdminConnection):
                 for d in entry["log_dirs"]:
                     if d.get("error_code", 0):
                         continue
-                    dirs.setdefault(bid, {})[d["log_dir"]] = int(d.get("total_bytes", -1) or -1)
+                    # KIP-827 (DescribeLogDirs v4+): the volume's size and free bytes; -1 before
+                    dirs.setdefault(bid, {})[d["log_dir"]] = DirSpace(int(d.get("total_bytes", -1) or -1),
+                                                                      int(d.get("usable_bytes", -1)))
                     if d.get("is_cordoned"):  # DescribeLogDirs v5 (KIP-1066, Kafka 4.3+); absent before
                         cordoned.setdefault(bid, set()).add(d["log_dir"])
                     for t in d.get("topics", []):

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeGuard
 
+from kafka_reassign.cluster.capacities import FROM_BROKER, FROM_USER, CapacityOverrides, apply_capacities
 from kafka_reassign.cluster.port import ClusterReader, TieredReader
 from kafka_reassign.cluster.state import ClusterState
 from kafka_reassign.cluster.tiered import REMOTE_STORAGE_CONFIG, is_tiered
+from kafka_reassign.cluster.state import BrokerInfo
 from kafka_reassign.errors import Problem, SnapshotError
 
 
@@ -156,6 +158,12 @@ def _log_dir_paths(raw_dirs: Any, where: str, planning: bool, bad: _Report) -> l
         if "capacity_bytes" in d and (not is_num(cap) or cap < 0):
             bad(f"{dwhere}.capacity_bytes", f"must be a number >= 0, got {cap!r}", "bad_capacity")
             continue
+        for key in ("total_bytes", "usable_bytes"):  # as the broker reported them (KIP-827)
+            if key in d and (not is_num(d[key]) or d[key] < 0):
+                bad(f"{dwhere}.{key}", f"must be a number >= 0, got {d[key]!r}", "bad_capacity")
+        if d.get("capacity_source", FROM_BROKER) not in (FROM_BROKER, FROM_USER):
+            bad(f"{dwhere}.capacity_source", f"must be {FROM_BROKER!r} or {FROM_USER!r}, "
+                                             f"got {d['capacity_source']!r}", "bad_capacity")
         if not isinstance(d.get("cordoned", False), bool):  # the dir itself is known: its replicas stay valid
             bad(f"{dwhere}.cordoned", f"must be true or false, got {d['cordoned']!r}", "bad_cordoned")
         paths.append(d["path"])
@@ -292,17 +300,22 @@ def save_snapshot(snap: dict[str, Any], path: str | os.PathLike[str]) -> None:
     os.replace(tmp, path)
 
 
-def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0) -> dict[str, Any]:
+def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0,
+                          capacities: CapacityOverrides | None = None) -> dict[str, Any]:
     """Take a snapshot of a live cluster.
 
     Sizes come from DescribeLogDirs (the leader's replica): the local log, what a move copies.
     Partitions of tiered topics (``remote.storage.enable=true``) also get ``remote_bytes``, the
     bytes only in remote storage (:mod:`kafka_reassign.cluster.tiered`). Produce rates are not exposed by
     the admin API; with ``sample_seconds > 0`` they are estimated from the growth of the
-    leaders' log sizes over that interval (0 otherwise).
+    leaders' log sizes over that interval (0 otherwise). Each log dir carries the
+    ``total_bytes`` and ``usable_bytes`` its broker reports (KIP-827) and a ``capacity_bytes``:
+    the given one (``capacity_source: user``), else the reported total (``broker``).
 
     :param admin: connected admin
     :param sample_seconds: measure bytes_in_per_sec over this many seconds
+    :param capacities: the operator's capacities (run parameter ``log_dir_capacity_bytes``);
+        one naming a broker or log dir the cluster lacks raises ParamError
     """
     state = admin.cluster_state(include_log_dirs=True)
     rates: dict[tuple[str, int], float] = {}
@@ -320,9 +333,7 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0) -> 
     brokers = []
     for b in sorted(state.brokers.values(), key=lambda x: x.id):
         brokers.append({"id": b.id, "rack": b.rack, "alive": b.alive,
-                        "log_dirs": [{"path": d, "capacity_bytes": max(0, b.capacity_bytes.get(d, 0)),
-                                      **({"cordoned": True} if d in b.cordoned_dirs else {})}
-                                     for d in b.log_dirs]})
+                        "log_dirs": [_log_dir_entry(b, d) for d in b.log_dirs]})
     topics = []
     for t in sorted(state.topics.values(), key=lambda x: x.name):
         parts = []
@@ -344,7 +355,22 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0) -> 
         topics.append(topic)
     snap = {"version": 1, "cluster_id": state.cluster_id, "controller_id": state.controller_id,
             "default_min_isr": state.default_min_isr, "brokers": brokers, "topics": topics}
+    if capacities:
+        apply_capacities(snap, capacities)
     return snap
+
+
+def _log_dir_entry(broker: BrokerInfo, path: str) -> dict[str, Any]:
+    """One log dir of a snapshot: its capacity and the volume's total and usable bytes as reported."""
+    total = broker.capacity_bytes.get(path, -1)
+    entry: dict[str, Any] = {"path": path, "capacity_bytes": max(0, total)}
+    if total > 0:
+        entry.update(capacity_source=FROM_BROKER, total_bytes=total)
+    if path in broker.usable_bytes:
+        entry["usable_bytes"] = broker.usable_bytes[path]
+    if path in broker.cordoned_dirs:
+        entry["cordoned"] = True
+    return entry
 
 
 def remote_sizes(admin: ClusterReader, state: ClusterState) -> dict[str, dict[int, int]]:

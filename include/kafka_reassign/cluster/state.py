@@ -7,13 +7,24 @@ Nothing here talks to Kafka: :class:`ClusterState` is built either by
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 TopicPartition = tuple[str, int]
 
 #: Kafka topics that exist on every cluster and that a plan should only touch on purpose.
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state",
                              "__cluster_metadata"})
+
+
+class DirSpace(NamedTuple):
+    """A log dir's volume as its broker reports it (KIP-827, DescribeLogDirs v4+); -1 = not reported.
+
+    :param total: the volume's size in bytes
+    :param usable: the bytes still free on it
+    """
+
+    total: int
+    usable: int
 
 
 @dataclass(frozen=True)
@@ -25,6 +36,7 @@ class BrokerInfo:
     :param alive: registered and reachable (in the metadata's broker list)
     :param log_dirs: absolute log directory paths; empty when unknown (dead broker)
     :param capacity_bytes: total bytes per log dir when known
+    :param usable_bytes: free bytes per log dir as the broker last reported them (KIP-827)
     :param cordoned_dirs: log dirs cordoned (KIP-1066, Kafka 4.3+): they receive no new replica
     """
 
@@ -33,6 +45,7 @@ class BrokerInfo:
     alive: bool = True
     log_dirs: tuple[str, ...] = ()
     capacity_bytes: dict[str, int] = field(default_factory=dict, compare=False)
+    usable_bytes: dict[str, int] = field(default_factory=dict, compare=False)
     cordoned_dirs: frozenset[str] = field(default_factory=frozenset, compare=False)
 
     @property

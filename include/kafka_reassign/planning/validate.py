@@ -46,6 +46,8 @@ class ReassignParams:
     :param movement_strategy: the order moves start in (:mod:`kafka_reassign.execution.order`)
     :param maintenance_windows: new moves start only inside these (empty: always;
         :mod:`kafka_reassign.execution.windows`)
+    :param log_dir_capacity_bytes: log dir capacities the snapshot takes over the reported ones
+        (planning only; :mod:`kafka_reassign.cluster.capacities`)
     :param disk_threshold_percent: the disk-threshold goal's X (planning only): every log dir
         ends at most X% of its capacity
     """
@@ -70,6 +72,7 @@ class ReassignParams:
     rehearse: bool = D.REHEARSE
     movement_strategy: str = D.MOVEMENT_STRATEGY
     maintenance_windows: tuple[str, ...] = ()
+    log_dir_capacity_bytes: tuple[str, ...] = ()
     disk_threshold_percent: float | None = D.DISK_THRESHOLD_PERCENT
 
     def to_json(self) -> dict[str, Any]:
@@ -146,6 +149,18 @@ def _windows_param(problems: list[Problem], key: str, v: Any) -> tuple[str, ...]
     return tuple(v or ())
 
 
+def _capacities_param(problems: list[Problem], key: str, v: Any) -> tuple[str, ...]:
+    """Log dir capacities: each entry parsed (:func:`~kafka_reassign.cluster.capacities.parse_capacities`);
+    brokers and dirs are checked against the cluster when the snapshot applies them."""
+    from kafka_reassign.cluster.capacities import parse_capacities
+    try:
+        parse_capacities(v, key)
+    except ParamError as exc:
+        problems.extend(exc.problems)
+        return ()
+    return tuple(v or ())
+
+
 def _check(problems: list[Problem], key: str, v: Any, param: D.RunParam) -> Any:
     """One value against its row; problems are named ``key`` (the name it was given as)."""
     if v is None and param.nullable:
@@ -153,7 +168,7 @@ def _check(problems: list[Problem], key: str, v: Any, param: D.RunParam) -> Any:
     if param.choices:
         return _strategy_param(problems, key, v)
     if param.kind is tuple:
-        return _windows_param(problems, key, v)
+        return (_capacities_param if param.name == "log_dir_capacity_bytes" else _windows_param)(problems, key, v)
     if param.kind is bool:
         return _bool_param(problems, key, v)
     if param.kind is int:

@@ -56,17 +56,20 @@ class ClusterSnapshotOperator(BaseOperator):
     :param kafka_conn_id: Airflow connection id (conn_type kafka)
     :param plan: the plan param (templated); not None = nothing to plan
     :param goal: the planner goal (templated)
+    :param log_dir_capacity_bytes: log dir capacities over the reported ones (templated; the run
+        param of that name): a bad entry, or one naming a broker or dir the cluster lacks, fails the task
     """
 
-    template_fields: Sequence[str] = ("kafka_conn_id", "plan", "goal")
+    template_fields: Sequence[str] = ("kafka_conn_id", "plan", "goal", "log_dir_capacity_bytes")
     ui_color = "#eef6e8"
 
     def __init__(self, *, kafka_conn_id: str = "kafka_default", plan: Any = None, goal: Any = None,
-                 **kwargs: Any) -> None:
+                 log_dir_capacity_bytes: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.kafka_conn_id = kafka_conn_id
         self.plan = plan
         self.goal = goal
+        self.log_dir_capacity_bytes = log_dir_capacity_bytes
 
     def execute(self, context: Context) -> dict[str, Any]:
         if self.plan is not None:
@@ -75,15 +78,23 @@ class ClusterSnapshotOperator(BaseOperator):
             raise AirflowFailException("plan is null and goal is null: give a plan, or a goal "
                                        "(rebalance, add-brokers, remove-brokers, replication-factor, rack-repair, "
                                        "disk-threshold)")
-        from kafka_reassign.planning.spark.snapshot_file import write_snapshot_lines
+        from kafka_reassign.cluster.capacities import PARAM, parse_capacities
         from kafka_reassign.cluster.snapshot import read_cluster_snapshot
+        from kafka_reassign.errors import ParamError
+        from kafka_reassign.planning.spark.snapshot_file import write_snapshot_lines
 
+        try:
+            capacities = parse_capacities(self.log_dir_capacity_bytes, PARAM)
+        except ParamError as exc:
+            raise AirflowFailException(str(exc)) from None
         ti = context["ti"]
         work = planning_dir(ti.dag_id, context["run_id"])
         work.mkdir(parents=True, exist_ok=True)
         admin = admin_client(self.kafka_conn_id)
         try:
-            snapshot = read_cluster_snapshot(admin)
+            snapshot = read_cluster_snapshot(admin, capacities=capacities)
+        except ParamError as exc:  # a broker or log dir the cluster lacks: nothing was written
+            raise AirflowFailException(str(exc)) from None
         finally:
             admin.close()
         path = write_snapshot_lines(snapshot, work / SNAPSHOT_FILE)  # atomic (temp file + rename)

@@ -83,6 +83,7 @@ def planning_tasks(*, plan: Any = p("plan"), goal: Any = p("goal"), brokers: Any
     """
     snapshot = ClusterSnapshotOperator(
         task_id=SNAPSHOT_TASK_ID, kafka_conn_id=kafka_conn_id, plan=plan, goal=goal,
+        log_dir_capacity_bytes=p_if_any("log_dir_capacity_bytes"),
         doc_md="Reads the cluster (brokers, racks, log dirs, replica sizes, topic configs) into the run's "
                "planning directory. Skipped when a plan is given.")
     planned = PlannerSubmitOperator(
