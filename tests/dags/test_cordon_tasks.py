@@ -6,11 +6,9 @@ from typing import Any
 
 import pytest
 
-from cordon_fakes import ConfigAdmin
+from cordon_sim import D1, CordonCluster, cordon_snapshot
 from kafka_reassign.cluster.cordons import CORDON_ALL
-from kafka_reassign.cluster.state import ClusterState
 from kafka_reassign.throttle.record import MemoryRecordStore
-from kafka_sim.generate import GenerateOptions, generate_snapshot
 
 
 class FakeTI:
@@ -28,12 +26,19 @@ def context(params: dict[str, Any], execute_state: str | None = None) -> Any:
     return {"params": params, "run_id": FakeTI.run_id, "ti": FakeTI(execute_state)}
 
 
-def state(sole_isr_on: int | None = None) -> ClusterState:
-    snap = generate_snapshot(GenerateOptions(brokers=6, racks=3, topics=3, partitions=4, seed=1, log_dirs=2))
-    if sole_isr_on is not None:
-        snap["topics"][0]["partitions"][0].update(replicas=[sole_isr_on], leader=sole_isr_on, isr=[sole_isr_on],
-                                                  log_dirs=None)
-    return ClusterState.from_snapshot(snap)
+@pytest.fixture
+def kafka(sim_cluster):
+    """Factory: a CordonCluster on six brokers (closed after the test)."""
+    opened: list[CordonCluster] = []
+
+    def start(**kwargs: Any) -> CordonCluster:
+        snapshot = cordon_snapshot(brokers=6, sole_isr_on=kwargs.pop("sole_isr_on", None))
+        opened.append(CordonCluster(sim_cluster, snapshot, **kwargs))
+        return opened[-1]
+
+    yield start
+    for c in opened:
+        c.close()
 
 
 REMOVE = {"goal": "remove-brokers", "brokers": [5, 6], "plan": None}
@@ -47,36 +52,36 @@ def test_only_a_planned_remove_brokers_run_cordons():
 
 
 @pytest.mark.parametrize("execute_state,kept", [("success", True), ("failed", False), (None, False)])
-def test_cordons_stay_after_success_and_are_put_back_otherwise(execute_state, kept):
+def test_cordons_stay_after_success_and_are_put_back_otherwise(kafka, execute_state, kept):
     from kafka_reassign_airflow.operators.cordon import cordon_leaving, release_unless_done
-    admin = ConfigAdmin({5: "/var/lib/kafka/data-0", 6: None}, state=state())
+    k = kafka(own={5: D1})
     store = MemoryRecordStore()
-    cordon_leaving(context(REMOVE), admin, store)  # type: ignore[arg-type]
-    assert admin.own == {5: CORDON_ALL, 6: CORDON_ALL}
-    release_unless_done(context(REMOVE, execute_state), admin, store, "execute")  # type: ignore[arg-type]
-    assert admin.own == ({5: CORDON_ALL, 6: CORDON_ALL} if kept else {5: "/var/lib/kafka/data-0", 6: None})
+    cordon_leaving(context(REMOVE), k.admin, store)
+    assert k.own(5, 6) == {5: CORDON_ALL, 6: CORDON_ALL}
+    release_unless_done(context(REMOVE, execute_state), k.admin, store, "execute")
+    assert k.own(5, 6) == ({5: CORDON_ALL, 6: CORDON_ALL} if kept else {5: D1, 6: None})
 
 
-def test_a_refused_cordon_fails_the_task_with_nothing_written():
+def test_a_refused_cordon_fails_the_task_with_nothing_written(kafka):
     from airflow.sdk.exceptions import AirflowFailException
 
     from kafka_reassign_airflow.operators.cordon import cordon_leaving
-    admin = ConfigAdmin({}, state=state())
+    k = kafka()
     with pytest.raises(AirflowFailException, match="99"):
-        cordon_leaving(context({**REMOVE, "brokers": [5, 99]}), admin, MemoryRecordStore())  # type: ignore[arg-type]
-    assert admin.writes == [] and admin.validated == 0
+        cordon_leaving(context({**REMOVE, "brokers": [5, 99]}), k.admin, MemoryRecordStore())
+    assert k.writes == 0 and k.validated == 0
 
 
-def test_a_sole_in_sync_replica_on_a_leaving_broker_does_not_stop_its_cordon():
+def test_a_sole_in_sync_replica_on_a_leaving_broker_does_not_stop_its_cordon(kafka):
     """The run moves that replica off; the cordon only keeps new ones away."""
     from kafka_reassign_airflow.operators.cordon import cordon_leaving
-    admin = ConfigAdmin({}, state=state(sole_isr_on=6))
-    cordon_leaving(context(REMOVE), admin, MemoryRecordStore())  # type: ignore[arg-type]
-    assert admin.own == {5: CORDON_ALL, 6: CORDON_ALL}
+    k = kafka(sole_isr_on=6)
+    cordon_leaving(context(REMOVE), k.admin, MemoryRecordStore())
+    assert k.own(5, 6) == {5: CORDON_ALL, 6: CORDON_ALL}
 
 
-def test_an_older_cluster_is_not_cordoned_and_the_run_goes_on():
+def test_an_older_cluster_is_not_cordoned_and_the_run_goes_on(kafka):
     from kafka_reassign_airflow.operators.cordon import cordon_leaving
-    admin = ConfigAdmin({}, describe_log_dirs_version=4, state=state())
-    cordon_leaving(context(REMOVE), admin, MemoryRecordStore())  # type: ignore[arg-type]
-    assert admin.writes == []
+    k = kafka(cordons=False)  # a Kafka 4.1 cluster: DescribeLogDirs v4
+    cordon_leaving(context(REMOVE), k.admin, MemoryRecordStore())
+    assert k.writes == 0 and k.validated == 0

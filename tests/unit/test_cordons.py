@@ -1,5 +1,5 @@
 """Cordons (KIP-1066): the config value, the snapshot, the planner, plan validation, the recorded
-cordon/uncordon and the CLI's parsing. The real Kafka 4.3.1 behaviour is in
+cordon/uncordon (on the simulated Kafka 4.3 cluster) and the CLI's parsing. The real Kafka 4.3.1 behaviour is in
 tests/real_kafka/test_real_cordons.py."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from kafka_reassign.cli.parser import build_parser
-from cordon_fakes import ConfigAdmin
+from cordon_sim import D1, D2, CordonCluster, cordon_snapshot
 from kafka_reassign.cluster.config_source import STATIC_CONFIG, Inherited
 from kafka_reassign.cluster.cordons import CORDON_ALL, cordon_support, cordon_value, cordoned_dirs
 from kafka_reassign.cluster.snapshot import validate_snapshot
@@ -22,8 +22,6 @@ from kafka_reassign.throttle.cordon import (CordonError, cordon_brokers, cordon_
                                              uncordon_brokers)
 from kafka_reassign.throttle.record import MemoryRecordStore
 from kafka_sim.generate import GenerateOptions, generate_snapshot
-
-D1, D2 = "/var/lib/kafka/data-0", "/var/lib/kafka/data-1"
 
 
 # -- the config value ------------------------------------------------------------------------
@@ -131,58 +129,73 @@ def test_validation_refuses_a_user_plan_onto_a_cordon_and_names_it():
     validate_plan({"version": 1, "partitions": [keep4]}, state)
 
 
-# -- recorded cordon and uncordon ------------------------------------------------------------
-def state_of(isr_on_5_only: bool = False) -> ClusterState:
-    snap = snapshot_with_cordons(cordoned_broker=-1, cordoned_dir=(-1, ""))
-    if isr_on_5_only:
-        snap["topics"][0]["partitions"][0].update(replicas=[5, 6], leader=5, isr=[5], log_dirs=[D1, D1])
-    return ClusterState.from_snapshot(snap)
+# -- recorded cordon and uncordon, on the simulated Kafka 4.3 cluster ---------------------------
+@pytest.fixture
+def kafka(sim_cluster):
+    """Factory: a CordonCluster (closed after the test)."""
+    opened: list[CordonCluster] = []
+
+    def start(snapshot: dict | None = None, **kwargs) -> CordonCluster:
+        opened.append(CordonCluster(sim_cluster, snapshot or cordon_snapshot(), **kwargs))
+        return opened[-1]
+
+    yield start
+    for c in opened:
+        c.close()
 
 
-def test_cordon_records_the_prior_value_before_writing_and_uncordon_puts_it_back():
-    admin = ConfigAdmin({1: D1, 2: None}, inherited={2: Inherited(D2, STATIC_CONFIG)})
+def test_cordon_records_the_prior_value_before_writing_and_uncordon_puts_it_back(kafka):
+    k = kafka(cordon_snapshot(static={2: D2}), own={1: D1})
     store = MemoryRecordStore()
-    done = cordon_brokers(admin, store, state_of(), [1, 2], by="test")  # type: ignore[arg-type]
-    assert admin.validated == 1 and admin.own == {1: CORDON_ALL, 2: CORDON_ALL} and done.not_read_back == {}
+    done = cordon_brokers(k.admin, store, k.admin.cluster_state(), [1, 2], by="test")
+    assert k.validated == 2 and k.writes == 2 and k.own(1, 2) == {1: CORDON_ALL, 2: CORDON_ALL}
+    assert done.not_read_back == {}
     rec1, rec2 = store.get(cordon_record_id(1)), store.get(cordon_record_id(2))
     assert rec1 and rec2 and [(c.prior, c.value) for c in rec1.changes] == [(D1, CORDON_ALL)]
     assert rec2.changes[0].prior is None and rec2.changes[0].inherited == Inherited(D2, STATIC_CONFIG)
     assert "static broker config" in done.lines()[1]
+    # the brokers say so too: DescribeLogDirs v5 reports both dirs of each cordoned
+    state = k.admin.cluster_state()
+    assert state.brokers[1].cordoned and state.brokers[2].cordoned and not state.brokers[3].cordoned_dirs
     assert store.list_unrestored() == []  # held: the reconciler and `restore` leave cordons alone
-    again = cordon_brokers(admin, store, state_of(), [1], by="test")  # type: ignore[arg-type]
-    assert again.unchanged == [1] and not again.changes and len(admin.writes) == 2
-    results = uncordon_brokers(admin, store, [1, 2])  # type: ignore[arg-type]
+    again = cordon_brokers(k.admin, store, state, [1], by="test")
+    assert again.unchanged == [1] and not again.changes and k.writes == 2
+    results = uncordon_brokers(k.admin, store, [1, 2])
     assert all(r.done for r in results.values())
-    assert admin.own == {1: D1, 2: None}  # exactly as before: broker 2 inherits its static value again
+    # the shared restore path names what it put back: a cordon, not a throttle
+    assert results["cordon-broker-1"].message() == "cordon-broker-1: cordon restored (1 config write(s))"
+    assert k.own(1, 2) == {1: D1, 2: None}  # exactly as before: broker 2 inherits its static value again
+    assert k.admin.cluster_state().brokers[2].cordoned_dirs == {D2}
     with pytest.raises(CordonError) as err:
-        uncordon_brokers(admin, store, [1])  # type: ignore[arg-type]
+        uncordon_brokers(k.admin, store, [1])
     assert err.value.kinds == {"no_cordon_record"}
 
 
-def test_cordon_of_some_dirs_then_all_keeps_the_first_prior():
-    admin = ConfigAdmin({3: None})
+def test_cordon_of_some_dirs_then_all_keeps_the_first_prior(kafka):
+    k = kafka()
     store = MemoryRecordStore()
-    cordon_brokers(admin, store, state_of(), [3], [D1], by="test")  # type: ignore[arg-type]
-    cordon_brokers(admin, store, state_of(), [3], by="test")  # type: ignore[arg-type]
-    assert admin.own[3] == CORDON_ALL
-    uncordon_brokers(admin, store, [3])  # type: ignore[arg-type]
-    assert admin.own[3] is None
+    cordon_brokers(k.admin, store, k.admin.cluster_state(), [3], [D1], by="test")
+    assert k.own(3) == {3: D1}
+    cordon_brokers(k.admin, store, k.admin.cluster_state(), [3], by="test")
+    assert k.own(3) == {3: CORDON_ALL}
+    uncordon_brokers(k.admin, store, [3])
+    assert k.own(3) == {3: None}
 
 
-def test_a_failed_run_undoes_only_its_own_cordon_and_uncordon_undoes_both():
-    admin = ConfigAdmin({4: None})
+def test_a_failed_run_undoes_only_its_own_cordon_and_uncordon_undoes_both(kafka):
+    k = kafka()
     store = MemoryRecordStore()
-    cordon_brokers(admin, store, state_of(), [4], [D1], by="operator")  # type: ignore[arg-type]
-    cordon_brokers(admin, store, state_of(), [4], by="run r1", run_id="r1")  # type: ignore[arg-type]
-    assert admin.own[4] == CORDON_ALL and store.get(cordon_record_id(4, "r1")) is not None
-    assert release_run_cordons(admin, store, "other-run") == {}  # type: ignore[arg-type]
-    undone = release_run_cordons(admin, store, "r1")  # type: ignore[arg-type]
-    assert list(undone) == ["cordon-broker-4@r1"] and admin.own[4] == D1  # the operator's cordon stays
-    cordon_brokers(admin, store, state_of(), [4], by="run r2", run_id="r2")  # type: ignore[arg-type]
+    cordon_brokers(k.admin, store, k.admin.cluster_state(), [4], [D1], by="operator")
+    cordon_brokers(k.admin, store, k.admin.cluster_state(), [4], by="run r1", run_id="r1")
+    assert k.own(4) == {4: CORDON_ALL} and store.get(cordon_record_id(4, "r1")) is not None
+    assert release_run_cordons(k.admin, store, "other-run") == {}
+    undone = release_run_cordons(k.admin, store, "r1")
+    assert list(undone) == ["cordon-broker-4@r1"] and k.own(4) == {4: D1}  # the operator's cordon stays
+    cordon_brokers(k.admin, store, k.admin.cluster_state(), [4], by="run r2", run_id="r2")
     # r2 succeeded: the broker stays cordoned until the operator uncordons it, to the value before both
-    undone = uncordon_brokers(admin, store, [4])  # type: ignore[arg-type]
+    undone = uncordon_brokers(k.admin, store, [4])
     assert list(undone) == ["cordon-broker-4@r2", "cordon-broker-4"]
-    assert admin.own[4] is None
+    assert k.own(4) == {4: None}
 
 
 @pytest.mark.parametrize("kwargs,kind,words", [
@@ -190,31 +203,55 @@ def test_a_failed_run_undoes_only_its_own_cordon_and_uncordon_undoes_both():
     ({"brokers": [42]}, "unknown_broker", "broker 42 is unknown"),
     ({"brokers": [1], "log_dirs": ["/nope"]}, "unknown_log_dir", "['/nope'] are not log dirs of broker 1"),
 ])
-def test_bad_cordons_are_refused_before_any_write(kwargs, kind, words):
-    admin = ConfigAdmin({})
+def test_bad_cordons_are_refused_before_any_write(kafka, kwargs, kind, words):
+    k = kafka(cordon_snapshot(sole_isr_on=5))
     store = MemoryRecordStore()
-    state = state_of(isr_on_5_only=True)
+    state = k.admin.cluster_state()
     with pytest.raises(CordonError) as err:
-        cordon_brokers(admin, store, state, kwargs["brokers"], kwargs.get("log_dirs"),  # type: ignore[arg-type]
-                       by="test")
+        cordon_brokers(k.admin, store, state, kwargs["brokers"], kwargs.get("log_dirs"), by="test")
     assert err.value.kinds == {kind} and words in str(err.value) and "nothing was written" in str(err.value)
     if kind == "sole_isr":
         sole = next(p for p in state.partitions() if p.isr == (5,))
         assert f"{sole.topic}-{sole.partition}" in str(err.value)
-    assert admin.writes == [] and admin.validated == 0 and store.list_all() == []
+    assert k.writes == 0 and k.validated == 0 and store.list_all() == []
     # a cordon stops new placements only: with the override, broker 5 is cordoned all the same
     if kind == "sole_isr":
-        cordon_brokers(admin, store, state, [5], by="test", allow_sole_isr=True)  # type: ignore[arg-type]
-        assert admin.own[5] == CORDON_ALL
+        cordon_brokers(k.admin, store, state, [5], by="test", allow_sole_isr=True)
+        assert k.own(5) == {5: CORDON_ALL}
 
 
-def test_an_older_cluster_is_refused_with_the_one_line_note():
-    admin = ConfigAdmin({}, describe_log_dirs_version=4)
-    assert cordon_support(admin).supported is False
+def test_an_older_cluster_is_refused_with_the_one_line_note(kafka):
+    k = kafka(cordons=False)  # a Kafka 4.1 cluster: DescribeLogDirs v4
+    assert cordon_support(k.admin).supported is False
     with pytest.raises(CordonError) as err:
-        cordon_brokers(admin, MemoryRecordStore(), state_of(), [1], by="test")  # type: ignore[arg-type]
+        cordon_brokers(k.admin, MemoryRecordStore(), k.admin.cluster_state(), [1], by="test")
     assert err.value.kinds == {"cordon_unsupported"} and "Kafka 4.3+" in str(err.value)
-    assert admin.writes == []
+    assert k.writes == 0 and k.validated == 0
+
+
+def test_the_simulated_controller_places_no_new_replica_on_a_cordon(kafka):
+    """As Kafka 4.3 (tests/real_kafka/test_real_cordons.py): no new replica on a fully cordoned broker,
+    none in a cordoned dir, no move into one, and too few uncordoned brokers refuses the topic."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import InvalidReplicationFactorError
+    k = kafka(cordon_snapshot(brokers=4))
+    store = MemoryRecordStore()
+    cordon_brokers(k.admin, store, k.admin.cluster_state(), [4], by="test")
+    cordon_brokers(k.admin, store, k.admin.cluster_state(), [3], [D1], by="test")
+    client = KafkaAdminClient(bootstrap_servers=k.cluster.bootstrap_servers, client_id="cordon-test")
+    try:
+        client.create_topics([NewTopic("fresh", num_partitions=12, replication_factor=3)])
+        fresh = [p for p in k.admin.cluster_state().partitions() if p.topic == "fresh"]
+        assert len(fresh) == 12 and all(4 not in p.replicas and 3 in p.replicas for p in fresh)
+        assert {k.cluster.model.partition_state("fresh", p.partition)["log_dirs"][3]
+                for p in fresh} == {D2}
+        on3 = next(p for p in k.admin.cluster_state().partitions() if p.topic != "fresh" and 3 in p.replicas)
+        assert k.admin.alter_replica_log_dirs({(on3.topic, on3.partition, 3): D1}) == {
+            (on3.topic, on3.partition, 3): "INVALID_REPLICATION_ASSIGNMENT"}  # kafka-python's name of 39
+        with pytest.raises(InvalidReplicationFactorError):
+            client.create_topics([NewTopic("too-wide", num_partitions=1, replication_factor=4)])
+    finally:
+        client.close()
 
 
 # -- the CLI ---------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.execution.ownership import own_moves_in_flight, partition_names
-from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
+from kafka_reassign.throttle.record import CORDON_RECORD_PREFIX, RecordStore, ThrottleRecord
 from kafka_reassign.throttle.specs import BROKER_KEYS, TOPIC_KEYS, ConfigChange, restore_changes
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,17 @@ def finish_hint(run_id: str) -> str:
     """How an operator finishes a pending restore of ``run_id``."""
     return (f"it is retried by the {RECONCILER_DAG} DAG (every 15 minutes, or trigger it now), or run "
             f"`kafka-reassign restore --run-id {run_id}` with the run's record directory")
+
+
+def restored_subject(record_id: str) -> tuple[str, str]:
+    """Who a record belongs to and what restoring it puts back, for logs: cordons share this
+    restore path, and "throttle restored" would misname an uncordon.
+
+    :param record_id: a run id, or a cordon record id (``cordon-broker-<id>[@<run id>]``)
+    """
+    if record_id.startswith(CORDON_RECORD_PREFIX):
+        return record_id, "cordon"
+    return f"run {record_id}", "throttle"
 
 
 @dataclass
@@ -66,10 +77,11 @@ class RestoreResult:
 
     def message(self) -> str:
         """One paragraph for logs and failure messages: what is left and what to do next."""
+        who, what = restored_subject(self.run_id)
         if self.done:
-            return f"run {self.run_id}: throttle restored ({len(self.changes)} config write(s))"
+            return f"{who}: {what} restored ({len(self.changes)} config write(s))"
         left = "; ".join(f"{res}: {why}" for res, why in sorted(self.pending.items()))
-        return (f"run {self.run_id}: throttle NOT fully restored ({len(self.changes)} config write(s) made). "
+        return (f"{who}: {what} NOT fully restored ({len(self.changes)} config write(s) made). "
                 f"Left: {left}. The record keeps them pending: {finish_hint(self.run_id)}.")
 
     def to_json(self) -> dict[str, Any]:
@@ -196,11 +208,12 @@ def restore_throttle(admin: KafkaAdminPort, store: RecordStore, run_id: str, *, 
     :param keep_while_moving: leave everything while a move the record lists is in flight
     """
     record = store.get(run_id)
+    who, what = restored_subject(run_id)
     if record is None:
-        log.info("run %s has no throttle record: nothing was written, nothing to restore", run_id)
+        log.info("%s has no %s record: nothing was written, nothing to restore", who, what)
         return RestoreResult(run_id, no_record=True)
     if record.restored:
-        log.info("throttle of run %s already restored", run_id)
+        log.info("%s of %s already restored", what, who)
         return RestoreResult(run_id, already_restored=True)
     result = RestoreResult(run_id)
     if keep_while_moving and _kept_for_moves(admin, store, record, result):
