@@ -158,6 +158,31 @@ RUN_PARAMS: tuple[RunParam, ...] = (
                      description="replica.alter.log.dirs.io.max.bytes.per.second for moves between disks of "
                                  "one broker (KIP-113). Null = same as the replication throttle.")),
     RunParam(
+        # Off by default: it writes broker configs during the run (recorded, restored like the first).
+        "adaptive_throttle", bool, False,
+        "each poll, set each broker's throttle to its link capacity less its client traffic, within the bounds",
+        cli=CliFlag("--adaptive-throttle"),
+        dag=DagField("Adaptive throttle", HOW, description=(
+            "Each poll, a broker with moves gets capacity minus its client traffic (produce in, in-sync "
+            "replication in and out, from log growth; consumer fetch is not measured), clamped to the "
+            "bounds; changed only when it moves by >10% or hits a bound. The replication throttle is "
+            "the starting rate.")), readme="Adaptive throttle"),
+    RunParam("throttle_min_bytes_per_sec", int, 10_000_000, "adaptive throttle's floor (raised to the "
+             "pre-flight stall point)", minimum=MIN_THROTTLE_BYTES_PER_SEC, unit="bytes/s",
+             cli=CliFlag("--throttle-min", metavar="RATE"), readme="Adaptive throttle floor",
+             dag=DagField("Adaptive throttle floor (bytes/s)", HOW, description="Never below this, nor below "
+                          "the rate at which moves would stall (raised to it, with a note).")),
+    RunParam("throttle_max_bytes_per_sec", int, 100_000_000, "adaptive throttle's ceiling",
+             minimum=MIN_THROTTLE_BYTES_PER_SEC, unit="bytes/s", cli=CliFlag("--throttle-max", metavar="RATE"),
+             dag=DagField("Adaptive throttle ceiling (bytes/s)", HOW, description="Never above this."),
+             readme="Adaptive throttle ceiling"),
+    RunParam("broker_network_capacity_bytes_per_sec", int, None, "a broker's link capacity for the adaptive "
+             "throttle (less your peak consumer traffic)", minimum=MIN_THROTTLE_BYTES_PER_SEC, nullable=True,
+             unit="bytes/s", cli=CliFlag("--broker-network-capacity", metavar="RATE"),
+             dag=DagField("Broker network capacity (bytes/s)", HOW, description="Needed by the adaptive "
+                          "throttle: bytes/s one broker's link carries, less the consumer traffic it "
+                          "serves at peak (not measured).")),
+    RunParam(
         # Only the disk-threshold goal reads it; a run param so the DAG form, the CLI and the
         # planner flags all take it from this row.
         "disk_threshold_percent", float, None,
@@ -384,6 +409,9 @@ ALLOW_STALLING_MOVES: bool = _default("allow_stalling_moves")
 PRODUCE_SAMPLE_SECONDS: float = _default("produce_sample_seconds")
 REHEARSE: bool = _default("rehearse")
 MOVEMENT_STRATEGY: str = _default("movement_strategy")
+ADAPTIVE_THROTTLE: bool = _default("adaptive_throttle")
+THROTTLE_MIN_BYTES_PER_SEC: int = _default("throttle_min_bytes_per_sec")
+THROTTLE_MAX_BYTES_PER_SEC: int = _default("throttle_max_bytes_per_sec")
 
 
 def drop_defaults_beside_old_names(values: dict[str, Any]) -> dict[str, Any]:

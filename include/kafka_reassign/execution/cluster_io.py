@@ -47,8 +47,12 @@ def partition_metadata(admin: KafkaAdminPort, topics: Sequence[str]) -> dict[Top
     return out
 
 
-def read_cluster(admin: KafkaAdminPort, steps: Sequence[StepMove]) -> ClusterView:
-    """Read what the steps in flight need: reassignments, live brokers, replica sizes and dirs."""
+def read_cluster(admin: KafkaAdminPort, steps: Sequence[StepMove], whole_brokers: bool = False) -> ClusterView:
+    """Read what the steps in flight need: reassignments, live brokers, replica sizes and dirs.
+
+    :param whole_brokers: ask the brokers in flight about every replica they host (the adaptive
+        throttle measures their client traffic from it): the same requests, larger answers
+    """
     listing = admin.list_partition_reassignments(None)
     alive = {b.id for b in admin.describe_cluster().brokers if not b.fenced}
     view = ClusterView(in_flight=listing, alive=alive)
@@ -58,7 +62,8 @@ def read_cluster(admin: KafkaAdminPort, steps: Sequence[StepMove]) -> ClusterVie
             asks.setdefault(b, set()).add(s.key)
     if asks:
         # Each broker is asked about its own replicas only: requests stay as small as the window.
-        for r in admin.describe_log_dirs(sorted(asks), {b: sorted(k) for b, k in asks.items()}):
+        wanted = None if whole_brokers else {b: sorted(k) for b, k in asks.items()}
+        for r in admin.describe_log_dirs(sorted(asks), wanted):
             k = (r.topic, r.partition, r.broker)
             if r.is_future:
                 view.futures.add(k)

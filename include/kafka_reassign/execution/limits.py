@@ -12,6 +12,9 @@ from kafka_reassign.execution.steps import StepMove
 #: Least seconds of the throttle kept in flight per broker: a wake of the DAG's execute task
 #: (trigger event, scheduler, worker start) takes seconds, and a broker must not run dry meanwhile.
 MIN_BUDGET_SECONDS = 10.0
+#: The adaptive throttle's settings, by the same names in the run params and the limits.
+ADAPTIVE_THROTTLE_FIELDS = ("adaptive_throttle", "throttle_min_bytes_per_sec", "throttle_max_bytes_per_sec",
+                            "broker_network_capacity_bytes_per_sec")
 
 
 def budget_for(poll_interval_seconds: float) -> float:
@@ -38,6 +41,11 @@ class ExecutionLimits:
         a larger one is clamped to it)
     :param maintenance_windows: when new steps may start (:mod:`kafka_reassign.execution.windows`;
         empty: always)
+    :param adaptive_throttle: each broker's rate follows its client traffic within the bounds
+        (:mod:`kafka_reassign.execution.rate_control`)
+    :param throttle_min_bytes_per_sec: the adaptive throttle's floor
+    :param throttle_max_bytes_per_sec: the adaptive throttle's ceiling
+    :param broker_network_capacity_bytes_per_sec: a broker's link (None: adaptive throttle off)
     """
 
     max_partition_movements: int = D.MAX_PARTITION_MOVEMENTS
@@ -50,6 +58,10 @@ class ExecutionLimits:
     adaptive_concurrency: bool = D.ADAPTIVE_CONCURRENCY
     min_movements_per_broker: int = D.MIN_MOVEMENTS_PER_BROKER
     maintenance_windows: tuple[str, ...] = ()
+    adaptive_throttle: bool = D.ADAPTIVE_THROTTLE
+    throttle_min_bytes_per_sec: int = D.THROTTLE_MIN_BYTES_PER_SEC
+    throttle_max_bytes_per_sec: int = D.THROTTLE_MAX_BYTES_PER_SEC
+    broker_network_capacity_bytes_per_sec: int | None = None
 
     @classmethod
     def from_params(cls, params: Any, strategy: str | None = None) -> "ExecutionLimits":
@@ -64,7 +76,8 @@ class ExecutionLimits:
                    adaptive_concurrency=bool(getattr(params, "adaptive_concurrency", D.ADAPTIVE_CONCURRENCY)),
                    min_movements_per_broker=int(getattr(params, "min_movements_per_broker",
                                                         D.MIN_MOVEMENTS_PER_BROKER)),
-                   maintenance_windows=tuple(getattr(params, "maintenance_windows", ()) or ()))
+                   maintenance_windows=tuple(getattr(params, "maintenance_windows", ()) or ()),
+                   **{k: getattr(params, k) for k in ADAPTIVE_THROTTLE_FIELDS if hasattr(params, k)})
 
     def validate(self, steps: Sequence[StepMove] = ()) -> None:
         """Raise :class:`ParamError` naming every limit at or below 0, or a step that can never fit."""

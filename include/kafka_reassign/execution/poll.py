@@ -28,11 +28,21 @@ class StepPoller(StepStates):
         if not flying:
             self._listing = None
             return []
-        view = read_cluster(admin, [self.steps[i] for i in flying])
+        view = read_cluster(admin, [self.steps[i] for i in flying], whole_brokers=self.rate_control is not None)
         self._listing = view.in_flight
         for i in flying:
             self._judge(i, observe(self.steps[i], view), now)
+        self._adapt_throttle(admin, view, flying, now)
         return list(self._finished_leaders)
+
+    def _adapt_throttle(self, admin: KafkaAdminPort, view: ClusterView, flying: list[int], now: float) -> None:
+        """Give the brokers in flight the rates their client traffic leaves room for (adaptive throttle)."""
+        if self.rate_control is None:
+            return
+        moving = [self.steps[i] for i in flying]
+        copying = {(s.topic, s.partition, b) for s in moving for b in s.adding} | view.futures
+        brokers = {b for s in moving for b in (*s.current, *s.target)} & view.alive
+        self.rate_control.observe(admin, view.sizes, copying, brokers, now)
 
     def _judge(self, i: int, obs: StepObservation, now: float) -> None:
         """Fold one observation of step ``i`` in and act on its outcome (done, dead, going on)."""

@@ -62,6 +62,9 @@ class ProgressView:
     :param held: why no new step starts now ("paused ...", "waiting for the window opening at
         ..."; "" = new steps start as they fit)
     :param reopens_at: the maintenance window opening the run waits for (None: not waiting for one)
+    :param broker_throttles: broker id (as a string) -> its rate now, for the brokers whose rate the
+        adaptive throttle changed from ``throttle_bytes_per_sec``
+    :param throttle_change: the adaptive throttle's last changes, each with its reason ("" = none)
     """
 
     run_id: str = ""
@@ -92,6 +95,8 @@ class ProgressView:
     cap_change: str = ""
     held: str = ""
     reopens_at: float | None = None
+    broker_throttles: dict[str, int] = field(default_factory=dict)
+    throttle_change: str = ""
     rows: list[StepRow] = field(default_factory=list)
 
     @property
@@ -111,6 +116,8 @@ class ProgressView:
             s += f"; {self.steps_dead} step(s) {self.outcome.upper()}: {self.message}"
         if self.cap_change:
             s += f"; {self.caps_line()}"
+        if self.throttle_change:
+            s += f"; {self.throttle_line()}"
         if self.held and not self.finished:
             s += f"; {self.held}"
         return s
@@ -120,6 +127,12 @@ class ProgressView:
         reduced = ", ".join(f"{b}: {c}" for b, c in sorted(self.reduced_broker_caps.items(), key=lambda x: int(x[0])))
         line = f"caps {self.partition_cap} in cluster, {self.broker_cap} per broker"
         return line + (f" ({reduced})" if reduced else "") + f"; last change: {self.cap_change}"
+
+    def throttle_line(self) -> str:
+        """The adaptive throttle's rates now and its last change: "throttle 3: 20.0 MB/s; last change: …"."""
+        rates = ", ".join(f"{b}: {fmt_bytes(r)}/s" for b, r in sorted(self.broker_throttles.items(),
+                                                                       key=lambda x: int(x[0])))
+        return f"throttle {rates or 'as set'}; last change: {self.throttle_change}"
 
     def format_table(self) -> str:
         """The steps in flight (and dead ones) as a table, then the summary line."""

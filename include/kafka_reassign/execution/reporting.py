@@ -44,7 +44,9 @@ class ProgressReporting(StepStates):
             partition_cap=self.partition_cap, broker_cap=self.broker_cap,
             reduced_broker_caps={str(b): c for b, c in self.reduced_broker_caps.items()},
             cap_change=self.governor.last_change.text if self.governor and self.governor.last_change else "",
-            held=self.hold_reason, reopens_at=self.reopens_at(now))
+            held=self.hold_reason, reopens_at=self.reopens_at(now),
+            broker_throttles=self.rate_control.summary() if self.rate_control else {},
+            throttle_change=self.rate_control.last_change() if self.rate_control else "")
 
     def _watch_left(self, i: int) -> int:
         """Bytes step ``i`` still lacks: as last observed, or all of it before its first observation."""

@@ -21,6 +21,7 @@ from kafka_reassign.execution.health import CapGovernor, MinIsrCache, read_healt
 from kafka_reassign.execution.order import OrderContext, ReadyQueue, parse_strategy
 from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepWatch, outcome_of, run_outcome
 from kafka_reassign.execution.progress import RECENT_DONE_ROWS
+from kafka_reassign.execution.rate_control import rate_control_for
 from kafka_reassign.execution.steps import StepMove
 from kafka_reassign.execution.wake import FlightItem, WakeRule
 from kafka_reassign.execution.windows import format_instant, parse_windows
@@ -91,6 +92,8 @@ class StepStates:
         self.governor = CapGovernor(limits.max_partition_movements, limits.max_movements_per_broker,
                                     limits.min_movements_per_broker) if limits.adaptive_concurrency else None
         self._min_isr = MinIsrCache()
+        #: per-broker rates that follow client traffic (None: the throttle is fixed)
+        self.rate_control = rate_control_for(limits, throttle_rate, record_store, run_id)
         self._strategy = parse_strategy(limits.strategy)
         #: when new steps may start; :attr:`paused` (set by the caller from the operator's
         #: pause request) holds them back the same way
@@ -244,6 +247,12 @@ class StepStates:
         """Bytes/s one broker moves: the run's throttle, or a NIC's when the run is unthrottled."""
         return float(self.rules.throttle_rate or DEFAULT_NETWORK_BYTES_PER_SEC)
 
+    @property
+    def broker_rates(self) -> dict[int, float]:
+        """Brokers moving at another rate than :attr:`move_rate` (the adaptive throttle's), and that rate."""
+        rc = self.rate_control
+        return {b: float(r) for b, r in rc.rates.items()} if rc is not None else {}
+
     def flight_items(self) -> dict[int, FlightItem]:
         """The steps in flight as the wake schedule sees them (bytes left as last observed)."""
         return self.wake_rule().items(self.watches)
@@ -254,7 +263,7 @@ class StepStates:
         return WakeRule(rate=rate, low_water=rate * self.limits.budget_seconds / 2.0,
                         held_back=tuple(sorted(self._held_back)),
                         brokers={i: self.data[i] for i in self.watches},
-                        planned={i: self.step_bytes[i] for i in self.watches})
+                        planned={i: self.step_bytes[i] for i in self.watches}, per_broker=self.broker_rates)
 
     def wake_at(self, now: float) -> tuple[float | None, float | None]:
         """(next cheap check for a step due to finish, when a broker holding steps back runs low)."""
@@ -341,7 +350,8 @@ class StepStates:
                 "first_submit_at": self.first_submit_at, "polls": self.polls, "checks": self.checks,
                 "leader_changes": self.leader_changes, "submissions": self.submissions,
                 "rate": [list(x) for x in self._rate_samples],
-                "caps": self.governor.to_json() if self.governor is not None else None}
+                "caps": self.governor.to_json() if self.governor is not None else None,
+                "throttle": self.rate_control.to_json() if self.rate_control is not None else None}
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_json` of the same steps (raises ValueError for another plan)."""
@@ -362,6 +372,8 @@ class StepStates:
         self._rate_samples.extend((float(t), float(m)) for t, m in state.get("rate", []))
         if self.governor is not None and state.get("caps"):  # absent from states saved before it
             self.governor.load(state["caps"])
+        if self.rate_control is not None and state.get("throttle"):
+            self.rate_control.load(state["throttle"])
         self._verify = True
         self._unload_all()
         self._fresh_counters()

@@ -44,34 +44,45 @@ class FlightItem:
     observed_at: float
 
 
-def step_rates(items: Mapping[int, FlightItem], rate: float) -> dict[int, float]:
-    """Each step's expected bytes/s: the smallest share of ``rate`` among its brokers.
+#: broker -> bytes/s it moves, where it differs from the run's rate (the adaptive throttle)
+BrokerRates = Mapping[int, float]
+
+
+def step_rates(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerRates | None = None
+               ) -> dict[int, float]:
+    """Each step's expected bytes/s: the smallest share of its brokers' rates among them.
 
     :param rate: bytes/s one broker moves (its replication throttle, or its NIC when unthrottled)
+    :param per_broker: brokers moving at another rate
     """
     sharing: dict[int, int] = {}
     for it in items.values():
         for b in it.brokers:
             sharing[b] = sharing.get(b, 0) + 1
-    return {i: (min(rate / sharing[b] for b in it.brokers) if it.brokers else rate) for i, it in items.items()}
+    of = per_broker or {}
+    return {i: (min(of.get(b, rate) / sharing[b] for b in it.brokers) if it.brokers else rate)
+            for i, it in items.items()}
 
 
-def bytes_left_now(items: Mapping[int, FlightItem], rate: float, now: float) -> dict[int, float]:
+def bytes_left_now(items: Mapping[int, FlightItem], rate: float, now: float,
+                   per_broker: BrokerRates | None = None) -> dict[int, float]:
     """Each step's bytes left now, projected from its last observation at its expected rate."""
-    rates = step_rates(items, rate)
+    rates = step_rates(items, rate, per_broker)
     return {i: max(0.0, it.bytes_left - rates[i] * max(0.0, now - it.observed_at)) for i, it in items.items()}
 
 
-def due_times(items: Mapping[int, FlightItem], rate: float) -> dict[int, float]:
+def due_times(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerRates | None = None
+              ) -> dict[int, float]:
     """Step index -> unix time it should finish at its expected rate."""
-    rates = step_rates(items, rate)
+    rates = step_rates(items, rate, per_broker)
     return {i: it.observed_at + (it.bytes_left / rates[i] if rates[i] > 0 else math.inf)
             for i, it in items.items()}
 
 
-def broker_left(items: Mapping[int, FlightItem], rate: float, now: float) -> dict[int, float]:
+def broker_left(items: Mapping[int, FlightItem], rate: float, now: float,
+                per_broker: BrokerRates | None = None) -> dict[int, float]:
     """Broker -> bytes its steps in flight still move through it (projected to ``now``)."""
-    left = bytes_left_now(items, rate, now)
+    left = bytes_left_now(items, rate, now, per_broker)
     out: dict[int, float] = {}
     for i, it in items.items():
         for b in it.brokers:
@@ -80,12 +91,15 @@ def broker_left(items: Mapping[int, FlightItem], rate: float, now: float) -> dic
 
 
 def low_water_time(left: Mapping[int, float], brokers: Iterable[int], rate: float, low_water: float,
-                   now: float) -> float | None:
-    """When the first of ``brokers`` gets down to ``low_water`` bytes in flight (None: no broker).
+                   now: float, per_broker: BrokerRates | None = None) -> float | None:
+    """When the first of ``brokers`` gets down to its low water (None: no broker).
 
-    A broker drains at ``rate`` while it has work, whatever the number of steps sharing it.
+    A broker drains at its rate while it has work, whatever the number of steps sharing it; its
+    low water is ``low_water`` scaled by its rate over ``rate`` (the same seconds of work).
     """
-    times = [now + max(0.0, left.get(b, 0.0) - low_water) / rate for b in brokers] if rate > 0 else []
+    of = per_broker or {}
+    times = [now + max(0.0, left.get(b, 0.0) - low_water * of.get(b, rate) / rate) / of.get(b, rate)
+             for b in brokers if of.get(b, rate) > 0] if rate > 0 else []
     return min(times, default=None)
 
 
@@ -111,6 +125,7 @@ class WakeRule:
     :param held_back: brokers the window held eligible steps back from for their bytes in flight
     :param brokers: step index -> the brokers its bytes go through
     :param planned: step index -> its planned bytes (bytes left before a first observation)
+    :param per_broker: brokers moving at another rate than ``rate`` (the adaptive throttle)
     """
 
     rate: float
@@ -118,6 +133,7 @@ class WakeRule:
     held_back: tuple[int, ...] = ()
     brokers: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     planned: Mapping[int, float] = field(default_factory=dict)
+    per_broker: BrokerRates = field(default_factory=dict)
 
     def items(self, watches: Mapping[int, StepWatch]) -> dict[int, FlightItem]:
         """The steps in flight of ``watches`` with their bytes left as last observed."""
@@ -132,21 +148,23 @@ class WakeRule:
               ) -> tuple[float | None, float | None]:
         """(next cheap check for a step due to finish, when a held-back broker runs low)."""
         items = self.items(watches)
-        check = next_check(list(due_times(items, self.rate).values()), last_check, now)
+        check = next_check(list(due_times(items, self.rate, self.per_broker).values()), last_check, now)
         refill = None
         if self.held_back:
-            refill = low_water_time(broker_left(items, self.rate, now), self.held_back, self.rate,
-                                    self.low_water, now)
+            refill = low_water_time(broker_left(items, self.rate, now, self.per_broker), self.held_back, self.rate,
+                                    self.low_water, now, self.per_broker)
         return check, refill
 
     def to_json(self) -> dict[str, Any]:
         return {"rate": self.rate, "low_water": self.low_water, "held_back": list(self.held_back),
                 "brokers": {str(i): list(b) for i, b in self.brokers.items()},
-                "planned": {str(i): n for i, n in self.planned.items()}}
+                "planned": {str(i): n for i, n in self.planned.items()},
+                "per_broker": {str(b): r for b, r in self.per_broker.items()}}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "WakeRule":
         return cls(rate=float(d["rate"]), low_water=float(d["low_water"]),
                    held_back=tuple(int(b) for b in d.get("held_back", ())),
                    brokers={int(i): tuple(int(x) for x in b) for i, b in d.get("brokers", {}).items()},
-                   planned={int(i): float(n) for i, n in d.get("planned", {}).items()})
+                   planned={int(i): float(n) for i, n in d.get("planned", {}).items()},
+                per_broker={int(b): float(r) for b, r in d.get("per_broker", {}).items()})

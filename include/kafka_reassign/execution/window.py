@@ -43,9 +43,8 @@ class AdmissionWindow(StepStates):
             return []
         cap_b, cap_l = self.broker_cap, self.limits.max_leader_movements
         reduced = self.reduced_broker_caps  # brokers adaptive concurrency holds below cap_b
-        rate = self.move_rate
-        budget = rate * self.limits.budget_seconds
-        left = broker_left(self.flight_items(), rate, time.time() if now is None else now)
+        rate, per_broker = self.move_rate, self.broker_rates
+        left = broker_left(self.flight_items(), rate, time.time() if now is None else now, per_broker)
         chosen: list[int] = []
         for bucket in self.ready.walk():
             for _, i in bucket:
@@ -56,7 +55,8 @@ class AdmissionWindow(StepStates):
                     continue
                 if self.steps[i].moves_leader and self.leader_load >= cap_l:
                     continue
-                busy = [b for b in self.data[i] if left.get(b, 0.0) >= budget]
+                busy = [b for b in self.data[i]
+                        if left.get(b, 0.0) >= per_broker.get(b, rate) * self.limits.budget_seconds]
                 if busy:
                     self._held_back.update(busy)
                     continue

@@ -50,6 +50,12 @@ class ReassignParams:
         (planning only; :mod:`kafka_reassign.cluster.capacities`)
     :param disk_threshold_percent: the disk-threshold goal's X (planning only): every log dir
         ends at most X% of its capacity
+    :param adaptive_throttle: each poll, each broker in flight gets its link capacity less its
+        client traffic, within the bounds (:mod:`kafka_reassign.throttle.adaptive`)
+    :param throttle_min_bytes_per_sec: the adaptive throttle's floor (raised to the pre-flight
+        stall point when the run is prepared)
+    :param throttle_max_bytes_per_sec: the adaptive throttle's ceiling
+    :param broker_network_capacity_bytes_per_sec: a broker's link for the adaptive throttle
     """
 
     throttle_bytes_per_sec: int | None = D.THROTTLE_BYTES_PER_SEC
@@ -74,6 +80,10 @@ class ReassignParams:
     maintenance_windows: tuple[str, ...] = ()
     log_dir_capacity_bytes: tuple[str, ...] = ()
     disk_threshold_percent: float | None = D.DISK_THRESHOLD_PERCENT
+    adaptive_throttle: bool = D.ADAPTIVE_THROTTLE
+    throttle_min_bytes_per_sec: int = D.THROTTLE_MIN_BYTES_PER_SEC
+    throttle_max_bytes_per_sec: int = D.THROTTLE_MAX_BYTES_PER_SEC
+    broker_network_capacity_bytes_per_sec: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         # Plain JSON: a tuple (the maintenance windows) as the list it reads back as.
@@ -205,6 +215,24 @@ def _check_floor(problems: list[Problem], out: dict[str, Any], given: bool) -> N
         out["min_movements_per_broker"] = cap
 
 
+def _check_adaptive_throttle(problems: list[Problem], out: dict[str, Any]) -> None:
+    """The adaptive throttle's bounds and capacity; the starting rate is clamped into the bounds."""
+    low, high = out.get("throttle_min_bytes_per_sec"), out.get("throttle_max_bytes_per_sec")
+    if out.get("broker_network_capacity_bytes_per_sec") is None:
+        problems.append(Problem("broker_network_capacity_bytes_per_sec", "adaptive_throttle needs each broker's "
+                                "network capacity (bytes/s its link carries, less peak consumer traffic)",
+                                "bad_param"))
+    if out.get("throttle_bytes_per_sec") is None:
+        problems.append(Problem("throttle_bytes_per_sec", "adaptive_throttle needs a throttle (the starting "
+                                "rate): it adapts a throttle, it cannot run unthrottled", "bad_param"))
+    if isinstance(low, int) and isinstance(high, int):
+        if low > high:
+            problems.append(Problem("throttle_min_bytes_per_sec", f"throttle_min_bytes_per_sec={low} is above "
+                                    f"throttle_max_bytes_per_sec={high}", "bad_param"))
+        elif isinstance(out.get("throttle_bytes_per_sec"), int):
+            out["throttle_bytes_per_sec"] = min(max(out["throttle_bytes_per_sec"], low), high)
+
+
 def validate_params(raw: Mapping[str, Any] | ReassignParams | None = None) -> ReassignParams:
     """Check run parameters against :data:`kafka_reassign.defaults.RUN_PARAMS`; raise
     :class:`ParamError` listing every problem.
@@ -227,6 +255,8 @@ def validate_params(raw: Mapping[str, Any] | ReassignParams | None = None) -> Re
            for p in D.RUN_PARAMS}
     # A DAG run carries every param, defaults included: only a floor other than the default is "given".
     _check_floor(problems, out, given=out["min_movements_per_broker"] != D.MIN_MOVEMENTS_PER_BROKER)
+    if out.get("adaptive_throttle") is True:
+        _check_adaptive_throttle(problems, out)
     if problems:
         raise ParamError(problems)
     return ReassignParams(**out)

@@ -7,6 +7,7 @@ is a dry run. The steps after it: :func:`kafka_reassign.throttle.apply.apply_thr
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import time
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,7 @@ from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.planning.plan_checks import validate_plan
 from kafka_reassign.planning.preflight import ProduceRates, enforce, measure_produce_rates, preflight
 from kafka_reassign.planning.validate import ReassignParams, validate_params
+from kafka_reassign.throttle.adaptive import floor_over_stall
 from kafka_reassign.throttle.apply import read_throttle_configs
 from kafka_reassign.throttle.specs import (ConfigChange, CurrentConfigs, ThrottleSpec, effective_configs,
                                            throttle_changes)
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
 
 #: ``(admin, plan, params, produce rates) -> RehearsalReport``: the rehearsal, injected by the caller.
 Rehearser = Callable[[ClusterReader, ReassignmentPlan, ReassignParams, Mapping[TopicPartition, float]], Any]
+
+log = logging.getLogger(__name__)
 
 def new_run_id() -> str:
     """A readable unique run id, e.g. ``kr-20261121T2331-3f9a``."""
@@ -218,6 +222,7 @@ def prepare(admin: ClusterReader, plan: ReassignmentPlan | dict[str, Any] | str,
                       log_dir_throttle=params.log_dir_throttle_bytes_per_sec,
                       current_configs=configs, per_step=True)
     warnings += enforce(check, params.allow_stalling_moves)  # raises PreflightError: nothing written
+    params = _adaptive_floor(params, check.smallest_throttle, warnings)
     if params.throttle_bytes_per_sec is None and any(s.adding for s in steps):
         warnings.append("no throttle: replication traffic is unbounded and may slow producers and consumers")
     estimate, rehearsal = _estimate(admin, plan, params, steps, state, check.kept_lower, rates, rehearser)
@@ -226,6 +231,18 @@ def prepare(admin: ClusterReader, plan: ReassignmentPlan | dict[str, Any] | str,
                        cluster_id=state.cluster_id, warnings=warnings, notes=notes,
                        estimated_seconds=estimate.seconds, estimate=estimate.to_json(), preflight=check.to_json(),
                        rehearsal=None if rehearsal is None else rehearsal.to_json(), leaders=leaders, urp=urp)
+
+
+def _adaptive_floor(params: ReassignParams, stall_point: int | None, warnings: list[str]) -> ReassignParams:
+    """The adaptive throttle's floor never below the pre-flight stall point: raised to it (with a
+    note in ``warnings``), or the run refused when the ceiling is below it (ParamError, nothing written)."""
+    if not params.adaptive_throttle:
+        return params
+    floor, note = floor_over_stall(params.throttle_min_bytes_per_sec, params.throttle_max_bytes_per_sec, stall_point)
+    if note:
+        log.info(note)
+        warnings.append(note)
+    return replace(params, throttle_min_bytes_per_sec=floor)
 
 
 def _throttle_rates(admin: ClusterReader, steps: list[StepMove], params: ReassignParams

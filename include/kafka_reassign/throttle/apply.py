@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Iterable, Protocol
+from dataclasses import replace
+from typing import TYPE_CHECKING, Iterable, Mapping, Protocol
 
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
-from kafka_reassign.throttle.specs import (BROKER_KEYS, TOPIC_KEYS, ConfigChange, InheritedConfigs, ThrottleSpec,
-                                           throttle_changes)
+from kafka_reassign.throttle.specs import (BROKER_KEYS, FOLLOWER_RATE, LEADER_RATE, TOPIC_KEYS, ConfigChange,
+                                           InheritedConfigs, ThrottleSpec, throttle_changes)
 
 if TYPE_CHECKING:
     from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
@@ -145,3 +146,37 @@ def _write_missing(admin: KafkaAdminPort, record: ThrottleRecord, current: Confi
         for c in to_write:
             log.info("  %s", c.describe())
         admin.alter_configs(to_write)
+
+
+def set_broker_rates(admin: KafkaAdminPort, store: RecordStore, run_id: str, rates: Mapping[int, int]
+                     ) -> list[ConfigChange]:
+    """Change the run's leader and follower rates on some brokers (the adaptive throttle).
+
+    Only brokers whose rates the run's record holds are changed (a lower rate of someone else's
+    that the run kept stays theirs). The record's last change of each key takes the new value and
+    keeps its prior, so the restore still puts back what was there before the run, and the guard
+    defends the new value; the record is saved before the write.
+
+    :param rates: broker -> new bytes/s
+    :returns: the writes made
+    """
+    record = store.get(run_id)
+    if record is None or record.restored or not rates:
+        return []
+    last: dict[tuple[str, str], int] = {}
+    for i, c in enumerate(record.changes):
+        if c.resource_type == "broker" and c.key in (LEADER_RATE, FOLLOWER_RATE):
+            last[(c.name, c.key)] = i
+    writes: list[ConfigChange] = []
+    for b, rate in sorted(rates.items()):
+        for key in (LEADER_RATE, FOLLOWER_RATE):
+            at = last.get((str(b), key))
+            if at is None or record.changes[at].value == str(rate):
+                continue
+            old = record.changes[at]
+            record.changes[at] = replace(old, value=str(rate))
+            writes.append(ConfigChange("broker", str(b), key, old.value, str(rate)))
+    if writes:
+        store.put(record)  # durable BEFORE the write
+        admin.alter_configs(writes)
+    return writes
