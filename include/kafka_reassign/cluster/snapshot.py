@@ -18,9 +18,9 @@ import json
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, TypeGuard
+from typing import Any, Callable, Iterable, TypeGuard
 
 from kafka_reassign.cluster.capacities import FROM_BROKER, FROM_USER, CapacityOverrides, apply_capacities
 from kafka_reassign.cluster.port import ClusterReader, TieredReader
@@ -388,6 +388,26 @@ def remote_sizes(admin: ClusterReader, state: ClusterState) -> dict[str, dict[in
         return {}
     configs = admin.describe_configs(topics=sorted(state.topics), keys=[REMOTE_STORAGE_CONFIG])
     tiered = [t for t in state.topics.values() if is_tiered(configs.get(("topic", t.name), {}))]
+    if not tiered:
+        return {}
     offsets = admin.tiered_offsets([(t.name, i) for t in tiered for i in t.partitions])
     return {t.name: {i: offsets[(t.name, i)].remote_bytes(p.size_bytes)
                      for i, p in t.partitions.items() if (t.name, i) in offsets} for t in tiered}
+
+
+def with_remote_sizes(admin: ClusterReader, state: ClusterState, topics: Iterable[str]) -> ClusterState:
+    """``state`` whose partitions of the tiered ones of ``topics`` carry ``remote_bytes`` (read
+    live by :func:`remote_sizes`; a state built from a snapshot already has them).
+
+    :param admin: connected admin
+    :param state: the cluster state
+    :param topics: the topics to look at (the moving ones)
+    """
+    if any(p.remote_bytes for p in state.partitions()):
+        return state
+    remote = remote_sizes(admin, replace(state, topics={t: state.topics[t] for t in topics if t in state.topics}))
+    if not any(remote.values()):
+        return state
+    return replace(state, topics={name: t if name not in remote else replace(t, partitions={
+        i: replace(p, remote_bytes=remote[name].get(i, 0)) for i, p in t.partitions.items()})
+        for name, t in state.topics.items()})

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
+from kafka_reassign.cluster.snapshot import with_remote_sizes
 from kafka_reassign.cluster.state import ClusterState, TopicPartition, with_produce_rates
 from kafka_reassign.execution.limits import ExecutionLimits
 from kafka_reassign.execution.ownership import SubmittedTargets
@@ -265,6 +266,7 @@ def _estimate(admin: ClusterReader, plan: ReassignmentPlan, params: ReassignPara
     """The moving-time estimate (a rehearsal's when one is made) and the rehearsal report (or None)."""
     limits = Limits(rate=params.throttle_bytes_per_sec, log_dir_rate=params.log_dir_throttle_bytes_per_sec,
                     broker_rates=kept_lower)
+    state = with_remote_sizes(admin, state, {s.topic for s in steps})  # tiered: bytes a move leaves remote
     estimate = estimate_run(steps, state, limits)  # the planner summary's estimate too
     if rehearser is not None and params.rehearse and any(s.adding or s.is_log_dir_only for s in steps):
         rehearsal = rehearser(admin, plan, params, rates.rates)
