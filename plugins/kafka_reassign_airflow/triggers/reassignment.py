@@ -55,17 +55,18 @@ class ReassignmentWatchTrigger(BaseTrigger):
         task deferred: it has just polled); cheap checks come as steps are due to finish
     :param run_id: the DAG run (for log lines)
     :param refresh_seconds: wake the task at least this often to save progress (0: only when a
-        step needs it)
+        step needs it); None: :data:`PROGRESS_REFRESH_SECONDS` (also how often a paused run with
+        nothing in flight re-reads its pause), read when the trigger is made
     """
 
     def __init__(self, kafka_conn_id: str, spec: dict[str, Any], poll_interval: float = POLL_INTERVAL_SECONDS,
-                 run_id: str = "", refresh_seconds: float = PROGRESS_REFRESH_SECONDS) -> None:
+                 run_id: str = "", refresh_seconds: float | None = None) -> None:
         super().__init__()
         self.kafka_conn_id = kafka_conn_id
         self.spec = spec
         self.poll_interval = float(poll_interval)
         self.run_id = run_id
-        self.refresh_seconds = float(refresh_seconds)
+        self.refresh_seconds = float(PROGRESS_REFRESH_SECONDS if refresh_seconds is None else refresh_seconds)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (f"{type(self).__module__}.{type(self).__qualname__}",
