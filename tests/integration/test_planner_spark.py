@@ -45,6 +45,10 @@ def snap() -> dict:
     for i, b in enumerate((13, 14, 15, 16)):  # four empty brokers, one per rack
         s["brokers"].append({"id": b, "rack": sorted({x["rack"] for x in s["brokers"]})[i],
                              "log_dirs": copy.deepcopy(s["brokers"][0]["log_dirs"])})
+    for t in s["topics"][:3]:  # tiered topics (KIP-405): remote bytes ride along, never counted as moved
+        t["configs"]["remote.storage.enable"] = "true"
+        for p in t["partitions"]:
+            p["remote_bytes"] = 1_000_000 * (1 + p["partition"])
     return s
 
 
@@ -71,6 +75,10 @@ def test_spark_reads_the_snapshot_file_and_agrees_with_the_local_engine(spark, l
     assert created and max(created) <= max(len(snap["brokers"]), s["replica_movements"]) < replicas
     local = plan_file(lines, "rebalance", engine="local")
     assert res.plan.to_json() == local.plan.to_json()
+    assert s["remote_bytes_not_copied"] == local.summary["remote_bytes_not_copied"]
+    tiered = {t["name"]: {p["partition"]: p["remote_bytes"] for p in t["partitions"]}
+              for t in snap["topics"] if "remote.storage.enable" in t["configs"]}
+    assert s["remote_bytes_not_copied"] == sum(tiered.get(m.topic, {}).get(m.partition, 0) for m in res.plan.moves) > 0
     assert s["balance_after"] < s["balance_before"]
     # 160 partitions on 16 brokers: the fullest broker stays above the tolerance, so the bound (for
     # the balance the goal accepts) does not apply: the summary says so and shows no ratio
