@@ -193,10 +193,7 @@ RUN_PARAMS: tuple[RunParam, ...] = (
                      description="For the goal disk-threshold: move replicas off every log dir above this "
                                  "percentage of its capacity, the least data possible, until it is under; "
                                  "dirs already under it only receive (and stay under it).")),
-    RunParam(
-        # A planning input: brokers report each log dir's volume size (KIP-827), which is not what
-        # the planner should fill when dirs share a volume or a quota caps them. Read by the
-        # snapshot (CLI snapshot, the DAG's snapshot task); cluster/capacities.py parses it.
+    RunParam(  # a planning input, read by the snapshot (cluster/capacities.py)
         "log_dir_capacity_bytes", tuple, (),
         "log dir capacity for the planner instead of the volume size brokers report: SIZE (every dir), "
         "BROKER=SIZE or BROKER:LOG_DIR=SIZE (repeat the flag)",
