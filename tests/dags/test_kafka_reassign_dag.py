@@ -107,6 +107,9 @@ def test_planning_is_one_path_through_spark_submit(bag, dag):
         # prepare runs when the planning tasks were skipped (a plan was given), not after a failure
         assert str(prepare.trigger_rule).split(".")[-1].lower().startswith("none_failed"), prepare.trigger_rule
         assert d.params["spark_conn_id"] == "spark_default"
+        # the operator's log dir capacities reach the snapshot the planner reads
+        assert d.params["log_dir_capacity_bytes"] == [] and "log_dir_capacity_bytes" in snap.template_fields
+        assert snap.log_dir_capacity_bytes == "{{ params.get('log_dir_capacity_bytes') }}"
     assert str(dag.task_dict["prepare"].trigger_rule).split(".")[-1].lower() == "none_failed"
     t = dag.task_dict
     assert t["snapshot"].plan == "{{ params.plan }}" and t["plan"].spark_conn_id == "{{ params.spark_conn_id }}"
