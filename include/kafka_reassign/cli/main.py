@@ -70,6 +70,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     from kafka_reassign.cluster.cordons import cordon_support
     from kafka_reassign.cluster.capacities import parse_capacities
     from kafka_reassign.cluster.snapshot import read_cluster_snapshot, save_snapshot
+    from kafka_reassign.units import fmt_bytes
     capacities = parse_capacities(args.log_dir_capacity_bytes, "--log-dir-capacity")
     with _admin(args) as admin:
         snap = read_cluster_snapshot(admin, sample_seconds=args.sample_seconds, capacities=capacities)
@@ -81,7 +82,9 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     else:
         save_snapshot(snap, args.out)
         n = sum(len(t["partitions"]) for t in snap["topics"])
-        print(f"wrote {args.out}: {len(snap['brokers'])} brokers, {len(snap['topics'])} topics, {n} partitions")
+        remote = sum(p.get("remote_bytes", 0) for t in snap["topics"] for p in t["partitions"])
+        tiered = f"; {fmt_bytes(remote)} in remote storage (tiered topics: moves do not copy it)" if remote else ""
+        print(f"wrote {args.out}: {len(snap['brokers'])} brokers, {len(snap['topics'])} topics, {n} partitions{tiered}")
     return EXIT_OK
 
 
