@@ -3,7 +3,8 @@
 A throttled reassignment runs on the simulated cluster while the page is open: the JSON
 endpoint must list the moving partitions with bytes left and the throttles, the rendered
 DOM must show them, and the screenshot must be a real page (not blank). The per-run view
-is exercised with a kafka_reassign run triggered over the REST API.
+is exercised with a kafka_reassign run triggered over the REST API, and its Pause button
+clicked in Chromium (over the DevTools protocol, tests/integration/cdp_browser.py).
 """
 from __future__ import annotations
 
@@ -69,6 +70,30 @@ def start_slow_move(cluster: Any, run_id: str = "ui-test-move") -> None:
         executor_for(prepared, run_id, records).tick(admin)  # submits both moves
     finally:
         admin.close()
+
+
+def click_pause_then_resume(stack: AirflowStack, url: str, run_id: str, tmp_path: Path) -> None:
+    """Click the run page's Pause button in Chromium: the page and the saved pause Variable say
+    paused; click again (Resume): both say running. Done while the first move copies, so the
+    resume comes before the run would idle paused."""
+    from cdp_browser import Browser
+    from kafka_reassign_airflow.pause import pause_key
+
+    variable = f"/api/v2/variables/{quote(pause_key(run_id), safe='')}"
+    progress = f"/kafka-reassign/api/progress?dag_id=kafka_reassign&run_id={quote(run_id, safe='')}"
+    button = "document.getElementById('pause-btn').textContent"
+    with Browser(CHROMIUM, tmp_path / "cdp-profile") as page:
+        page.open(url.replace("/?", "/?refresh_ms=1000&", 1))
+        assert page.wait_js(f"document.body.dataset.loaded === '1' && {button}") == "Pause new moves"
+        page.click("#pause-btn")
+        assert page.wait_js(f"{button} === 'Resume new moves' && {button}", timeout=15)
+        saved = stack.request("GET", variable)
+        assert "progress page" in saved["value"], saved  # who paused it, kept for the audit trail
+        assert stack.request("GET", progress)["run"]["paused"] is True
+        page.click("#pause-btn")
+        assert page.wait_js(f"{button} === 'Pause new moves' && {button}", timeout=15)
+        stack.request("GET", variable, expect=(404,))
+        assert stack.request("GET", progress)["run"]["paused"] is False
 
 
 @pytest.fixture
@@ -163,6 +188,7 @@ def test_run_page_shows_the_progress_of_a_running_dag(tmp_path: Path, cluster: A
 
         # Unencoded, as the Airflow UI substitutes {RUN_ID} into the external view's href.
         url = f"{stack.base_url}/kafka-reassign/?dag_id=kafka_reassign&run_id={run_id}#token={stack.token()}"
+        click_pause_then_resume(stack, url, run_id, tmp_path)
         shot = tmp_path / "run-progress.png"
         out = chromium(["--virtual-time-budget=5000", f"--screenshot={shot}", "--window-size=1400,1000", url],
                        tmp_path)
