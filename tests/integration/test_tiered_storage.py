@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import pytest
 
+from kafka_reassign.cli.main import main
 from kafka_reassign.cluster.admin import KafkaAdmin
-from kafka_reassign.cluster.snapshot import read_cluster_snapshot
+from kafka_reassign.cluster.snapshot import load_snapshot, read_cluster_snapshot
 from kafka_reassign.planning.estimate import Estimate
 from kafka_reassign.planning.spark import plan
 from kafka_reassign.rehearsal.rehearse import rehearse
@@ -46,9 +47,12 @@ def tiered(sim_cluster):
         yield cluster, admin
 
 
-def test_snapshot_plan_and_estimate_count_the_local_bytes_and_show_the_remote_ones(tiered):
+def test_snapshot_plan_and_estimate_count_the_local_bytes_and_show_the_remote_ones(tiered, tmp_path, capsys):
     cluster, admin = tiered
-    snap = read_cluster_snapshot(admin)
+    out = tmp_path / "snap.json"
+    assert main(["snapshot", "--bootstrap-server", cluster.bootstrap_servers, "--out", str(out)]) == 0
+    assert "600.0 MB in remote storage (tiered topics: moves do not copy it)" in capsys.readouterr().out
+    snap = load_snapshot(out)
     topics = {t["name"]: t for t in snap["topics"]}
     assert topics["logs"]["configs"]["remote.storage.enable"] == "true"
     for p in topics["logs"]["partitions"]:  # estimated from ListOffsets -2/-4/-1: within rounding
