@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.errors import KafkaAdminError
 from kafka_reassign.throttle.adaptive import (Hosting, Partition, RateBounds, RateChange, client_traffic,
-                                              partition_growth, partition_sizes, rate_changes)
+                                              partition_growth, partition_sizes, projected, rate_changes)
 from kafka_reassign.throttle.apply import set_broker_rates
 from kafka_reassign.throttle.record import RecordStore
 
@@ -52,6 +52,8 @@ class RateControl:
         self._sizes_at: float | None = None
         self._hosting: dict[Partition, Hosting] = {}
         self._hosting_at: float | None = None
+        #: broker -> client traffic measured at the last poll (for the projection)
+        self._traffic: dict[int, float] = {}
 
     def rate_of(self, broker: int) -> int:
         """Bytes/s the broker moves now."""
@@ -75,7 +77,9 @@ class RateControl:
         hosting = self._hosting_for(admin, growth, now)
         if hosting is None:
             return []
-        traffic = client_traffic(growth, hosting, brokers)
+        measured = client_traffic(growth, hosting, brokers)
+        traffic = projected(measured, self._traffic)
+        self._traffic = measured
         wanted = rate_changes({b: self.rate_of(b) for b in brokers}, traffic, self.bounds)
         if not wanted:
             return []
@@ -116,6 +120,7 @@ class RateControl:
 
     def to_json(self) -> dict[str, Any]:
         return {"rates": self.summary(), "not_ours": sorted(self.not_ours), "at": self._sizes_at,
+                "traffic": {str(b): t for b, t in self._traffic.items()},
                 "sizes": [[t, p, n] for (t, p), n in sorted(self._sizes.items())],
                 "changes": [[c.broker, c.old, c.new, c.client, c.capacity] for c in self.changes]}
 
@@ -123,6 +128,7 @@ class RateControl:
         self.rates = {int(b): int(r) for b, r in d.get("rates", {}).items()}
         self.not_ours = {int(b) for b in d.get("not_ours", [])}
         self._sizes_at = d.get("at")
+        self._traffic = {int(b): float(t) for b, t in d.get("traffic", {}).items()}
         self._sizes = {(str(t), int(p)): int(n) for t, p, n in d.get("sizes", [])}
         self.changes = [RateChange(int(b), int(o), int(n), float(c), int(k)) for b, o, n, c, k in d.get("changes", [])]
 

@@ -2,7 +2,7 @@
 
 Each full poll, per broker with moves in flight::
 
-    rate = clamp(capacity - client traffic, floor, ceiling)
+    rate = clamp((capacity - client traffic) * (1 - HYSTERESIS), floor, ceiling)
 
 where client traffic is what the broker's link carries for clients and for in-sync replication:
 
@@ -17,8 +17,12 @@ Log growth is read from the sizes DescribeLogDirs reports (the poll reads them a
 replica being copied is left out: its growth is the throttled copy itself. A log that shrank
 (retention deleted a segment) counts as no growth for that interval.
 
-A new rate is written only when it differs from the one in force by more than
-:data:`HYSTERESIS` or reaches a bound, so configs are not rewritten every poll.
+Client traffic rising from one poll to the next is projected one poll ahead (the rise is added
+once), so a rate set now still fits when the next poll comes. The rate aims :data:`HYSTERESIS`
+below the room clients leave (capacity - client traffic), so traffic rising by less than that
+between polls does not overrun the link and configs are not rewritten every poll. A new rate is
+written when the room falls below the rate in force (at once: the link would be overrun), when it
+differs from the rate in force by more than :data:`HYSTERESIS`, or when it reaches a bound.
 """
 from __future__ import annotations
 
@@ -55,22 +59,33 @@ class RateBounds:
 
 
 def adapted_rate(capacity: float, client_traffic: float, floor: int, ceiling: int) -> int:
-    """``capacity - client_traffic`` clamped to ``[floor, ceiling]`` (bytes/s).
+    """``(capacity - client_traffic) * (1 - HYSTERESIS)`` clamped to ``[floor, ceiling]`` (bytes/s).
 
     :param capacity: the broker's link, bytes/s
     :param client_traffic: what its clients and in-sync replication use of it, bytes/s
     """
-    return int(min(max(capacity - client_traffic, floor), ceiling))
+    return int(min(max((capacity - client_traffic) * (1 - HYSTERESIS), floor), ceiling))
 
 
-def worth_changing(current: int, new: int, floor: int, ceiling: int) -> bool:
-    """Whether ``new`` should replace ``current``: it differs by more than :data:`HYSTERESIS`,
-    or it is a bound the current rate is not at (a load that pins it there is written at once)."""
+def worth_changing(current: int, new: int, room: float, floor: int, ceiling: int) -> bool:
+    """Whether ``new`` should replace ``current``: the room clients leave fell below ``current``
+    (the link would be overrun), or ``new`` differs by more than :data:`HYSTERESIS`, or it is a
+    bound the current rate is not at.
+
+    :param room: capacity - client traffic, bytes/s
+    """
     if new == current:
         return False
-    if new in (floor, ceiling):
-        return True
-    return abs(new - current) > HYSTERESIS * current
+    return current > room or new in (floor, ceiling) or abs(new - current) > HYSTERESIS * current
+
+
+def projected(now: Mapping[int, float], before: Mapping[int, float]) -> dict[int, float]:
+    """Broker -> client traffic expected at the next poll: a rise since the last one goes on once more.
+
+    :param now: traffic measured at this poll
+    :param before: traffic measured at the last one (brokers absent: no projection)
+    """
+    return {b: t + max(0.0, t - before.get(b, t)) for b, t in now.items()}
 
 
 @dataclass(frozen=True)
@@ -152,6 +167,8 @@ class RateChange:
         why = f"client traffic {format_rate(self.client)} of {format_rate(float(self.capacity))}"
         if self.new > room:
             why += f", floor {format_rate(float(self.new))} over the {format_rate(max(0.0, room))} left"
+        elif self.old > room:
+            why += f", {format_rate(max(0.0, room))} left"
         return why
 
     @property
@@ -173,7 +190,7 @@ def rate_changes(rates: Mapping[int, int], traffic: Mapping[int, float], bounds:
             continue
         cap = bounds.capacity_of(b)
         new = adapted_rate(cap, traffic[b], bounds.floor, bounds.ceiling)
-        if worth_changing(current, new, bounds.floor, bounds.ceiling):
+        if worth_changing(current, new, cap - traffic[b], bounds.floor, bounds.ceiling):
             out.append(RateChange(b, current, new, traffic[b], cap))
     return out
 

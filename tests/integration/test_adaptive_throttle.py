@@ -1,0 +1,62 @@
+"""The adaptive throttle on the simulator (virtual time): produce load rises on broker 1 mid-run,
+its throttle drops (not below the floor) and rises back once the load falls; afterwards every
+throttle config holds its value from before the run."""
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.adaptive_throttle import MB, Mode, plan, run, snapshot
+from kafka_reassign.throttle.specs import BROKER_KEYS, FOLLOWER_RATE, LEADER_RATE
+
+FLOOR = 5 * MB
+HIGH_FROM, HIGH_UNTIL = 40.0, 120.0
+COLD, COLD_SIZE = 9, 3_000 * MB
+#: set before the run: the record must give them back exactly
+PRIORS = {("broker", "1"): {FOLLOWER_RATE: str(300 * MB)}, ("broker", "4"): {LEADER_RATE: str(250 * MB)}}
+
+
+def broker_1_spikes(topic: str, partition: int, t: float) -> float:
+    """1 MB/s a ``traffic`` partition; those broker 1 leads (0 and 6) at 20 MB/s for a while."""
+    if topic != "traffic":
+        return 0.0
+    return 20 * MB if partition % 6 == 0 and HIGH_FROM <= t < HIGH_UNTIL else MB
+
+
+def set_priors(admin: Any) -> None:
+    from kafka_reassign.throttle.specs import ConfigChange
+
+    admin.alter_configs([ConfigChange(rt, name, key, None, value)
+                         for (rt, name), values in PRIORS.items() for key, value in values.items()])
+
+
+def test_load_on_one_broker_lowers_its_throttle_and_the_priors_come_back(sim_cluster):
+    clusters: list[Any] = []
+
+    def factory(snap: dict[str, Any]) -> Any:
+        clusters.append(sim_cluster(snap, time_scale=0.0))
+        return clusters[-1]
+
+    mode = Mode("adaptive", 50 * MB, adaptive=True, floor=FLOOR, ceiling=100 * MB)
+    figures = run(mode, broker_1_spikes, snapshot(COLD, COLD_SIZE), plan(COLD), factory, before=set_priors)
+    assert figures.outcome == "done", figures.outcome
+
+    rates = [int(v.broker_throttles["1"]) for v in figures.views if "1" in v.broker_throttles]
+    low = min(rates)
+    assert FLOOR <= low < 25 * MB, rates  # dropped under the load, never below the floor
+    assert max(rates[:rates.index(low)]) > 70 * MB, rates  # high before the load ...
+    assert max(rates[rates.index(low):]) > 70 * MB, rates  # ... and again once it fell
+    lowered = [c for c in figures.changes if c.startswith("broker 1: throttle lowered")]
+    assert lowered and "client traffic" in lowered[0], figures.changes
+    assert any("throttle 1: " in v.summary() for v in figures.views)
+
+    # Every throttle config is back to its value before the run (set ones and absent ones alike).
+    from kafka_reassign.cluster.admin import KafkaAdmin
+
+    with KafkaAdmin(bootstrap_servers=clusters[0].bootstrap_servers) as admin:
+        now = admin.describe_configs(broker_ids=range(1, 7), topics=["cold", "traffic"], keys=None)
+    for b in range(1, 7):
+        for key in BROKER_KEYS:
+            assert now[("broker", str(b))].get(key) == PRIORS.get(("broker", str(b)), {}).get(key), (b, key, now)
+    for topic in ("cold", "traffic"):
+        assert now[("topic", topic)].get("leader.replication.throttled.replicas") is None
+        assert now[("topic", topic)].get("follower.replication.throttled.replicas") is None
