@@ -165,6 +165,7 @@ def build_progress_view(*, state: Any, cluster: Any, configs: Mapping[tuple[str,
                    "bytes_moved": progress.bytes_moved, "bytes_left": progress.bytes_left,
                    "rate_bytes_per_sec": progress.rate_bytes_per_sec, "eta_seconds": progress.eta_seconds,
                    "updated_at": progress.updated_at, "caps": progress.caps_line() if progress.cap_change else None,
+                   "throttle": progress.throttle_line() if progress.throttle_change else None,
                    "held": progress.held if not progress.finished else ""}
     else:
         for step in in_flight_steps(cluster.in_flight, state):

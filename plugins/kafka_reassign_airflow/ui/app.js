@@ -163,6 +163,7 @@ function render(d) {
      s.outcome && s.outcome !== "in_progress" && s.outcome !== "done" ? "bad" : ""],
     ["Under min ISR", String(umi), umi ? "bad" : "ok"],
     ...(s.caps ? [["Moves at once (adaptive)", s.caps, ""]] : []),
+    ...(s.throttle ? [["Throttle (adaptive)", s.throttle, ""]] : []),
   ];
   $("cards").replaceChildren(...cards.map(([label, value, cls]) =>
     el("div", { class: "card " + cls }, el("div", { class: "label" }, label), el("div", { class: "value" }, value))));
