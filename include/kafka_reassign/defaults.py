@@ -71,7 +71,8 @@ RUN_PARAMS: tuple[RunParam, ...] = (
         cli=CliFlag("--log-dir-throttle", metavar="RATE"),
         dag=DagField("Log-dir move throttle (bytes/s)", HOW,
                      description="replica.alter.log.dirs.io.max.bytes.per.second for moves between disks of "
-                                 "one broker (KIP-113). Null = same as the replication throttle.")),
+                                 "one broker (KIP-113: plan entries with log_dirs), on those brokers only; a "
+                                 "plan may mix them with broker moves. Null = same as the replication throttle.")),
     RunParam(
         # Off by default: it writes broker configs during the run (recorded, restored like the first).
         "adaptive_throttle", bool, False,
