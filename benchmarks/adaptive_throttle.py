@@ -10,9 +10,10 @@ brokers 1-3 to 4-6. The operator leaves 20% of the link for consumers
 
 Runs: a throttle safe at the peak (10 MB/s), a fast one (80 MB/s), and the adaptive throttle
 (starts at 50 MB/s, floor 5, ceiling 100 MB/s). Each prints its moving time and the peak
-per-broker utilisation clients saw: (client + replication bytes through the broker, in and
-out) / link, over 12 s windows, read from the simulator's logs; and how often the adaptive
-throttle changed a rate.
+per-broker utilisation clients saw, read from the simulator's logs over 12 s windows: client +
+replication bytes through the broker, in and out, over the capacity given (what the adaptive
+throttle counts against it), and the busier direction over the link (the simulator's links are
+full duplex); and how often the adaptive throttle changed a rate.
 
 Run: ``.venv/bin/python -m benchmarks.run adaptive_throttle``.
 """
@@ -65,7 +66,8 @@ class Figures:
     """What one run showed.
 
     :param moving_seconds: virtual seconds the run took
-    :param peak_use: broker -> its greatest utilisation over a window (share of the link)
+    :param peak_use: broker -> its greatest (in + out) over a window, as a share of the capacity given
+    :param peak_direction: broker -> its greatest busier direction over a window, as a share of the link
     :param rates: broker -> the rates the adaptive throttle set, in order
     :param changes: the rate changes the executor logged
     :param views: the progress views
@@ -73,6 +75,7 @@ class Figures:
 
     moving_seconds: float = 0.0
     peak_use: dict[int, float] = field(default_factory=dict)
+    peak_direction: dict[int, float] = field(default_factory=dict)
     changes: list[str] = field(default_factory=list)
     views: list[Any] = field(default_factory=list)
     outcome: str = ""
@@ -140,15 +143,19 @@ class TrafficClock:
         """Bytes in (every replica's growth) and out (a leader's, once per follower that grew) per broker."""
         now, sizes = self.model.sim_time(), self._sizes()
         seconds = now - self.window_start
-        used: dict[int, float] = {}
+        bytes_in: dict[int, float] = {}
+        bytes_out: dict[int, float] = {}
         for p in self.parts:
             for b in p.replicas:
                 grew = max(0.0, sizes.get((p.topic, p.index, b), 0.0) - self.sizes.get((p.topic, p.index, b), 0.0))
-                used[b] = used.get(b, 0.0) + grew
+                bytes_in[b] = bytes_in.get(b, 0.0) + grew
                 if b != p.leader:
-                    used[p.leader] = used.get(p.leader, 0.0) + grew
-        for b, n in used.items():
-            self.figures.peak_use[b] = max(self.figures.peak_use.get(b, 0.0), n / seconds / LINK)
+                    bytes_out[p.leader] = bytes_out.get(p.leader, 0.0) + grew
+        f = self.figures
+        for b in set(bytes_in) | set(bytes_out):
+            n_in, n_out = bytes_in.get(b, 0.0) / seconds, bytes_out.get(b, 0.0) / seconds
+            f.peak_use[b] = max(f.peak_use.get(b, 0.0), (n_in + n_out) / CAPACITY)
+            f.peak_direction[b] = max(f.peak_direction.get(b, 0.0), max(n_in, n_out) / LINK)
         self.sizes, self.window_start = sizes, now
 
 
@@ -215,11 +222,10 @@ def main() -> int:
           f"{COLD} x {COLD_SIZE // MB} MB from brokers 1-3 to 4-6; capacity given {CAPACITY // MB} MB/s")
     for mode in MODES:
         f = run(mode)
-        peak = max(f.peak_use.values(), default=0.0)
-        hottest = max(f.peak_use, key=lambda b: f.peak_use[b]) if f.peak_use else None
-        print(f"  {mode.name:>30}: moved in {f.moving_seconds:6.0f} virtual s ({f.moving_seconds / DAY:.2f} day), "
-              f"peak broker use {peak:6.1%} of the link (broker {hottest}; {peak * LINK / CAPACITY:6.1%} of the "
-              f"capacity given), {len(f.changes)} rate change(s), {f.outcome}")
+        peak, direction = max(f.peak_use.values(), default=0.0), max(f.peak_direction.values(), default=0.0)
+        print(f"  {mode.name:>30}: moved in {f.moving_seconds:5.0f} virtual s ({f.moving_seconds / DAY:.2f} day); "
+              f"peak per broker: in + out {peak:6.1%} of the capacity given, busier direction {direction:6.1%} "
+              f"of the link; {len(f.changes)} rate change(s); {f.outcome}")
     return 0
 
 

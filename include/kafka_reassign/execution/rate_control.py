@@ -47,6 +47,7 @@ class RateControl:
         self.rates: dict[int, int] = {}
         #: brokers whose rate the run did not set (someone's lower one was kept): never changed
         self.not_ours: set[int] = set()
+        #: the changes of the last poll that changed a rate
         self.changes: list[RateChange] = []
         self._sizes: dict[Partition, int] = {}
         self._sizes_at: float | None = None
@@ -90,7 +91,7 @@ class RateControl:
         for c in done:
             self.rates[c.broker] = c.new
             log.warning("run %s: adaptive throttle: %s", self.run_id, c.text)
-        self.changes = (done + self.changes)[:len(brokers) or 1]
+        self.changes = done or self.changes  # the last poll that changed a rate
         return done
 
     def _hosting_for(self, admin: KafkaAdminPort, growth: Mapping[Partition, float], now: float
