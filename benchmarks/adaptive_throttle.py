@@ -19,7 +19,6 @@ Run: ``.venv/bin/python -m benchmarks.run adaptive_throttle``.
 """
 from __future__ import annotations
 
-import logging
 import math
 import sys
 from dataclasses import dataclass, field
@@ -69,7 +68,7 @@ class Figures:
     :param peak_use: broker -> its greatest (in + out) over a window, as a share of the capacity given
     :param peak_direction: broker -> its greatest busier direction over a window, as a share of the link
     :param rates: broker -> the rates the adaptive throttle set, in order
-    :param changes: the rate changes the executor logged
+    :param changes: the rate changes the progress views named
     :param views: the progress views
     """
 
@@ -159,17 +158,15 @@ class TrafficClock:
         self.sizes, self.window_start = sizes, now
 
 
-class RateLog(logging.Handler):
-    """Collects the adaptive throttle's rate changes."""
-
-    def __init__(self, changes: list[str]) -> None:
-        super().__init__(logging.INFO)
-        self.changes = changes
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if "adaptive throttle:" in message:
-            self.changes.append(message.split("adaptive throttle: ", 1)[-1])
+def changes_seen(views: list[Any]) -> list[str]:
+    """The rate changes the progress views named, in order (each view names its last poll's)."""
+    out: list[str] = []
+    last = ""
+    for v in views:
+        if v.throttle_change and v.throttle_change != last:
+            out += v.throttle_change.split("; ")
+            last = v.throttle_change
+    return out
 
 
 def run(mode: Mode, curve: Curve = day_curve, snap: dict[str, Any] | None = None, moves: dict[str, Any] | None = None,
@@ -192,9 +189,6 @@ def run(mode: Mode, curve: Curve = day_curve, snap: dict[str, Any] | None = None
         cluster.start()
     figures = Figures()
     clock = TrafficClock(cluster.model, curve, figures)
-    handler = RateLog(figures.changes)
-    executor_log = logging.getLogger("kafka_reassign.execution.executor")
-    executor_log.addHandler(handler)
     started = cluster.model.sim_time()
     try:
         with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
@@ -204,11 +198,11 @@ def run(mode: Mode, curve: Curve = day_curve, snap: dict[str, Any] | None = None
                                       on_event=lambda m: None, sleep=clock.sleep, clock=cluster.model.now,
                                       on_progress=figures.views.append)
     finally:
-        executor_log.removeHandler(handler)
         if own:
             cluster.stop()
     figures.outcome = result.progress.outcome if result.progress else "none"
     figures.moving_seconds = cluster.model.sim_time() - started
+    figures.changes = changes_seen(figures.views)
     return figures
 
 
