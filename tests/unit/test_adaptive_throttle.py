@@ -136,3 +136,42 @@ def test_the_wake_schedule_uses_each_brokers_own_rate() -> None:
     assert step_rates(items, 10.0, {1: 5.0}) == {0: 5.0, 1: 10.0}
     rule = WakeRule(rate=10.0, low_water=50.0, per_broker={1: 5.0})
     assert WakeRule.from_json(rule.to_json()) == rule
+
+
+class MetadataAdmin(Admin):
+    """Config writes, and Metadata: t-0 led by 1 (ISR 1, 2), t-1 led by 3 (ISR 3)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.metadata_reads = 0
+
+    def topic_metadata(self, topics: list[str] | None = None) -> list[Any]:
+        from kafka_reassign.cluster.metadata import PartitionMetadata, TopicMetadata
+
+        self.metadata_reads += 1
+        return [TopicMetadata("t", (PartitionMetadata(0, 1, (1, 2), (1, 2)), PartitionMetadata(1, 3, (3,), (3,))))]
+
+
+def test_rate_control_measures_between_polls_writes_only_its_brokers_and_resumes_from_its_state() -> None:
+    from kafka_reassign.execution.rate_control import RateControl
+
+    store = MemoryRecordStore()
+    store.put(ThrottleRecord.new("run", None, [ConfigChange("broker", str(b), k, None, str(50 * MB))
+                                               for b in (1, 2) for k in (LEADER_RATE, FOLLOWER_RATE)]))
+    admin: Any = MetadataAdmin()
+    control = RateControl(BOUNDS, 50 * MB, store, "run")
+    sizes = {("t", 0, 1): 0, ("t", 0, 2): 0, ("t", 1, 3): 0}
+    assert control.observe(admin, sizes, [], [1, 2, 3], 0.0) == []  # a first read: nothing to compare
+    sizes = {("t", 0, 1): 300 * MB, ("t", 0, 2): 300 * MB, ("t", 1, 3): 300 * MB}  # 30 MB/s each for 10 s
+    changes = control.observe(admin, sizes, [], [1, 2, 3], 10.0)
+    # broker 1: 30 in + 30 out to its follower; broker 2: 30 in (nothing to project from yet);
+    # broker 3's rate was kept lower by someone else: never written
+    margin = 1 - HYSTERESIS
+    assert {c.broker: c.new for c in changes} == {1: int(40 * MB * margin), 2: int(70 * MB * margin)}
+    assert control.not_ours == {3} and control.rate_of(3) == 50 * MB
+    assert len(admin.writes) == 1 and admin.metadata_reads == 1
+    resumed = RateControl(BOUNDS, 50 * MB, store, "run")
+    resumed.load(control.to_json())
+    assert (resumed.rates, resumed.not_ours, resumed.last_change()) == (control.rates, {3}, control.last_change())
+    sizes = {k: v + 300 * MB for k, v in sizes.items()}  # the same traffic: within the band, nothing written
+    assert resumed.observe(admin, sizes, [], [1, 2, 3], 20.0) == [] and len(admin.writes) == 1
