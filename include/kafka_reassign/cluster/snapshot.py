@@ -10,7 +10,7 @@ A snapshot is the planner's input, the simulator's scenario and the output of
                                  "size_bytes": 123, "bytes_in_per_sec": 0,
                                  "log_dirs": ["/d1","/d1","/d1"]}]}]}
 
-Fields may be added (we add ``cluster_id``, ``isr``, ``alive``, ``remote_bytes``); none may change meaning.
+Fields may be added (we add ``cluster_id``, ``isr``, ``alive``, ``remote_bytes``, ``batch_bytes``); none may change meaning.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeGuard
 
+from kafka_reassign.cluster.batches import BatchReader, add_batch_bytes
 from kafka_reassign.cluster.capacities import FROM_BROKER, FROM_USER, CapacityOverrides, apply_capacities
 from kafka_reassign.cluster.port import ClusterReader, TieredReader
 from kafka_reassign.cluster.state import ClusterState
@@ -308,7 +309,8 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0,
     Partitions of tiered topics (``remote.storage.enable=true``) also get ``remote_bytes``, the
     bytes only in remote storage (:mod:`kafka_reassign.cluster.tiered`). Produce rates are not exposed by
     the admin API; with ``sample_seconds > 0`` they are estimated from the growth of the
-    leaders' log sizes over that interval (0 otherwise). Each log dir carries the
+    leaders' log sizes over that interval (0 otherwise), and partitions get the ``batch_bytes``
+    their first record batch shows (:mod:`kafka_reassign.cluster.batches`). Each log dir carries the
     ``total_bytes`` and ``usable_bytes`` its broker reports (KIP-827) and a ``capacity_bytes``:
     the given one (``capacity_source: user``), else the reported total (``broker``).
 
@@ -357,6 +359,8 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0,
             "default_min_isr": state.default_min_isr, "brokers": brokers, "topics": topics}
     if capacities:
         apply_capacities(snap, capacities)
+    if sample_seconds > 0 and isinstance(admin, BatchReader):  # the rehearsal's fetch-per-batch model
+        add_batch_bytes(admin, snap)
     return snap
 
 
