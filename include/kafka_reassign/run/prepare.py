@@ -40,6 +40,7 @@ Rehearser = Callable[[ClusterReader, ReassignmentPlan, ReassignParams, Mapping[T
 
 log = logging.getLogger(__name__)
 
+
 def new_run_id() -> str:
     """A readable unique run id, e.g. ``kr-20261121T2331-3f9a``."""
     return f"kr-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{secrets.token_hex(2)}"
