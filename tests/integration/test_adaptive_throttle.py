@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from benchmarks.adaptive_throttle import MB, Mode, plan, run, snapshot
 from kafka_reassign.throttle.specs import BROKER_KEYS, FOLLOWER_RATE, LEADER_RATE
 
@@ -60,3 +62,26 @@ def test_load_on_one_broker_lowers_its_throttle_and_the_priors_come_back(sim_clu
     for topic in ("cold", "traffic"):
         assert now[("topic", topic)].get("leader.replication.throttled.replicas") is None
         assert now[("topic", topic)].get("follower.replication.throttled.replicas") is None
+
+
+def test_the_floor_is_raised_to_the_stall_point_and_a_ceiling_below_it_refused_before_any_write(sim_cluster):
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.errors import ParamError
+    from kafka_reassign.run.prepare import prepare
+
+    cluster = sim_cluster(snapshot(3, 100 * MB), time_scale=0.0)
+    rates = {("cold", p): 8 * MB for p in range(3)}  # written to while they move
+    params = {**Mode("adaptive", 50 * MB, adaptive=True, floor=FLOOR, ceiling=100 * MB).params(),
+              "produce_sample_seconds": 0}
+    writes = cluster.model.write_count
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        prepared = prepare(admin, plan(3), params, produce_rates=rates)
+        floor = prepared.params.throttle_min_bytes_per_sec
+        assert 8 * MB < floor < 50 * MB, floor
+        assert any("floor raised from 5.0 MB/s to the pre-flight stall point" in w for w in prepared.warnings)
+        assert prepared.limits().throttle_min_bytes_per_sec == floor  # what the executor gets
+        low = {**params, "throttle_max_bytes_per_sec": 6 * MB, "throttle_min_bytes_per_sec": 2 * MB,
+               "allow_stalling_moves": True}
+        with pytest.raises(ParamError, match="below the pre-flight stall point"):
+            prepare(admin, plan(3), low, produce_rates=rates)
+    assert cluster.model.write_count == writes
