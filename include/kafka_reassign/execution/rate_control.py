@@ -90,7 +90,7 @@ class RateControl:
         self.not_ours.update(c.broker for c in wanted if c.broker not in written)
         for c in done:
             self.rates[c.broker] = c.new
-            log.warning("run %s: adaptive throttle: %s", self.run_id, c.text)
+            log.info("run %s: adaptive throttle: %s", self.run_id, c.text)
         self.changes = done or self.changes  # the last poll that changed a rate
         return done
 
