@@ -10,7 +10,8 @@ A snapshot is the planner's input, the simulator's scenario and the output of
                                  "size_bytes": 123, "bytes_in_per_sec": 0,
                                  "log_dirs": ["/d1","/d1","/d1"]}]}]}
 
-Fields may be added (we add ``cluster_id``, ``isr``, ``alive``, ``remote_bytes``, ``batch_bytes``); none may change meaning.
+Fields may be added (we add ``cluster_id``, ``isr``, ``alive``, ``remote_bytes``, ``batch_bytes``); none may
+change meaning.
 """
 from __future__ import annotations
 
@@ -305,14 +306,13 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0,
                           capacities: CapacityOverrides | None = None) -> dict[str, Any]:
     """Take a snapshot of a live cluster.
 
-    Sizes come from DescribeLogDirs (the leader's replica): the local log, what a move copies.
-    Partitions of tiered topics (``remote.storage.enable=true``) also get ``remote_bytes``, the
-    bytes only in remote storage (:mod:`kafka_reassign.cluster.tiered`). Produce rates are not exposed by
-    the admin API; with ``sample_seconds > 0`` they are estimated from the growth of the
-    leaders' log sizes over that interval (0 otherwise), and partitions get the ``batch_bytes``
-    their first record batch shows (:mod:`kafka_reassign.cluster.batches`). Each log dir carries the
-    ``total_bytes`` and ``usable_bytes`` its broker reports (KIP-827) and a ``capacity_bytes``:
-    the given one (``capacity_source: user``), else the reported total (``broker``).
+    Sizes come from DescribeLogDirs (the leader's replica): the local log, what a move copies. Partitions of
+    tiered topics (``remote.storage.enable=true``) also get ``remote_bytes``, the bytes only in remote storage
+    (:mod:`kafka_reassign.cluster.tiered`). Produce rates are not exposed by the admin API; with
+    ``sample_seconds > 0`` they are estimated from the growth of the leaders' log sizes over that interval
+    (0 otherwise), and partitions get the ``batch_bytes`` their first record batch shows (:mod:`~.batches`).
+    Each log dir carries the ``total_bytes`` and ``usable_bytes`` its broker reports (KIP-827) and a
+    ``capacity_bytes``: the given one (``capacity_source: user``), else the reported total (``broker``).
 
     :param admin: connected admin
     :param sample_seconds: measure bytes_in_per_sec over this many seconds
