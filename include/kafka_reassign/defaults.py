@@ -98,6 +98,11 @@ RUN_PARAMS: tuple[RunParam, ...] = (
              dag=DagField("Broker network capacity (bytes/s)", HOW, description="Needed by the adaptive "
                           "throttle: bytes/s one broker's link carries, less the consumer traffic it "
                           "serves at peak (not measured).")),
+    RunParam("broker_network_capacities", tuple, (), "a broker's own link capacity for the adaptive throttle, "
+             "BROKER=RATE (repeat the flag; others: --broker-network-capacity)",
+             cli=CliFlag("--broker-network-capacity-of", metavar="BROKER=RATE"),
+             dag=DagField("Network capacity per broker", HOW, description='Brokers whose link differs, e.g. '
+                          '"3=50MB/s" (others: the broker network capacity).')),
     RunParam(
         # Only the disk-threshold goal reads it; a run param so the DAG form, the CLI and the
         # planner flags all take it from this row.

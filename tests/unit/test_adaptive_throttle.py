@@ -175,3 +175,20 @@ def test_rate_control_measures_between_polls_writes_only_its_brokers_and_resumes
     assert (resumed.rates, resumed.not_ours, resumed.last_change()) == (control.rates, {3}, control.last_change())
     sizes = {k: v + 300 * MB for k, v in sizes.items()}  # the same traffic: within the band, nothing written
     assert resumed.observe(admin, sizes, [], [1, 2, 3], 20.0) == [] and len(admin.writes) == 1
+
+
+def test_brokers_with_their_own_link_capacity_are_parsed_validated_and_used() -> None:
+    from kafka_reassign.execution.limits import ExecutionLimits
+    from kafka_reassign.execution.rate_control import rate_control_for
+
+    p = validate_params({**ON, "broker_network_capacities": ["3=50MB/s", "5=200000000"]})
+    control = rate_control_for(ExecutionLimits.from_params(p), 50 * MB, MemoryRecordStore(), "run")
+    assert control is not None
+    assert (control.bounds.capacity_of(3), control.bounds.capacity_of(5), control.bounds.capacity_of(1)) == (
+        50 * MB, 200 * MB, 100 * MB)
+    with pytest.raises(ParamError) as err:
+        validate_params({**ON, "broker_network_capacities": ["3:50MB/s", "4=1", "4=2MB/s", "4=3MB/s"]})
+    reasons = [p.reason for p in err.value.problems if p.entry == "broker_network_capacities"]
+    assert len(reasons) == 3 and "expected BROKER=RATE" in reasons[0] and "at least 1 KB/s" in reasons[1]
+    assert "broker 4 is given twice" in reasons[2]
+    assert rate_control_for(ExecutionLimits.from_params(validate_params({})), 50 * MB, None, "run") is None

@@ -14,7 +14,7 @@ from kafka_reassign.execution.steps import StepMove
 MIN_BUDGET_SECONDS = 10.0
 #: The adaptive throttle's settings, by the same names in the run params and the limits.
 ADAPTIVE_THROTTLE_FIELDS = ("adaptive_throttle", "throttle_min_bytes_per_sec", "throttle_max_bytes_per_sec",
-                            "broker_network_capacity_bytes_per_sec")
+                            "broker_network_capacity_bytes_per_sec", "broker_network_capacities")
 
 
 def budget_for(poll_interval_seconds: float) -> float:
@@ -46,6 +46,7 @@ class ExecutionLimits:
     :param throttle_min_bytes_per_sec: the adaptive throttle's floor
     :param throttle_max_bytes_per_sec: the adaptive throttle's ceiling
     :param broker_network_capacity_bytes_per_sec: a broker's link (None: adaptive throttle off)
+    :param broker_network_capacities: ``BROKER=RATE`` for brokers whose link differs
     """
 
     max_partition_movements: int = D.MAX_PARTITION_MOVEMENTS
@@ -62,6 +63,7 @@ class ExecutionLimits:
     throttle_min_bytes_per_sec: int = D.THROTTLE_MIN_BYTES_PER_SEC
     throttle_max_bytes_per_sec: int = D.THROTTLE_MAX_BYTES_PER_SEC
     broker_network_capacity_bytes_per_sec: int | None = None
+    broker_network_capacities: tuple[str, ...] = ()
 
     @classmethod
     def from_params(cls, params: Any, strategy: str | None = None) -> "ExecutionLimits":

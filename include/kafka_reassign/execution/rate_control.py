@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.errors import KafkaAdminError
-from kafka_reassign.throttle.adaptive import (Hosting, Partition, RateBounds, RateChange, client_traffic,
-                                              partition_growth, partition_sizes, projected, rate_changes)
+from kafka_reassign.throttle.adaptive import (Hosting, Partition, RateBounds, RateChange, broker_rates,
+                                              client_traffic, partition_growth, partition_sizes, projected,
+                                              rate_changes)
 from kafka_reassign.throttle.apply import set_broker_rates
 from kafka_reassign.throttle.record import RecordStore
 
@@ -140,5 +141,6 @@ def rate_control_for(limits: ExecutionLimits, throttle_rate: int | None, store: 
     capacity = limits.broker_network_capacity_bytes_per_sec
     if not limits.adaptive_throttle or throttle_rate is None or capacity is None:
         return None
-    bounds = RateBounds(int(capacity), int(limits.throttle_min_bytes_per_sec), int(limits.throttle_max_bytes_per_sec))
+    bounds = RateBounds(int(capacity), int(limits.throttle_min_bytes_per_sec), int(limits.throttle_max_bytes_per_sec),
+                        per_broker=broker_rates(limits.broker_network_capacities))
     return RateControl(bounds, int(throttle_rate), store, run_id)

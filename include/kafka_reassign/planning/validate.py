@@ -56,6 +56,7 @@ class ReassignParams:
         stall point when the run is prepared)
     :param throttle_max_bytes_per_sec: the adaptive throttle's ceiling
     :param broker_network_capacity_bytes_per_sec: a broker's link for the adaptive throttle
+    :param broker_network_capacities: ``BROKER=RATE`` entries for brokers whose link differs
     """
 
     throttle_bytes_per_sec: int | None = D.THROTTLE_BYTES_PER_SEC
@@ -84,6 +85,7 @@ class ReassignParams:
     throttle_min_bytes_per_sec: int = D.THROTTLE_MIN_BYTES_PER_SEC
     throttle_max_bytes_per_sec: int = D.THROTTLE_MAX_BYTES_PER_SEC
     broker_network_capacity_bytes_per_sec: int | None = None
+    broker_network_capacities: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         # Plain JSON: a tuple (the maintenance windows) as the list it reads back as.
@@ -171,6 +173,17 @@ def _capacities_param(problems: list[Problem], key: str, v: Any) -> tuple[str, .
     return tuple(v or ())
 
 
+def _broker_rates_param(problems: list[Problem], key: str, v: Any) -> tuple[str, ...]:
+    """Per-broker rates, ``BROKER=RATE`` each (:func:`~kafka_reassign.throttle.adaptive.broker_rates`)."""
+    from kafka_reassign.throttle.adaptive import broker_rates
+    try:
+        broker_rates(v, key)
+    except ParamError as exc:
+        problems.extend(exc.problems)
+        return ()
+    return tuple(v or ())
+
+
 def _check(problems: list[Problem], key: str, v: Any, param: D.RunParam) -> Any:
     """One value against its row; problems are named ``key`` (the name it was given as)."""
     if v is None and param.nullable:
@@ -178,7 +191,8 @@ def _check(problems: list[Problem], key: str, v: Any, param: D.RunParam) -> Any:
     if param.choices:
         return _strategy_param(problems, key, v)
     if param.kind is tuple:
-        return (_capacities_param if param.name == "log_dir_capacity_bytes" else _windows_param)(problems, key, v)
+        lists = {"log_dir_capacity_bytes": _capacities_param, "broker_network_capacities": _broker_rates_param}
+        return lists.get(param.name, _windows_param)(problems, key, v)
     if param.kind is bool:
         return _bool_param(problems, key, v)
     if param.kind is int:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from kafka_reassign.errors import ParamError, Problem
-from kafka_reassign.units import format_rate
+from kafka_reassign.units import format_rate, parse_rate
 
 #: A new rate is written only when it differs from the one in force by more than this share.
 HYSTERESIS = 0.10
@@ -56,6 +56,31 @@ class RateBounds:
 
     def capacity_of(self, broker: int) -> int:
         return int((self.per_broker or {}).get(broker, self.capacity))
+
+
+def broker_rates(entries: Iterable[str] | None, name: str = "broker_network_capacities") -> dict[int, int]:
+    """Broker -> bytes/s from ``BROKER=RATE`` entries (``3=50MB/s``).
+
+    :raises ParamError: naming every malformed entry, rate below 1 KB/s or broker given twice
+    """
+    out: dict[int, int] = {}
+    problems = []
+    for entry in entries or ():
+        broker, sep, rate = str(entry).partition("=")
+        try:
+            if not sep or not broker.strip().isdigit():
+                raise ValueError("expected BROKER=RATE, e.g. 3=50MB/s")
+            b, value = int(broker), parse_rate(rate.strip())
+            if value < 1024:
+                raise ValueError("a rate must be at least 1 KB/s")
+            if b in out:
+                raise ValueError(f"broker {b} is given twice")
+            out[b] = value
+        except ValueError as exc:
+            problems.append(Problem(name, f"{entry!r}: {exc}", "bad_param"))
+    if problems:
+        raise ParamError(problems)
+    return out
 
 
 def adapted_rate(capacity: float, client_traffic: float, floor: int, ceiling: int) -> int:
