@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
 from kafka_reassign.planning.bounds import source_free_bound, throttle_bound
+from kafka_reassign.planning.catch_up import STALL_MARGIN, throttle_needed
 from kafka_reassign.planning.leadership import senders
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC, fmt_bytes, format_duration
 
@@ -473,7 +474,8 @@ def stall_points(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
     Leader side: ``R > (in-sync load of every throttled partition it leads) + P``; for a
     partition alone (or with per-step throttle lists) that is ``(k+1)P``. Follower side, for
     the last move into a broker: ``R >`` the produce rates of all new replicas it receives (the
-    others are in sync by then), or ``P`` with per-step lists.
+    others are in sync by then), or ``P`` with per-step lists. The catching-up part counts
+    more (:mod:`kafka_reassign.planning.catch_up`: what real Kafka showed).
     """
     quota = quota or quota_load(loads)
     out: list[StallPoint] = []
@@ -483,11 +485,12 @@ def stall_points(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
         if ld.adding:
             used = quota.leader_in_sync(ld)
             out.append(StallPoint(ld.name, ld.leader, "leader", ld.produce, used,
-                                  used + ld.produce * len(ld.adding), limits.throttle(ld.leader)))
+                                  throttle_needed(used, ld.produce * len(ld.adding)), limits.throttle(ld.leader)))
             for b in ld.adding:
                 total = ld.produce if quota.per_step else quota.follower.get(b, 0.0)
-                out.append(StallPoint(ld.name, b, "follower", ld.produce, total - ld.produce, total,
-                                      limits.throttle(b)))
-        for b in ld.dir_brokers:
-            out.append(StallPoint(ld.name, b, "log_dir", ld.produce, 0.0, ld.produce, limits.dir_throttle(b)))
+                out.append(StallPoint(ld.name, b, "follower", ld.produce, total - ld.produce,
+                                      throttle_needed(total - ld.produce, ld.produce), limits.throttle(b)))
+        for b in ld.dir_brokers:  # a local copy: no fetch, whole segments
+            out.append(StallPoint(ld.name, b, "log_dir", ld.produce, 0.0, STALL_MARGIN * ld.produce,
+                                  limits.dir_throttle(b)))
     return out
