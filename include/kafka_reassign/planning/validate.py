@@ -161,27 +161,25 @@ def _windows_param(problems: list[Problem], key: str, v: Any) -> tuple[str, ...]
     return tuple(v or ())
 
 
-def _capacities_param(problems: list[Problem], key: str, v: Any) -> tuple[str, ...]:
-    """Log dir capacities: each entry parsed (:func:`~kafka_reassign.cluster.capacities.parse_capacities`);
-    brokers and dirs are checked against the cluster when the snapshot applies them."""
+def _entries_param(problems: list[Problem], key: str, v: Any, name: str) -> tuple[str, ...]:
+    """A list of entries that a parser checks, each bad one a problem: log dir capacities
+    (:func:`~kafka_reassign.cluster.capacities.parse_capacities`; brokers and dirs are checked against
+    the cluster when the snapshot applies them) or per-broker rates
+    (:func:`~kafka_reassign.throttle.adaptive.broker_rates`)."""
     from kafka_reassign.cluster.capacities import parse_capacities
-    try:
-        parse_capacities(v, key)
-    except ParamError as exc:
-        problems.extend(exc.problems)
-        return ()
-    return tuple(v or ())
-
-
-def _broker_rates_param(problems: list[Problem], key: str, v: Any) -> tuple[str, ...]:
-    """Per-broker rates, ``BROKER=RATE`` each (:func:`~kafka_reassign.throttle.adaptive.broker_rates`)."""
     from kafka_reassign.throttle.adaptive import broker_rates
+
+    parse = parse_capacities if name == "log_dir_capacity_bytes" else broker_rates
     try:
-        broker_rates(v, key)
+        parse(v, key)
     except ParamError as exc:
         problems.extend(exc.problems)
         return ()
     return tuple(v or ())
+
+
+#: List parameters whose entries a parser checks (the others are maintenance windows).
+_PARSED_LISTS = frozenset({"log_dir_capacity_bytes", "broker_network_capacities"})
 
 
 def _check(problems: list[Problem], key: str, v: Any, param: D.RunParam) -> Any:
@@ -191,8 +189,9 @@ def _check(problems: list[Problem], key: str, v: Any, param: D.RunParam) -> Any:
     if param.choices:
         return _strategy_param(problems, key, v)
     if param.kind is tuple:
-        lists = {"log_dir_capacity_bytes": _capacities_param, "broker_network_capacities": _broker_rates_param}
-        return lists.get(param.name, _windows_param)(problems, key, v)
+        if param.name in _PARSED_LISTS:
+            return _entries_param(problems, key, v, param.name)
+        return _windows_param(problems, key, v)
     if param.kind is bool:
         return _bool_param(problems, key, v)
     if param.kind is int:
