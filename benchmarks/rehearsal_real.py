@@ -31,13 +31,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from benchmarks.calibration import WARMUP_S, Producer, write_docs
 from benchmarks.real_kafka_cluster import Bench, clear_throttles, delete_topic, fresh_topic, print_table, start_cluster
-from benchmarks.real_kafka_watch import Observer
+from benchmarks.real_kafka_watch import Observer, Sample
+from kafka_reassign.cluster.admin import KafkaAdmin
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "REHEARSAL.md"
@@ -217,10 +221,53 @@ def predicted(work: Path, snapshot: Path, plan: Path) -> float | None:
     return float(value) if value is not None else None
 
 
-def actual(bench: Bench, plan: Path, wanted: Mapping[str, Assignment]) -> tuple[float | None, list[str]]:
+def wanted_dirs(plan: Mapping[str, Any]) -> dict[str, dict[tuple[int, int], str]]:
+    """topic -> (partition, broker) -> the log dir the plan names (``any`` and absent ones left out)."""
+    out: dict[str, dict[tuple[int, int], str]] = {}
+    for e in plan["partitions"]:
+        for broker, path in zip(e["replicas"], e.get("log_dirs") or ()):
+            if path != "any":
+                out.setdefault(e["topic"], {})[(int(e["partition"]), int(broker))] = path
+    return out
+
+
+class DirObserver(Observer):
+    """The moving phase including the plan's log-dir moves (KIP-113), which the rehearsal counts too.
+
+    A partition whose reassignment completed may still have replicas copied between the log dirs
+    of their broker (a broker creates a new replica in a dir of its choosing; the run's last step
+    moves it where the plan says): the phase ends only once no replica of the topic has a future
+    log and every planned replica sits in its planned dir (DescribeLogDirs, read only then).
+    """
+
+    def __init__(self, bootstrap: str, topic: str, target: Assignment, dirs: Mapping[tuple[int, int], str]) -> None:
+        super().__init__(bootstrap, topic, target, interval=0.25, timeout=300)
+        self.dirs = dict(dirs)
+        self.port: KafkaAdmin | None = None
+
+    def look(self, admin: KafkaAdminClient) -> Sample:
+        sample = super().look(admin)
+        if sample.in_flight or not sample.at_target or not self.dirs:
+            return sample
+        if self.port is None:
+            self.port = KafkaAdmin(bootstrap_servers=self.bootstrap, client_id="bench-dir-observer")
+        rows = [r for r in self.port.describe_log_dirs() if r.topic == self.topic]
+        placed = {(r.partition, r.broker): r.path for r in rows if not r.is_future}
+        settled = not any(r.is_future for r in rows) and all(placed.get(k) == d for k, d in self.dirs.items())
+        return sample if settled else replace(sample, at_target=False)
+
+    def run(self) -> None:
+        try:
+            super().run()
+        finally:
+            if self.port is not None:
+                self.port.close()
+
+
+def actual(bench: Bench, plan: Path, wanted: Mapping[str, Assignment],
+           dirs: Mapping[str, Mapping[tuple[int, int], str]]) -> tuple[float | None, list[str]]:
     """``kafka-reassign execute`` watched from the cluster: (moving seconds or None, notes)."""
-    observers = [Observer(bench.bootstrap, topic, target, interval=0.25, timeout=300)
-                 for topic, target in wanted.items()]
+    observers = [DirObserver(bench.bootstrap, topic, target, dirs.get(topic, {})) for topic, target in wanted.items()]
     for obs in observers:
         obs.start()
     proc = subprocess.run([str(EXE), "execute", "--bootstrap-server", bench.bootstrap, "--plan", str(plan), *RUN_FLAGS,
@@ -252,7 +299,7 @@ def run_case(bench: Bench, case: Case) -> Result:
             plan_file = work / "plan.json"
             plan_file.write_text(json.dumps(plan, indent=1))
             guess = predicted(work, snapshot, plan_file)
-            seconds, notes = actual(bench, plan_file, targets(plan))
+            seconds, notes = actual(bench, plan_file, targets(plan), wanted_dirs(plan))
             notes += [f"producer errors: {len(p.errors)}" for p in running if p.errors]
         return Result(case, guess, seconds, len(plan["partitions"]), notes)
     finally:

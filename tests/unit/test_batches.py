@@ -12,14 +12,14 @@ MB = 1_000_000
 
 
 class FakeReader:
-    """A cluster whose logs hold ``records`` records each, ``first[tp]`` of them in the first batch."""
+    """A cluster whose logs hold ``records`` records each, ``first[tp]`` of them per batch (median)."""
 
-    def __init__(self, records: dict[TopicPartition, tuple[int, int]], first: dict[TopicPartition, int],
+    def __init__(self, records: dict[TopicPartition, tuple[int, int]], first: dict[TopicPartition, float],
                  fail: bool = False) -> None:
         self.records, self.first, self.fail = records, first, fail
         self.fetched: list[TopicPartition] = []
 
-    def first_batch_records(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+    def batch_records(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, float]:
         keys = list(partitions)
         self.fetched += keys
         if self.fail:

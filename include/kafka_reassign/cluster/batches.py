@@ -5,9 +5,10 @@ per partition in the quotas but appends only whole batches, the trailing partial
 fetched again. On Kafka 4.3.1 a log written in 0.9 MB batches moved at 0.86 of the throttle,
 one of 16 kB batches at the throttle, so the rehearsal needs each partition's batch size
 (the simulator reads the snapshot's ``batch_bytes``). The admin API does not report it: a
-consumer fetching with ``max.partition.fetch.bytes`` = 1 gets exactly the first batch of each
-partition (a broker always returns the first batch whole, KIP-74), and its record count times
-the partition's bytes per record (local size over log end - log start) is that batch's size.
+consumer fetching with ``max.partition.fetch.bytes`` = 1 gets exactly one batch per fetch (a
+broker always returns the first batch whole, KIP-74). The median record count of a log's
+first few batches (the very first is often short: a producer starting up) times the log's
+bytes per record (local size over log end - log start) is its batch size on disk.
 """
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ log = logging.getLogger(__name__)
 
 #: Snapshot partition field: average record batch size on disk, bytes.
 BATCH_BYTES = "batch_bytes"
-#: The largest partitions of a topic whose first batch is read; the others get their median.
+#: The largest partitions of a topic whose batches are read; the others get their median.
 SAMPLED_PER_TOPIC = 3
+#: Batches read from the start of each sampled log.
+BATCHES_READ = 5
 #: Give up on partitions not answered within this long (they keep the simulator's default).
 FETCH_TIMEOUT_S = 5.0
 
@@ -33,8 +36,8 @@ FETCH_TIMEOUT_S = 5.0
 class BatchReader(Protocol):
     """A live cluster's reads that size record batches."""
 
-    def first_batch_records(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """Records in the first batch of each partition's log; a partition not answered is left out."""
+    def batch_records(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, float]:
+        """Median records per batch of each log's first batches; a partition not answered is left out."""
         ...
 
     def list_offsets(self, partitions: Iterable[TopicPartition], latest: bool = True) -> dict[TopicPartition, int]:
@@ -42,13 +45,14 @@ class BatchReader(Protocol):
         ...
 
 
-def first_batch_records(connect: Mapping[str, object], partitions: Iterable[TopicPartition],
-                        timeout: float = FETCH_TIMEOUT_S) -> dict[TopicPartition, int]:
-    """Fetch each partition's first batch with a kafka-python consumer (no group, nothing committed).
+def batch_records(connect: Mapping[str, object], partitions: Iterable[TopicPartition],
+                  timeout: float = FETCH_TIMEOUT_S) -> dict[TopicPartition, float]:
+    """Read each log's first BATCHES_READ batches with a kafka-python consumer (no group, nothing committed).
 
     :param connect: the admin client's kwargs (only those a consumer takes are used)
     :param partitions: (topic, partition) pairs, non-empty logs
-    :param timeout: seconds to wait for every partition's first batch
+    :param timeout: seconds to wait for the batches
+    :returns: the median record count of the batches read, per partition
     """
     from kafka.consumer import KafkaConsumer
     from kafka.structs import TopicPartition as KTP
@@ -58,19 +62,20 @@ def first_batch_records(connect: Mapping[str, object], partitions: Iterable[Topi
     conf = {k: v for k, v in connect.items() if k in KafkaConsumer.DEFAULT_CONFIG}
     consumer = KafkaConsumer(**{**conf, "group_id": None, "enable_auto_commit": False,
                                 "max_partition_fetch_bytes": 1, "max_poll_records": 1_000_000})
-    counts: dict[TopicPartition, int] = {}
+    counts: dict[KTP, list[int]] = {}
     try:
         consumer.assign(keys)
         consumer.seek_to_beginning(*keys)
-        deadline = time.monotonic() + timeout
-        while len(counts) < len(keys) and time.monotonic() < deadline:
+        deadline, done = time.monotonic() + timeout, set[KTP]()
+        while len(done) < len(keys) and time.monotonic() < deadline:
             for tp, records in consumer.poll(timeout_ms=500).items():
-                if records and (tp.topic, tp.partition) not in counts:
-                    counts[(tp.topic, tp.partition)] = len(records)
-                    consumer.pause(tp)  # its later batches are not this measure
+                counts.setdefault(tp, []).append(len(records))  # one fetch of 1 byte: one batch
+                if len(counts[tp]) >= BATCHES_READ or consumer.position(tp) >= (consumer.highwater(tp) or 0):
+                    consumer.pause(tp)
+                    done.add(tp)
     finally:
         consumer.close()
-    return counts
+    return {(tp.topic, tp.partition): float(statistics.median(n)) for tp, n in counts.items() if n}
 
 
 def sampled(snap: Mapping[str, Any]) -> list[TopicPartition]:
@@ -85,11 +90,11 @@ def sampled(snap: Mapping[str, Any]) -> list[TopicPartition]:
     return out
 
 
-def measured_batch_bytes(size_bytes: int, records: int, first_batch: int) -> int | None:
-    """Bytes of a batch of ``first_batch`` records in a log of ``records`` records, None when unknown."""
-    if records <= 0 or first_batch <= 0 or size_bytes <= 0:
+def measured_batch_bytes(size_bytes: int, records: int, per_batch: float) -> int | None:
+    """Bytes of a batch of ``per_batch`` records in a log of ``records`` records, None when unknown."""
+    if records <= 0 or per_batch <= 0 or size_bytes <= 0:
         return None
-    return max(1, round(size_bytes * min(first_batch, records) / records))
+    return max(1, round(size_bytes * min(per_batch, records) / records))
 
 
 def add_batch_bytes(reader: BatchReader, snap: dict[str, Any]) -> int:
@@ -104,7 +109,7 @@ def add_batch_bytes(reader: BatchReader, snap: dict[str, Any]) -> int:
         end = reader.list_offsets(keys, latest=True)
         # Only logs holding records: a fetch from one without (a simulator seeded with sizes only)
         # would wait out the timeout for nothing.
-        firsts = reader.first_batch_records([k for k in keys if end.get(k, 0) > start.get(k, 0)])
+        firsts = reader.batch_records([k for k in keys if end.get(k, 0) > start.get(k, 0)])
     except Exception as exc:  # noqa: BLE001 - an optional measure: the simulator's default stays
         log.warning("record batch sizes not measured (the rehearsal assumes 16 kB batches): %s", exc)
         return 0
