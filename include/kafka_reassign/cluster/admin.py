@@ -198,13 +198,13 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         return {k: TieredOffsets(start[k], local[k], end[k]) for k in keys
                 if k in start and k in local and k in end}
 
-    def batch_records(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, float]:
-        """Median records per batch of each log's first batches (a consumer on this connection's settings).
+    def batch_sizes(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, float]:
+        """Median bytes of each log's first record batches (a consumer on this connection's settings).
 
         :param partitions: (topic, partition) pairs with non-empty logs
         """
-        from kafka_reassign.cluster.batches import batch_records
-        return batch_records(self._kwargs, partitions)
+        from kafka_reassign.cluster.batches import batch_sizes
+        return batch_sizes(self._kwargs, partitions)
 
     def _offsets(self, keys: list[TopicPartition], spec: int) -> dict[TopicPartition, int]:
         """ListOffsets of ``keys`` at one timestamp selector; partitions that err are left out."""
