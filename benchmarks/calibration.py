@@ -27,7 +27,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from benchmarks.calibration_timed import Timed
+    from kafka_local import LocalKafka
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "SIMULATOR.md"
@@ -58,6 +62,8 @@ class Scenario:
     produce: float = 0.0  # in-sync producer into partition 0, bytes/s
     timeout: float = 60.0  # a move still running then counts as stalled (and is cancelled)
     topic_configs: Mapping[str, str] = field(default_factory=dict)
+    #: a timed scenario's own run (benchmarks.calibration_timed.Timed), None for a plain move
+    timed: Timed | None = None
 
     @property
     def brokers(self) -> list[int]:
@@ -71,7 +77,9 @@ def _one(rate: int, produce: float, timeout: float, label: str) -> Scenario:
 
 
 def scenarios() -> list[Scenario]:
-    """(a) 20 MB, [1,2,3] -> [4,2,3] at 2 MB/s, no producer and producers around R/3; (b) 12 partitions."""
+    """(a) 20 MB, [1,2,3] -> [4,2,3] at 2 MB/s, no producer and producers around R/3; (b) 12 partitions;
+    (c, d, e) the timed scenarios of benchmarks.calibration_timed."""
+    from benchmarks.calibration_timed import timed_scenarios
     r = 2 * MB
     spread = {p: (tuple(1 + (p + i) % 3 for i in range(3)),
                   tuple([4 + p % 3] + [1 + (p + i) % 3 for i in (1, 2)])) for p in range(12)}
@@ -81,6 +89,7 @@ def scenarios() -> list[Scenario]:
         _one(r, r / 3, 40.0, "a: 20 MB, 2 MB/s, producer R/3"),
         _one(r, r * 0.4, 40.0, "a: 20 MB, 2 MB/s, producer 0.4 R"),
         Scenario("b: 12 x 10 MB, 2 MB/s", spread, 10 * MB, r, 0.0, 90.0),
+        *timed_scenarios(),
     ]
 
 
@@ -158,12 +167,12 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None
 
 
 class Producer(threading.Thread):
-    """confluent-kafka, acks=all, ``rate`` bytes/s into one partition, paced every 50 ms."""
+    """confluent-kafka, acks=all (or ``acks``), ``rate`` bytes/s into one partition, paced every 50 ms."""
 
-    def __init__(self, bootstrap: str, topic: str, partition: int, rate: float) -> None:
+    def __init__(self, bootstrap: str, topic: str, partition: int, rate: float, acks: str = "all") -> None:
         super().__init__(daemon=True, name=f"calibration-producer-{topic}")
         from confluent_kafka import Producer as CKProducer
-        self.producer = CKProducer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+        self.producer = CKProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
                                     "compression.type": "none", "enable.idempotence": False})
         self.topic, self.partition, self.rate = topic, partition, rate
         self.stop_event = threading.Event()
@@ -194,12 +203,12 @@ class Producer(threading.Thread):
 
 
 @contextlib.contextmanager
-def producing(bootstrap: str, topic: str, rate: float) -> Iterator[Producer | None]:
+def producing(bootstrap: str, topic: str, rate: float, acks: str = "all") -> Iterator[Producer | None]:
     """Run an in-sync producer for the duration (none if ``rate`` is 0), warmed up one quota window."""
     if rate <= 0:
         yield None
         return
-    prod = Producer(bootstrap, topic, 0, rate)
+    prod = Producer(bootstrap, topic, 0, rate, acks)
     prod.start()
     try:
         time.sleep(WARMUP_S)
@@ -295,15 +304,22 @@ def write_docs(text: str, path: Path = DOCS, begin: str = BEGIN, end: str = END)
 @contextlib.contextmanager
 def real_cluster() -> Iterator[str]:
     """Bootstrap of ``KAFKA_LOCAL_DIR``'s running cluster, or of one started (and stopped) here."""
+    with local_kafka() as cluster:
+        yield cluster.bootstrap_servers
+
+
+@contextlib.contextmanager
+def local_kafka() -> Iterator[LocalKafka]:
+    """``KAFKA_LOCAL_DIR``'s running cluster, or one started (and stopped) here."""
     from kafka_local import LocalKafka
     if os.environ.get("KAFKA_LOCAL_DIR"):
-        yield LocalKafka.load(os.environ["KAFKA_LOCAL_DIR"]).bootstrap_servers
+        yield LocalKafka.load(os.environ["KAFKA_LOCAL_DIR"])
         return
     with tempfile.TemporaryDirectory(prefix="calibration-kafka-") as tmp:
         cluster = LocalKafka(tmp, BROKERS, RACKS, LOG_DIRS, owner_pid=os.getpid())
         cluster.up()
         try:
-            yield cluster.bootstrap_servers
+            yield cluster
         finally:
             cluster.down()
 
@@ -318,6 +334,17 @@ def _delete_topic(bootstrap: str, topic: str) -> None:
         admin.close()
 
 
+def run_both(kafka: LocalKafka, sc: Scenario, topic: str) -> tuple[float | None, float | None]:
+    """``sc`` on the real cluster (``topic`` deleted after), then on a fresh simulator: (real, sim) seconds."""
+    from benchmarks.calibration_timed import on_real_timed, on_simulator_timed
+    observed: dict[str, float] = {}  # what the real run saw that the simulator must replay
+    try:
+        real = on_real_timed(kafka, sc, topic, observed) if sc.timed else on_real(kafka.bootstrap_servers, sc, topic)
+    finally:
+        _delete_topic(kafka.bootstrap_servers, topic)
+    return real, on_simulator_timed(sc, observed) if sc.timed else on_simulator(sc)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every scenario on both sides, print the table and write it into docs/SIMULATOR.md."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -327,12 +354,10 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [sc for sc in scenarios() if not args.only or any(sc.name.startswith(o) for o in args.only)]
     rows: list[tuple[Scenario, float | None, float | None]] = []
     stamp = int(time.time())
-    with real_cluster() as bootstrap:
+    with local_kafka() as kafka:
         for i, sc in enumerate(chosen):
             topic = f"calibration-{stamp}-{i}"
-            real = on_real(bootstrap, sc, topic)
-            _delete_topic(bootstrap, topic)
-            sim = on_simulator(sc)
+            real, sim = run_both(kafka, sc, topic)
             print(f"  {sc.name}: real {_cell(real, sc)} s, simulator {_cell(sim, sc)} s", flush=True)
             rows.append((sc, real, sim))
     text = table(rows)

@@ -35,6 +35,8 @@ _BROKER_KEYS: list[ConfigKey] = [
     ConfigKey("replica.lag.time.max.ms", _L, "30000",
               "A follower not caught up for this long is removed from the ISR", at_least(0)),
     ConfigKey("replica.fetch.max.bytes", _I, "1048576", "Bytes fetched per partition per request", at_least(0)),
+    ConfigKey("replica.fetch.backoff.ms", _I, "1000", "Wait of a fetcher thread with nothing to fetch",
+              at_least(0)),
     ConfigKey("num.partitions", _I, "1", "Default partition count of new topics", at_least(1)),
     ConfigKey("default.replication.factor", _I, "1", "Default replication factor of new topics"),
     ConfigKey("offsets.topic.replication.factor", _SHORT, "3", "Replication factor of __consumer_offsets",

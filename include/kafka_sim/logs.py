@@ -278,6 +278,9 @@ class Logs:
         # The cached physics plan stays valid: rates do not depend on how far behind a
         # follower is, and a longer gap only makes the planned event early (then re-planned);
         # only a throttled partition's quota changes it (_record_produced re-plans then).
+        # A follower whose link cannot carry the produce rate is released before the log
+        # grows, so these records are the first it lacks.
+        self._produced_congestion(p, len(batch))
         self._rebase(p)
         base = p.leo
         before = p._base_bytes

@@ -25,7 +25,7 @@ import random
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from typing import Any, Callable
 
 from kafka_sim.config_requests import ConfigRequests
@@ -92,6 +92,8 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._balance_at: float | None = None  # next automatic preferred-leader election  # replica.lag.time.max.ms per broker, in seconds
         self._steady_out: dict[int, float] = {}
         self._steady_in: dict[int, float] = {}
+        # records produced through the API over the last PRODUCE_WINDOW_S: (time, bytes) and their sum
+        self._produced: dict[Partition, tuple[deque[tuple[float, float]], list[float]]] = {}
         self._rate_bound: dict[int, float] = {}  # at least the fastest in-sync write rate via each broker
         self._inflight: dict[tuple[str, int], Partition] = {}
         self._preferred_dirs: dict[tuple[int, str, int], str] = {}

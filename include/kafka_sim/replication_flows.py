@@ -158,7 +158,7 @@ class FlowPlanning(FetchSharing):
                     cap[key] = self._quota_capacity(key, unheld.get(key, 0.0)) / overhead.get(key, 1.0)
                     quota_keys.append(key)
                 elif kind == "a":
-                    cap[key] = self._rates[b][2]
+                    cap[key] = self._alter_dirs_cap(b, flows)
                 elif kind == "d":
                     cap[key] = broker.disk_bytes_per_sec
         return cap

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from kafka_sim.alter_dirs import effective_rate
 from kafka_sim.quotas import DEFAULT_SAMPLE_SECONDS, DEFAULT_SAMPLES, QuotaMeter
 from kafka_sim.state import Partition, is_throttled
 
@@ -95,6 +96,26 @@ class ReplicationQuotas:
                              "allowance": meter.allowance(bound) if bound < math.inf else math.inf,
                              "in_sync_rate": self._steady_rec.get(key, 0.0)}
             return out
+
+    def _alter_dirs_cap(self, broker: int, flows: list) -> float:
+        """What the broker's future replicas copy per second under its KIP-113 limit.
+
+        Not the limit itself: Kafka's alter-log-dirs thread copies in bursts paced by its
+        fetch back-off (:mod:`kafka_sim.alter_dirs`), on average below the bound. The
+        copies' sizes are taken to 3 significant digits so re-plans reuse the cached rate.
+        """
+        bound = self._rates[broker][2]
+        if math.isinf(bound):
+            return bound
+        copies = [f for f in flows if f.kind == 1 and f.replica.broker == broker]
+        size = float(f"{sum(f.replica.exact_bytes() for f in copies):.3g}")
+        batch = min((f.partition.batch_bytes for f in copies), default=0)
+        configs = self.configs
+        return effective_rate(size, bound, batch, configs.long_value(broker, "replica.fetch.max.bytes"),
+                              configs.long_value(broker, "replica.fetch.backoff.ms") / 1000.0,
+                              configs.long_value(broker, "replication.quota.window.num") or DEFAULT_SAMPLES,
+                              configs.long_value(broker, "replication.quota.window.size.seconds")
+                              or DEFAULT_SAMPLE_SECONDS)
 
     def _lag_max(self, broker: int) -> float:
         lag = self._lag_cache.get(broker)

@@ -6,8 +6,13 @@ active set when a follower or future replica of it has bytes to copy.
 """
 from __future__ import annotations
 
+from collections import deque
+
 from kafka_sim.replication_quotas import FOLLOWER_QUOTA, LEADER_QUOTA
 from kafka_sim.state import Partition, Replica, is_throttled
+
+#: records produced over this many seconds give a partition's produce rate
+PRODUCE_WINDOW_S = 1.0
 
 
 def _changed_indices(old: object, new: object) -> set[int] | None:
@@ -165,6 +170,36 @@ class ChangeTracking:
                     for f, r in p._reps.items():
                         if f != b:
                             self._release(p, r)
+
+    def _produced_congestion(self, p: Partition, nbytes: float) -> None:
+        """Records produced faster than a tracking follower's link carries: it becomes a flow.
+
+        Records produced through the API reach tracking followers as lumps
+        (``_record_produced``), outside the steady write rate that ``_relieve_congestion``
+        weighs; a Kafka follower fetches them through its link like any other bytes. Seen on
+        Apache Kafka 4.3.1 (benchmarks/calibration_timed.py, scenario d): a follower whose
+        link carried 0.5 MB/s under a 1.5 MB/s producer fell behind and left the ISR once
+        ``replica.lag.time.max.ms`` had passed (Partition.getOutOfSyncReplicas), while the
+        simulator kept it tracking. The produce rate is what was appended over the last second.
+        """
+        if p.leader < 0:
+            return
+        window, total = self._produced.setdefault(p, (deque(), [0.0]))
+        now = self._t
+        window.append((now, nbytes))
+        total[0] += nbytes
+        while window[0][0] <= now - PRODUCE_WINDOW_S:
+            total[0] -= window.popleft()[1]
+        rate = total[0] / PRODUCE_WINDOW_S
+        brokers = self.brokers
+        followers = [r for b, r in p._reps.items() if b != p.leader and r.tracking and brokers[b].alive]
+        if not followers:
+            return
+        out_spare = (brokers[p.leader].network_bytes_per_sec - self._steady_out.get(p.leader, 0.0)) / len(followers)
+        for r in followers:
+            in_spare = brokers[r.broker].network_bytes_per_sec - self._steady_in.get(r.broker, 0.0)
+            if rate > min(in_spare, out_spare):
+                self._release(p, r)
 
     def _release(self, p: Partition, r: Replica) -> None:
         if r.tracking and self.brokers[r.broker].alive:

@@ -8,7 +8,7 @@ import pytest
 from kafka_sim import errors as E
 from kafka_sim.quotas import QuotaMeter
 
-from test_sim_model_helpers import GB, MB, done, manual, run_until, snapshot, topic
+from test_sim_model_helpers import GB, MB, batch, done, manual, run_until, snapshot, topic
 
 SET = 0
 
@@ -129,3 +129,35 @@ def test_congested_link_is_shared_and_slow_partitions_fall_behind():
     m.advance_by(60)
     assert m.partition_state("a", 0)["isr"] == [1, 3] and m.partition_state("a", 1)["isr"] == [2, 3]
     assert m.partition_state("b", 0)["isr"] == [1]
+
+
+def _produce_until(m, rate: float, cond, limit: float) -> float:
+    """Append ``rate`` bytes/s to t-0 through Produce (acks=1), a batch every 0.1 s, until ``cond()``."""
+    record = batch([b"x" * int(rate / 10)])
+    t = 0.0
+    while t < limit:
+        assert m.append(1, "t", 0, record, 1, 1)[0] == E.NONE
+        m.advance_by(0.1)
+        t += 0.1
+        if cond():
+            return t
+    return math.inf
+
+
+def test_produced_records_faster_than_a_follower_link_take_it_out_of_the_isr():
+    # Records produced through the wire reach a tracking follower only as fast as its link
+    # carries them: at 1.5 MB/s over a 0.5 MB/s link broker 3 stops catching up and leaves
+    # the ISR after replica.lag.time.max.ms (30 s, checked every 15 s); broker 2 stays
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=MB)]))
+    m.set_network(3, 0.5 * MB)
+    left = _produce_until(m, 1.5 * MB, lambda: 3 not in m.partition_state("t", 0)["isr"], 60)
+    assert 30 <= left <= 45.5, left
+    assert m.partition_state("t", 0)["isr"] == [1, 2]
+
+
+def test_produced_records_a_follower_link_carries_keep_it_in_the_isr():
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=MB)]))
+    m.set_network(3, 0.5 * MB)
+    assert _produce_until(m, 0.3 * MB, lambda: 3 not in m.partition_state("t", 0)["isr"], 60) == math.inf
+    state = m.partition_state("t", 0)
+    assert state["sizes"][3] == state["size_bytes"]
