@@ -1,0 +1,200 @@
+"""The adaptive throttle through the kafka_reassign DAG (dag.test, SQLite, the simulator over TCP).
+
+The execute task polls once per wake and defers to its trigger between wakes (the move is long),
+so a rate can only change if the rule's state (last sizes, when they were read, last traffic)
+survives from one wake to the next in the saved execution state: a wake that restarted the rule
+would have no earlier sizes and never change a rate. Mid-run, produce load on a partition that
+broker 1 leads rises: broker 1's throttle (leader and follower rate) falls to the floor, rises
+back when the load falls, the run succeeds, every throttle config is back to its prior value
+(broker 1's rate set before the run included) and the changes are in the progress Variable the
+UI page reads.
+
+The executor measures log growth per wall second while the simulator runs ``SCALE`` times faster,
+so client traffic measures ``SCALE`` times its simulated write rate; the figures below allow for it.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import airflow_env  # noqa: E402
+
+airflow_env.configure_env()
+
+from sim_snapshots import make_snapshot  # noqa: E402
+from test_dag_reassign import FAST, airflow_db, kafka_conn, placement, plan_of  # noqa: E402,F401
+
+pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.timeout(180)]
+
+MB = 1_000_000
+SCALE = 10.0
+START, FLOOR, CEILING, CAPACITY = 20 * MB, 5 * MB, 20 * MB, 100 * MB
+#: simulated bytes/s a ``traffic`` partition is written at, and traffic-0's (led by broker 1) under load
+QUIET, LOAD = 100_000, 4 * MB
+LEADER_RATE, FOLLOWER_RATE = "leader.replication.throttled.rate", "follower.replication.throttled.rate"
+#: set before the run by another tool: the restore must give it back
+PRIOR = 300 * MB
+PLAN = plan_of(("cold", 0, [4, 2, 3]))  # one KIP-435 step: 4 copies cold-0 from broker 1
+FLOOR_HELD_SECONDS = 2.0
+
+
+def snapshot() -> dict[str, Any]:
+    # cold-0 and traffic-0 start on [1, 2, 3], broker 1 leading both
+    return make_snapshot(brokers=6, racks=2, topics={
+        "cold": {"partitions": 1, "rf": 3, "size_bytes": 3_000 * MB},
+        "traffic": {"partitions": 6, "rf": 3, "size_bytes": 10 * MB, "bytes_in_per_sec": QUIET}})
+
+
+class RateSampler:
+    """Broker 1's leader and follower throttled rates on the cluster, read every 50 ms."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.seen: list[tuple[int, int]] = []
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="rate-sampler")
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            configs = self.cluster.broker_configs(1)
+            if LEADER_RATE in configs and FOLLOWER_RATE in configs:
+                self.seen.append((int(configs[LEADER_RATE]), int(configs[FOLLOWER_RATE])))
+            time.sleep(0.05)
+
+    def at_floor(self) -> bool:
+        return bool(self.seen) and self.seen[-1][0] <= FLOOR
+
+    def __enter__(self) -> "RateSampler":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self.thread.join(timeout=5)
+
+
+class ProgressSampler:
+    """The run's progress as the UI page reads it (the execution Variable), each poll of the watcher."""
+
+    def __init__(self) -> None:
+        self.changes: set[str] = set()
+        self.broker_1: list[int] = []
+
+    def read(self) -> None:
+        import json
+
+        from sqlalchemy import select
+
+        from airflow.models.dagrun import DagRun
+        from airflow.models.variable import Variable
+        from airflow.utils.session import create_session
+
+        from kafka_reassign_airflow.record_store import VariableExecutionStore
+
+        # The ORM, not the Task SDK: this thread is not the task's, whose SDK channel it must not use.
+        with create_session() as session:
+            run_id = session.scalars(select(DagRun.run_id).where(DagRun.dag_id == "kafka_reassign")).first()
+            found = session.scalars(select(Variable).where(
+                Variable.key == VariableExecutionStore().key_for(run_id or ""))).first()
+            saved = json.loads(found.val) if found is not None else None
+        if not saved:
+            return
+        progress = saved["progress"]
+        if progress.get("throttle_change"):
+            self.changes.add(progress["throttle_change"])
+        if "1" in progress.get("broker_throttles", {}):
+            self.broker_1.append(int(progress["broker_throttles"]["1"]))
+
+
+def test_load_on_broker_1_lowers_its_throttle_across_trigger_wakes(airflow_db, sim_cluster, kafka_conn, monkeypatch):
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.throttle.specs import ConfigChange
+    from kafka_reassign_airflow.conf_check import conf_problems
+    from kafka_reassign_airflow.operators.execute import ReassignmentExecuteOperator
+    from kafka_reassign_airflow.triggers import reassignment
+
+    # the trigger wakes the task each second here (each minute in production): one poll per wake
+    monkeypatch.setattr(reassignment, "PROGRESS_REFRESH_SECONDS", 1.0)
+    wakes = []
+    complete = ReassignmentExecuteOperator.execute_complete
+
+    def counted(self: Any, context: Any, event: Any = None) -> Any:
+        wakes.append(time.monotonic())
+        return complete(self, context, event)
+
+    monkeypatch.setattr(ReassignmentExecuteOperator, "execute_complete", counted)
+
+    cluster = sim_cluster(snapshot(), time_scale=SCALE)
+    kafka_conn(cluster)
+    assert cluster.partition_state("traffic", 0)["leader"] == 1 == cluster.partition_state("cold", 0)["leader"]
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        admin.alter_configs([ConfigChange("broker", "1", LEADER_RATE, None, str(PRIOR))])
+    before = airflow_env.throttle_configs(cluster)
+
+    conf = {"plan": PLAN, "throttle_bytes_per_sec": START, "adaptive_throttle": True,
+            "throttle_min_bytes_per_sec": FLOOR, "throttle_max_bytes_per_sec": CEILING,
+            "broker_network_capacity_bytes_per_sec": CAPACITY, "broker_network_capacities": ["5=90MB/s"],
+            "produce_sample_seconds": 0, **FAST}
+    dag = airflow_env.load_dag()
+    # the trigger-time conf check (REST API, trigger form) takes the adaptive throttle's params
+    assert conf_problems("kafka_reassign", {k: dag.params.get_param(k).value for k in dag.params}, conf) == []
+
+    progress = ProgressSampler()
+    moving_since: list[float] = []
+
+    def moving_a_while() -> bool:  # load comes once the rule has had a quiet wake or two
+        progress.read()
+        if cluster.partition_state("cold", 0)["adding"] and not moving_since:
+            moving_since.append(time.monotonic())
+        return bool(moving_since) and time.monotonic() - moving_since[0] > 2.0
+
+    def load_on() -> None:
+        cluster.set_write_rate("traffic", 0, LOAD)
+
+    floor_seen: list[float] = []
+
+    def held_at_floor() -> bool:  # the floor held a while, so the progress saved shows it
+        progress.read()
+        if rates.at_floor() and not floor_seen:
+            floor_seen.append(time.monotonic())
+        return bool(floor_seen) and time.monotonic() - floor_seen[0] > FLOOR_HELD_SECONDS
+
+    def load_off() -> None:
+        cluster.set_write_rate("traffic", 0, QUIET)
+
+    def finished() -> bool:
+        progress.read()
+        return not cluster.partition_state("cold", 0)["adding"]
+
+    with RateSampler(cluster) as rates, airflow_env.Watcher(
+            [(moving_a_while, load_on), (held_at_floor, load_off), (finished, lambda: None)],
+            interval=0.1, timeout=120) as watcher:
+        dr = dag.test(run_conf=conf)
+    assert watcher.error is None and watcher.done == [0, 1, 2], watcher.error
+    assert dr.state == "success", airflow_env.task_states(dr)
+    assert placement(cluster, PLAN) == {"cold-0": [4, 2, 3]}
+
+    # the task deferred and was woken by its trigger many times: each change was made on a wake
+    assert len(wakes) >= 5, wakes
+    leader = [lead for lead, _follow in rates.seen]
+    assert START in leader and min(leader) == FLOOR, leader  # 20 MB/s, then down to the floor ...
+    low = leader.index(FLOOR)
+    assert max(leader[low:]) == CEILING, leader  # ... and up again once the load fell
+    assert all(lead == follow for lead, follow in rates.seen), rates.seen  # both of broker 1's rates move
+    assert all(FLOOR <= lead <= CEILING for lead in leader), leader
+
+    # the UI's progress: broker 1's rate and the reason for the change
+    assert FLOOR in progress.broker_1, progress.broker_1
+    assert any(c.startswith("broker 1: throttle lowered") and "client traffic" in c for c in progress.changes), \
+        progress.changes
+
+    # every throttle config as before the run: broker 1's own rate back, the run's removed
+    after = airflow_env.throttle_configs(cluster)
+    assert after == before, (before, after)
+    assert after["broker 1"][LEADER_RATE] == str(PRIOR) and FOLLOWER_RATE not in after["broker 1"]
