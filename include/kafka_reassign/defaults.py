@@ -79,7 +79,8 @@ RUN_PARAMS: tuple[RunParam, ...] = (
         "each poll, set each broker's throttle to its link capacity less its client traffic, within the bounds",
         cli=CliFlag("--adaptive-throttle"),
         dag=DagField("Adaptive throttle", HOW, description=(
-            "Each poll, a broker with moves gets capacity minus its client traffic (produce in, in-sync "
+            "Each execute-task wake (at least once a minute), a broker with moves gets capacity minus its "
+            "client traffic (produce in, in-sync "
             "replication in and out, from log growth; consumer fetch is not measured), clamped to the "
             "bounds; changed only when it moves by >10% or hits a bound. The replication throttle is "
             "the starting rate.")), readme="Adaptive throttle"),
