@@ -146,7 +146,7 @@ def test_cli_rehearse_and_validate_offline(tmp_path, capsys):
     base = ["--plan", str(tmp_path / "p.json"), "--snapshot", str(tmp_path / "s.json")]
     assert cli.main(["validate", *base, "--throttle", "1MB/s"]) == cli.EXIT_BAD_INPUT
     err = capsys.readouterr().err
-    assert "pre-flight" in err and "orders-0" in err and "1.7 MB/s (1668000)" in err  # 1.05 x (2P + P / 0.85), P = 0.5 MB/s
+    assert "pre-flight" in err and "orders-0" in err and "1.7 MB/s (1748000)" in err  # 1.1 x (2P + P / 0.85), P = 0.5 MB/s
     assert cli.main(["validate", *base, "--throttle", "5MB/s"]) == cli.EXIT_OK
     assert "estimated moving time" in capsys.readouterr().out
     out_file = tmp_path / "r.json"

@@ -25,12 +25,12 @@ GIVEN = ProduceRates(rates={}, source="given")
 def test_refuses_below_the_stall_point_naming_partition_brokers_and_throttle():
     report = preflight([STEP], state_with(2 * MB), 5 * MB, GIVEN)
     assert [(p.name, p.broker, p.side) for p in report.stalls] == [("orders-0", 1, "leader")]
-    assert report.smallest_throttle == 6_671_000  # 1.05 x (2 x 2 + 2 / 0.85) MB/s, rounded up
+    assert report.smallest_throttle == 6_989_000  # 1.1 x (2 x 2 + 2 / 0.85) MB/s, rounded up
     with pytest.raises(PreflightError) as info:
         enforce(report, allow_stalling_moves=False)
     text = str(info.value)
     assert "nothing was written" in text and "orders-0" in text and "broker(s) 1" in text
-    assert "6.7 MB/s (6671000)" in text and "allow_stalling_moves" in text
+    assert "7.0 MB/s (6989000)" in text and "allow_stalling_moves" in text
     assert info.value.kinds == {"stalling_move", "throttle_too_low"}
 
 
@@ -41,7 +41,7 @@ def test_allowed_stalling_moves_are_named_in_a_warning():
 
 
 def test_passes_once_the_throttle_is_above_the_stall_point():
-    report = preflight([STEP], state_with(2 * MB), 6_671_000, GIVEN)
+    report = preflight([STEP], state_with(2 * MB), 6_989_000, GIVEN)
     assert report.stalls == []
     # Only 1 KB/s of catch-up left: slow, and the warning says what would help.
     warnings = enforce(report, allow_stalling_moves=False)
@@ -66,7 +66,7 @@ def test_lower_rate_set_by_someone_else_counts_and_is_named():
 def test_smallest_working_throttle_rounds_up_strictly_above():
     assert smallest_working_throttle([]) is None
     report = preflight([STEP], state_with(1_000_000 / 3), 1 * MB, GIVEN)
-    assert report.smallest_throttle == 1_112_000 and report.stalls
+    assert report.smallest_throttle == 1_165_000 and report.stalls
 
 
 def test_per_step_lists_check_each_move_alone_and_warn_about_moving_together():

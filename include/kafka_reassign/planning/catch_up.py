@@ -10,12 +10,12 @@ from __future__ import annotations
 #: recorded as a whole ``replica.fetch.max.bytes`` (1 MiB) in both quotas, but only whole
 #: batches are appended: on a log of 0.9 MB batches (librdkafka's ``batch.size`` default is
 #: 1 MB) that is 86%. On Kafka 4.3.1, a new replica of a partition written at P with two
-#: in-sync followers stopped gaining on the log end at about 3.15 P, not 3 P
+#: in-sync followers stopped gaining on the log end at 3.15-3.20 P, not 3 P
 #: (``benchmarks/preflight_stall.py``).
 CATCH_UP_FETCH_SHARE = 0.85
-#: Stall points are kept this far above the fluid figure: the quota is an on/off control
+#: Stall points are kept this far above that: the quota is an on/off control
 #: over 11 one-second samples, and produce rates are sampled over a few seconds.
-STALL_MARGIN = 1.05
+STALL_MARGIN = 1.1
 
 
 def throttle_needed(in_sync: float, catching_up: float) -> float:
