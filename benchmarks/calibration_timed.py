@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -51,6 +52,7 @@ class RealSide:
         self.kafka = kafka
         self.bootstrap = kafka.bootstrap_servers
         self.killed_at = 0.0  # epoch seconds of the last kill
+        self.starting: threading.Thread | None = None
 
     def log_dirs(self, broker: int) -> list[str]:
         return list(self.kafka.brokers[broker].log_dirs)
@@ -59,13 +61,18 @@ class RealSide:
         self.killed_at = time.time()
         self.kafka.kill_broker(broker)
 
-    def start(self, broker: int) -> float | None:
-        """Start ``broker`` again; seconds it was out: from the kill to the controller unfencing it.
+    def start(self, broker: int) -> None:
+        """Start ``broker`` again in the background: the move goes on while its JVM starts."""
+        self.starting = threading.Thread(target=self.kafka.start_broker, args=(broker,), daemon=True)
+        self.starting.start()
 
-        Taken from the broker's log, not from when ``start_broker`` returns (its readiness
-        poll adds seconds the cluster does not see).
+    def out_seconds(self, broker: int) -> float | None:
+        """Seconds ``broker`` was out: from the kill to the controller unfencing it (its log).
+
+        Not until ``start_broker`` returns: its readiness poll adds seconds the cluster does not see.
         """
-        self.kafka.start_broker(broker)
+        if self.starting is not None:
+            self.starting.join(180)
         return self._last_logged(broker, _UNFENCED) - self.killed_at
 
     def since_isr_check(self, leader: int) -> float:
@@ -128,8 +135,10 @@ class SimSide:
     def kill(self, broker: int) -> None:
         self.cluster.stop_broker(broker)
 
-    def start(self, broker: int) -> float | None:
+    def start(self, broker: int) -> None:
         self.cluster.start_broker(broker)
+
+    def out_seconds(self, broker: int) -> float | None:
         return None  # back at once: the caller kept it out as long as the real one
 
     def since_isr_check(self, leader: int) -> float:
@@ -229,6 +238,7 @@ def killed_mid_move(side: Side, sc: cal.Scenario, topic: str, observed: dict[str
     A real broker is back once unfenced (its JVM start-up adds seconds): the real run records how
     long it was out in ``observed["down_s"]`` and the simulator keeps its broker out as long.
     """
+    from kafka.errors import KafkaError
     from kafka.structs import TopicPartition
     key = TopicPartition(topic, 0)
     cal.set_throttle(side.bootstrap, sc, topic, True)
@@ -243,16 +253,23 @@ def killed_mid_move(side: Side, sc: cal.Scenario, topic: str, observed: dict[str
         side.kill(4)
         down_at = time.monotonic()
         time.sleep(observed.get("down_s", DOWN_S))  # the simulator: as long as the real broker was out
-        out = side.start(4)
-        observed.setdefault("down_s", out if out is not None else time.monotonic() - down_at)
-        print(f"    broker 4 out for {observed['down_s']:.1f} s (kill to unfenced)", flush=True)
+        side.start(4)
+
         def moved() -> bool:
-            # a fresh client per poll: one that knew broker 4 before the kill may hang on it after
-            with contextlib.closing(cal._admin(side.bootstrap)) as poller:
-                return not poller.list_partition_reassignments([key])
+            # a fresh client per poll: one that knew broker 4 before the kill may hang on it after;
+            # while 4 is out the client may still pick it as the controller (refused: not done yet)
+            try:
+                with contextlib.closing(cal._admin(side.bootstrap)) as poller:
+                    return not poller.list_partition_reassignments([key])
+            except KafkaError:
+                return False
 
         left = _poll(moved, sc.timeout - (time.monotonic() - t0))
-        return None if left is None else time.monotonic() - t0
+        took = time.monotonic() - t0
+        out = side.out_seconds(4)  # the real broker's start-up joined: the throttle can come off it
+        observed.setdefault("down_s", out if out is not None else time.monotonic() - down_at)
+        print(f"    broker 4 out for {observed['down_s']:.1f} s (kill to unfenced)", flush=True)
+        return None if left is None else took
     finally:
         cal.set_throttle(side.bootstrap, sc, topic, False)
 
