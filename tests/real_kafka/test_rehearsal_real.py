@@ -5,9 +5,13 @@ brokers, `kafka-reassign snapshot --sample-seconds` (which measures the topic's 
 batches), `kafka-reassign plan --goal remove-brokers --brokers 6 --engine local`, `kafka-reassign
 rehearse --snapshot`, then `kafka-reassign execute` with the same flags, its moving time read
 from the cluster. The execute restores its throttle (the autouse check of conftest.py reads
-every throttle config back).
+every broker's throttle configs back); the case deletes its topic, so its name is not one of
+``topic_name``'s, whose topic configs that check would read.
 """
 from __future__ import annotations
+
+import os
+import time
 
 from benchmarks import rehearsal_real as rr
 from benchmarks.real_kafka_cluster import Bench
@@ -15,8 +19,8 @@ from benchmarks.real_kafka_cluster import Bench
 MB = 1_000_000
 
 
-def test_rehearsal_predicts_a_real_decommission_within_ten_percent(local_kafka, topic_name, tmp_path):
-    case = rr.decommission_case(topic_name("decom"), 10 * MB)
+def test_rehearsal_predicts_a_real_decommission_within_ten_percent(local_kafka, tmp_path):
+    case = rr.decommission_case(f"rehearsal-decom-{os.getpid()}-{time.monotonic_ns()}", 10 * MB)
     result = rr.run_case(Bench(local_kafka, local_kafka.bootstrap_servers, tmp_path), case)
     print(f"{case.name}: predicted {result.predicted} s, actual {result.actual} s; " + "; ".join(result.notes))
     assert result.moves == 3, result.notes  # the three replicas broker 6 held
