@@ -15,7 +15,6 @@ so client traffic measures ``SCALE`` times its simulated write rate; the figures
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -51,34 +50,6 @@ def snapshot() -> dict[str, Any]:
         "traffic": {"partitions": 6, "rf": 3, "size_bytes": 10 * MB, "bytes_in_per_sec": QUIET}})
 
 
-class RateSampler:
-    """Broker 1's leader and follower throttled rates on the cluster, read every 50 ms."""
-
-    def __init__(self, cluster: Any) -> None:
-        self.cluster = cluster
-        self.seen: list[tuple[int, int]] = []
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True, name="rate-sampler")
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            configs = self.cluster.broker_configs(1)
-            if LEADER_RATE in configs and FOLLOWER_RATE in configs:
-                self.seen.append((int(configs[LEADER_RATE]), int(configs[FOLLOWER_RATE])))
-            time.sleep(0.05)
-
-    def at_floor(self) -> bool:
-        return bool(self.seen) and self.seen[-1][0] <= FLOOR
-
-    def __enter__(self) -> "RateSampler":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self.thread.join(timeout=5)
-
-
 class ProgressSampler:
     """The run's progress as the UI page reads it (the execution Variable), each poll of the watcher."""
 
@@ -110,6 +81,47 @@ class ProgressSampler:
             self.changes.add(progress["throttle_change"])
         if "1" in progress.get("broker_throttles", {}):
             self.broker_1.append(int(progress["broker_throttles"]["1"]))
+
+
+class LoadScript:
+    """Load on broker 1 once the move has run a while, off once its rate held the floor; each poll of
+    the Watcher thread also reads broker 1's rates on the cluster and the saved progress."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.progress = ProgressSampler()
+        #: broker 1's (leader, follower) throttled rates, as read
+        self.rates: list[tuple[int, int]] = []
+        self.moving_since: float | None = None
+        self.floor_since: float | None = None
+
+    def sample(self) -> None:
+        configs = self.cluster.broker_configs(1)
+        if LEADER_RATE in configs and FOLLOWER_RATE in configs:
+            self.rates.append((int(configs[LEADER_RATE]), int(configs[FOLLOWER_RATE])))
+        self.progress.read()
+
+    def moving_a_while(self) -> bool:  # load comes once the rule has had a quiet wake or two
+        self.sample()
+        if self.moving_since is None and self.cluster.partition_state("cold", 0)["adding"]:
+            self.moving_since = time.monotonic()
+        return self.moving_since is not None and time.monotonic() - self.moving_since > 2.0
+
+    def load_on(self) -> None:
+        self.cluster.set_write_rate("traffic", 0, LOAD)
+
+    def held_at_floor(self) -> bool:  # the floor held a while, so the progress saved shows it
+        self.sample()
+        if self.floor_since is None and self.rates and self.rates[-1][0] <= FLOOR:
+            self.floor_since = time.monotonic()
+        return self.floor_since is not None and time.monotonic() - self.floor_since > FLOOR_HELD_SECONDS
+
+    def load_off(self) -> None:
+        self.cluster.set_write_rate("traffic", 0, QUIET)
+
+    def finished(self) -> bool:
+        self.sample()
+        return not self.cluster.partition_state("cold", 0)["adding"]
 
 
 def test_load_on_broker_1_lowers_its_throttle_across_trigger_wakes(airflow_db, sim_cluster, kafka_conn, monkeypatch):
@@ -145,36 +157,9 @@ def test_load_on_broker_1_lowers_its_throttle_across_trigger_wakes(airflow_db, s
     # the trigger-time conf check (REST API, trigger form) takes the adaptive throttle's params
     assert conf_problems("kafka_reassign", {k: dag.params.get_param(k).value for k in dag.params}, conf) == []
 
-    progress = ProgressSampler()
-    moving_since: list[float] = []
-
-    def moving_a_while() -> bool:  # load comes once the rule has had a quiet wake or two
-        progress.read()
-        if cluster.partition_state("cold", 0)["adding"] and not moving_since:
-            moving_since.append(time.monotonic())
-        return bool(moving_since) and time.monotonic() - moving_since[0] > 2.0
-
-    def load_on() -> None:
-        cluster.set_write_rate("traffic", 0, LOAD)
-
-    floor_seen: list[float] = []
-
-    def held_at_floor() -> bool:  # the floor held a while, so the progress saved shows it
-        progress.read()
-        if rates.at_floor() and not floor_seen:
-            floor_seen.append(time.monotonic())
-        return bool(floor_seen) and time.monotonic() - floor_seen[0] > FLOOR_HELD_SECONDS
-
-    def load_off() -> None:
-        cluster.set_write_rate("traffic", 0, QUIET)
-
-    def finished() -> bool:
-        progress.read()
-        return not cluster.partition_state("cold", 0)["adding"]
-
-    with RateSampler(cluster) as rates, airflow_env.Watcher(
-            [(moving_a_while, load_on), (held_at_floor, load_off), (finished, lambda: None)],
-            interval=0.1, timeout=120) as watcher:
+    script = LoadScript(cluster)
+    with airflow_env.Watcher([(script.moving_a_while, script.load_on), (script.held_at_floor, script.load_off),
+                              (script.finished, lambda: None)], interval=0.1, timeout=120) as watcher:
         dr = dag.test(run_conf=conf)
     assert watcher.error is None and watcher.done == [0, 1, 2], watcher.error
     assert dr.state == "success", airflow_env.task_states(dr)
@@ -182,17 +167,17 @@ def test_load_on_broker_1_lowers_its_throttle_across_trigger_wakes(airflow_db, s
 
     # the task deferred and was woken by its trigger many times: each change was made on a wake
     assert len(wakes) >= 5, wakes
-    leader = [lead for lead, _follow in rates.seen]
+    leader = [lead for lead, _follow in script.rates]
     assert START in leader and min(leader) == FLOOR, leader  # 20 MB/s, then down to the floor ...
     low = leader.index(FLOOR)
     assert max(leader[low:]) == CEILING, leader  # ... and up again once the load fell
-    assert all(lead == follow for lead, follow in rates.seen), rates.seen  # both of broker 1's rates move
+    assert all(lead == follow for lead, follow in script.rates), script.rates  # both of broker 1's rates move
     assert all(FLOOR <= lead <= CEILING for lead in leader), leader
 
     # the UI's progress: broker 1's rate and the reason for the change
-    assert FLOOR in progress.broker_1, progress.broker_1
-    assert any(c.startswith("broker 1: throttle lowered") and "client traffic" in c for c in progress.changes), \
-        progress.changes
+    assert FLOOR in script.progress.broker_1, script.progress.broker_1
+    assert any(c.startswith("broker 1: throttle lowered") and "client traffic" in c for c in script.progress.changes), \
+        script.progress.changes
 
     # every throttle config as before the run: broker 1's own rate back, the run's removed
     after = airflow_env.throttle_configs(cluster)
