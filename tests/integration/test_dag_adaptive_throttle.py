@@ -1,6 +1,6 @@
 """The adaptive throttle through the kafka_reassign DAG (dag.test, SQLite, the simulator over TCP).
 
-The execute task polls once per wake and defers to its trigger between wakes (the move is long),
+While the move has long to go, the execute task polls once per wake and defers to its trigger,
 so a rate can only change if the rule's state (last sizes, when they were read, last traffic)
 survives from one wake to the next in the saved execution state: a wake that restarted the rule
 would have no earlier sizes and never change a rate. Mid-run, produce load on a partition that
@@ -133,7 +133,7 @@ def test_load_on_broker_1_lowers_its_throttle_across_trigger_wakes(airflow_db, s
 
     # the trigger wakes the task each second here (each minute in production): one poll per wake
     monkeypatch.setattr(reassignment, "PROGRESS_REFRESH_SECONDS", 1.0)
-    wakes = []
+    wakes: list[float] = []
     complete = ReassignmentExecuteOperator.execute_complete
 
     def counted(self: Any, context: Any, event: Any = None) -> Any:
