@@ -161,17 +161,34 @@ def xcom(dr: Any, task_id: str, key: str = "return_value", map_index: int = -1) 
         return json.loads(value) if isinstance(value, str) else value
 
 
+#: DagRun ids up to this one belong to earlier runs: the session's tests share one metadata DB,
+#: so a watcher must not read an earlier test's task states (set when a Watcher starts).
+_RUNS_BEFORE = [0]
+
+
+def _last_run_id() -> int:
+    from sqlalchemy import func, select
+
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return int(session.scalar(select(func.max(DagRun.id))) or 0)
+
+
 def ti_state(dag_id: str, task_id: str, map_index: int = -1) -> str | None:
-    """State of the latest task instance of ``task_id`` (for watcher threads during dag.test)."""
+    """State of ``task_id`` in the newest run started since the watcher began (for watcher threads during dag.test)."""
     from sqlalchemy import select
 
+    from airflow.models.dagrun import DagRun
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        ti = session.scalars(select(TaskInstance).where(
-            TaskInstance.dag_id == dag_id, TaskInstance.task_id == task_id,
-            TaskInstance.map_index == map_index).order_by(TaskInstance.start_date.desc())).first()
+        ti = session.scalars(select(TaskInstance).join(
+            DagRun, (DagRun.dag_id == TaskInstance.dag_id) & (DagRun.run_id == TaskInstance.run_id)).where(
+            TaskInstance.dag_id == dag_id, TaskInstance.task_id == task_id, TaskInstance.map_index == map_index,
+            DagRun.id > _RUNS_BEFORE[0]).order_by(DagRun.id.desc())).first()
         if ti is None or ti.state is None:
             return None
         return str(getattr(ti.state, "value", ti.state))
@@ -217,6 +234,7 @@ class Watcher:
         # the import lock.
         load_dag()
         ti_state("__warm_up__", "__warm_up__")
+        _RUNS_BEFORE[0] = _last_run_id()
         self.thread.start()
         return self
 

@@ -69,8 +69,10 @@ class ProgressSampler:
         from kafka_reassign_airflow.record_store import VariableExecutionStore
 
         # The ORM, not the Task SDK: this thread is not the task's, whose SDK channel it must not use.
+        # The newest run is this test's: earlier tests of the session leave theirs in the same DB.
         with create_session() as session:
-            run_id = session.scalars(select(DagRun.run_id).where(DagRun.dag_id == "kafka_reassign")).first()
+            run_id = session.scalars(select(DagRun.run_id).where(DagRun.dag_id == "kafka_reassign")
+                                     .order_by(DagRun.id.desc())).first()
             found = session.scalars(select(Variable).where(
                 Variable.key == VariableExecutionStore().key_for(run_id or ""))).first()
             saved = json.loads(found.val) if found is not None else None
