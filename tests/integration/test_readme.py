@@ -91,4 +91,7 @@ def test_defaults_table_matches_kafka_reassign_defaults() -> None:
         "Which moves start first": D.MOVEMENT_STRATEGY,
         "Cancel this run's moves on failure": "on" if D.CANCEL_ON_FAILURE else "off",
         "Copy from the least busy in-sync replica": "on" if D.LEADER_SOURCING else "off",
+        "Adaptive throttle": "on" if D.ADAPTIVE_THROTTLE else "off",
+        "Adaptive throttle floor": f"{format_rate(D.THROTTLE_MIN_BYTES_PER_SEC).replace('.0 ', ' ')} per broker",
+        "Adaptive throttle ceiling": f"{format_rate(D.THROTTLE_MAX_BYTES_PER_SEC).replace('.0 ', ' ')} per broker",
     }
