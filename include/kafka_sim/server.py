@@ -61,6 +61,8 @@ class ClusterRuntime:
         #: (api key, client id) -> requests served: what a client costs the cluster, seen from its side
         self.request_counts: dict[tuple[int, str | None], int] = {}
         self._ticker: asyncio.Task[Any] | None = None
+        #: broker id -> (API keys that stall, or None for all; released when the event is set)
+        self.frozen: dict[int, tuple[frozenset[int] | None, asyncio.Event]] = {}
 
     # --------------------------------------------------------------- wake-ups
     def notify(self) -> None:
@@ -173,6 +175,7 @@ class ClusterRuntime:
                     log.warning("broker %d: invalid frame size %d, closing", broker_id, size)
                     return
                 frame = await reader.readexactly(size)
+                await self._maybe_stall(broker_id, frame)
                 out = None
                 if self.connection_hook is not None:
                     out = await self.connection_hook(conn, *_REQ_PREFIX.unpack_from(frame, 0), frame)
@@ -194,6 +197,12 @@ class ClusterRuntime:
                 writer.close()
             except Exception:  # the transport may already be gone
                 pass
+
+    async def _maybe_stall(self, broker_id: int, frame: bytes) -> None:
+        """Hold a frozen broker's request (and every later one on its connection) until thawed."""
+        frozen = self.frozen.get(broker_id)
+        if frozen is not None and (frozen[0] is None or _REQ_PREFIX.unpack_from(frame, 0)[0] in frozen[0]):
+            await frozen[1].wait()
 
     async def _process(self, broker_id: int, frame: bytes) -> Any:
         """Decode one request frame, run its handler, encode the framed response."""
@@ -361,6 +370,34 @@ class SimulatedCluster:
             self.model.start_broker(broker_id)
             await self._runtime.open_listener(broker_id, port)
             self._runtime.notify()
+
+        self._call(go())
+
+    def freeze_broker(self, broker_id: int, api_keys: Iterable[int] | None = None) -> None:
+        """Make a broker stop answering while its connections stay open (a broker stuck in a
+        long GC pause or on a hung disk): requests are read and held until :meth:`thaw_broker`.
+
+        :param broker_id: broker id
+        :param api_keys: only requests of these API keys stall (None: every request)
+        """
+        if broker_id not in self.model.brokers:
+            raise KeyError(f"unknown broker {broker_id}")
+        keys = frozenset(api_keys) if api_keys is not None else None
+
+        async def go() -> None:
+            self._runtime.frozen[broker_id] = (keys, asyncio.Event())
+
+        self._call(go())
+
+    def thaw_broker(self, broker_id: int) -> None:
+        """Answer a frozen broker's held requests and every later one.
+
+        :param broker_id: broker id
+        """
+        async def go() -> None:
+            frozen = self._runtime.frozen.pop(broker_id, None)
+            if frozen is not None:
+                frozen[1].set()
 
         self._call(go())
 

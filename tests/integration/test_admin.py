@@ -1,6 +1,7 @@
 """KafkaAdmin round trips against the simulated cluster over real TCP (kafka-python)."""
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Callable
 
@@ -117,3 +118,41 @@ def test_unreachable_cluster_is_a_clear_error():
         KafkaAdmin(bootstrap_servers="127.0.0.1:1", bootstrap_timeout_ms=500, retry_attempts=2)
     assert "connect failed" in str(info.value)
     assert time.monotonic() - t0 < 15
+
+
+def test_a_broker_that_stops_answering_costs_one_deadline_not_the_run(sim_cluster, snapshot_factory, caplog):
+    """kafka-python waits on a call with no limit of its own; a frozen broker must not hold us."""
+    cluster = sim_cluster(snapshot_factory(brokers=3, racks=1, topics={"t": {"partitions": 1, "rf": 3}}))
+    # kafka-python's own request timer is set far out, so only the admin's call deadline can end the wait.
+    admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=600_000,
+                       call_timeout_seconds=2, retry_attempts=2)
+    try:
+        first = admin.client
+        cluster.freeze_broker(2, api_keys=[32])  # DescribeConfigs
+        started = time.monotonic()
+        with pytest.raises(KafkaAdminError) as err:
+            admin.describe_configs([2], [], keys=[LEADER_RATE])
+        assert time.monotonic() - started < 30
+        assert "no answer within 2 s" in str(err.value)
+        assert "kafka-python gave no answer within 2 s" in caplog.text
+        # Thawed, the same KafkaAdmin answers, through a new client (the hung one was closed).
+        cluster.thaw_broker(2)
+        assert admin.describe_configs([2], [], keys=[LEADER_RATE])[("broker", "2")][LEADER_RATE] is None
+        assert admin.client is not first
+    finally:
+        cluster.thaw_broker(2)
+        admin.close()
+
+
+def test_a_broker_frozen_for_a_moment_is_retried_through(sim_cluster, snapshot_factory):
+    cluster = sim_cluster(snapshot_factory(brokers=3, racks=1, topics={"t": {"partitions": 1, "rf": 3}}))
+    admin = KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=600_000,
+                       call_timeout_seconds=1.5, retry_attempts=5)
+    try:
+        cluster.freeze_broker(3, api_keys=[32, 44])  # DescribeConfigs, IncrementalAlterConfigs
+        threading.Timer(2.0, cluster.thaw_broker, args=(3,)).start()
+        admin.alter_configs([ConfigChange("broker", "3", LEADER_RATE, None, "777")])
+        assert admin.describe_configs([3], [], keys=[LEADER_RATE])[("broker", "3")][LEADER_RATE] == "777"
+    finally:
+        cluster.thaw_broker(3)
+        admin.close()

@@ -66,6 +66,18 @@ def alter_set(client: Any, kind: str, name: str, values: dict[str, str | None]) 
     rtype = ResourceType.BROKER if kind == "broker" else ResourceType.TOPIC
     for fut in client.incremental_alter_configs([ConfigResource(rtype, name, incremental_configs=entries)]).values():
         fut.result(timeout=30)
+    # The controller accepts the write before the broker applies it from the metadata log, so
+    # a describe right after may still show the old value: wait until the resource shows it.
+    key = f"{kind} {name}"
+    brokers, topics = ([int(name)], []) if kind == "broker" else ([], [name])
+    deadline = time.monotonic() + 30
+    while True:
+        now = set_configs(client, brokers, topics).get(key, {})
+        if all(now.get(k) == v for k, v in values.items()):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{key}: {values} written but {now} read back after 30 s")
+        time.sleep(0.1)
 
 
 def reassignments(bootstrap: str) -> dict[str, dict[str, list[int]]]:

@@ -105,7 +105,8 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
     :param kwargs: kafka-python KafkaAdminClient kwargs (bootstrap_servers, security_protocol,
         sasl_mechanism, sasl_plain_username, sasl_plain_password, ssl_cafile, ssl_certfile,
         ssl_keyfile, ssl_password, ssl_check_hostname, request_timeout_ms, client_id, ...) plus
-        ``retry_attempts`` (default 5) and ``retry_max_seconds`` (default 60)
+        ``retry_attempts`` (default 5), ``retry_max_seconds`` (default 60) and
+        ``call_timeout_seconds`` (how long one try may wait before the client is replaced)
     """
 
     # -- reads -----------------------------------------------------------------------

@@ -8,6 +8,7 @@ name. The request methods live in the mixins built on :class:`AdminConnection`.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Self, TypeVar
 
 from tenacity import (RetryError, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay,
@@ -60,6 +61,10 @@ def redact(kwargs: Mapping[str, object]) -> dict[str, object]:
     return {k: ("***" if k in SECRET_KWARGS and v is not None else v) for k, v in kwargs.items()}
 
 
+class CallTimedOut(TimeoutError):
+    """A kafka-python call that did not come back within the admin's call deadline (retried)."""
+
+
 class UnsupportedClusterError(KafkaAdminError):
     """The brokers lack KIP-455 (Kafka older than 2.4): refused while connecting, before any write.
 
@@ -81,15 +86,21 @@ class AdminConnection:
     :param kwargs: kafka-python KafkaAdminClient kwargs (bootstrap_servers, security_protocol,
         sasl_mechanism, sasl_plain_username, sasl_plain_password, ssl_cafile, ssl_certfile,
         ssl_keyfile, ssl_password, ssl_check_hostname, request_timeout_ms, client_id, ...) plus
-        ``retry_attempts`` (default 5) and ``retry_max_seconds`` (default 60)
+        ``retry_attempts`` (default 5), ``retry_max_seconds`` (default 60) and
+        ``call_timeout_seconds``: how long one attempt may wait for kafka-python before the client
+        is replaced (default twice the request timeout plus 10 s)
     """
 
-    def __init__(self, *, retry_attempts: int = 5, retry_max_seconds: float = 60.0, **kwargs: object) -> None:
+    def __init__(self, *, retry_attempts: int = 5, retry_max_seconds: float = 60.0,
+                 call_timeout_seconds: float | None = None, **kwargs: object) -> None:
         self.retry_attempts = int(retry_attempts)
         self.retry_max_seconds = float(retry_max_seconds)
         kwargs.setdefault("client_id", "kafka-reassign")
         kwargs.setdefault("bootstrap_timeout_ms", 10_000)
         kwargs.setdefault("request_timeout_ms", 30_000)
+        self.call_timeout_seconds = float(call_timeout_seconds if call_timeout_seconds is not None
+                                          else 2 * int(kwargs["request_timeout_ms"]) / 1000 + 10)  # type: ignore[call-overload]
+        self._closed = False
         # kafka-python backs off up to 30 s from a broker that refused connections: a broker
         # back from a restart would stay unreadable that long (its lag read as a stall).
         kwargs.setdefault("reconnect_backoff_max_ms", 1_000)
@@ -145,6 +156,8 @@ class AdminConnection:
     @property
     def _open(self) -> "KafkaAdminClient":
         """The client a request goes through (a closed KafkaAdmin sends none)."""
+        if self._client is None and not self._closed:
+            self._client = self._connect()  # the last one hung and was closed: connect again
         if self._client is None:
             raise KafkaAdminError("request", "CLOSED", "this KafkaAdmin is closed")
         return self._client
@@ -155,6 +168,7 @@ class AdminConnection:
         return self._client
 
     def close(self) -> None:
+        self._closed = True
         if self._client is not None:
             try:
                 self._client.close()
@@ -190,7 +204,7 @@ class AdminConnection:
         if manager is None:
             return
         try:
-            manager.run(manager.cluster.refresh_metadata)
+            self._within_deadline("metadata refresh", manager.run, (manager.cluster.refresh_metadata,), {})
         except Exception as exc:  # noqa: BLE001 - the retried call reports the real error
             log.debug("metadata refresh failed: %s", exc)
 
@@ -205,7 +219,7 @@ class AdminConnection:
                                                 rs.outcome and rs.outcome.exception(), rs.attempt_number),
         )
         try:
-            return retrying(fn, *args, **kwargs)
+            return retrying(self._attempt, operation, fn, args, kwargs)
         except RetryError as exc:
             last = exc.last_attempt.exception()
             raise KafkaAdminError(operation, error_name(last),
@@ -217,6 +231,49 @@ class AdminConnection:
             if isinstance(exc, KafkaError) or isinstance(exc, (OSError, RuntimeError)):
                 raise KafkaAdminError(operation, error_name(exc), str(exc)) from exc
             raise
+
+    def _attempt(self, operation: str, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+        """One try of ``fn``, on the current client even when ``fn`` was bound to a replaced one."""
+        owner = getattr(fn, "__self__", None)
+        if owner is not None and owner is not self._client and type(owner).__name__ == "KafkaAdminClient":
+            fn = getattr(self._open, fn.__name__)
+        if operation == "connect":  # bounded by bootstrap_timeout_ms, and there is no client to replace
+            return fn(*args, **kwargs)
+        return self._within_deadline(operation, fn, args, kwargs)
+
+    def _within_deadline(self, operation: str, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+        """Run ``fn`` but wait at most ``call_timeout_seconds`` for it.
+
+        kafka-python 3 blocks the caller on an event with no timeout, and a request queued while
+        its connection is still initialising has no timer of its own: a broker that stops
+        answering then would hold a run (and its throttle) forever. Past the deadline the client
+        is closed, which fails the stuck wait, and the attempt counts as a timeout to retry.
+        """
+        box: dict[str, object] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box["value"] = fn(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name=f"kafka-call-{operation}", daemon=True).start()
+        if not done.wait(self.call_timeout_seconds):
+            self._replace_hung_client(operation)
+            raise CallTimedOut(f"{operation}: no answer within {self.call_timeout_seconds:.0f} s")
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        return box["value"]  # type: ignore[return-value]
+
+    def _replace_hung_client(self, operation: str) -> None:
+        hung, self._client = self._client, None
+        log.warning("%s: kafka-python gave no answer within %.0f s; closing its client, the next try "
+                    "connects again", operation, self.call_timeout_seconds)
+        if hung is not None:
+            threading.Thread(target=hung.close, name="kafka-close-hung", daemon=True).start()
 
     def describe_cluster(self) -> ClusterDescription:
         """The cluster id, the controller and every registered broker."""

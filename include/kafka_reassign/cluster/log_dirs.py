@@ -111,7 +111,7 @@ class LogDirAccess(AdminConnection):
             return out
 
         try:
-            return manager.run(ask_all)
+            return self._within_deadline("DescribeLogDirs", manager.run, (ask_all,), {})
         except Exception as exc:  # noqa: BLE001 - fall back to asking one broker at a time
             log.debug("concurrent DescribeLogDirs failed: %s", exc)
             return {}
