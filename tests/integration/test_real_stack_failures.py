@@ -67,10 +67,10 @@ def _q(s: str) -> str:
     return quote(s, safe="")
 
 
-def start_cluster(snapshot: dict) -> Any:
+def start_cluster(snapshot: dict, time_scale: float = 1.0) -> Any:
     from kafka_sim import SimulatedCluster
 
-    cluster = SimulatedCluster(snapshot, time_scale=1.0)
+    cluster = SimulatedCluster(snapshot, time_scale=time_scale)
     cluster.start()
     return cluster
 
@@ -306,9 +306,11 @@ def _two_move_plan() -> dict[str, Any]:
 
 
 def test_wait_runs_in_the_triggerer_when_deferrable(stack: AirflowStack, snapshot_factory: Any) -> None:
-    # Moves of 70 s (140 MB at 2 MB/s): due later than the 30 s a task stays in its worker for.
+    # Moves estimated at 70 s (140 MB at 2 MB/s): due later than the 30 s a task stays in its
+    # worker for. The simulated cluster runs 4x faster than the wall clock, so each takes 17.5 s.
     cluster = start_cluster(snapshot_factory(brokers=4, racks=2, topics={
-        "orders": {"partitions": 3, "rf": 3, "size_bytes": 140_000_000, "configs": {"min.insync.replicas": "2"}}}))
+        "orders": {"partitions": 3, "rf": 3, "size_bytes": 140_000_000, "configs": {"min.insync.replicas": "2"}}}),
+        time_scale=4.0)
     try:
         add_connection(stack, "kafka_deferred", cluster)
         run_id = f"deferred-{int(time.time())}"
