@@ -22,6 +22,7 @@ from kafka.protocol.api_header import RequestHeader
 
 from kafka_sim.apiversions import REQUEST_CLASSES, SUPPORTED
 from kafka_sim.connection import CLOSE, Connection, ConnectionHook
+from kafka_sim.faults import BrokerFaults
 from kafka_sim.cordons import CORDON_VERSION, DESCRIBE_LOG_DIRS_KEY
 from kafka_sim.handlers import Handlers, RawBody, RequestContext
 from kafka_sim.model import ClusterModel
@@ -258,7 +259,7 @@ def frame_response(correlation_id: int, body: bytes | list[bytes], flexible_head
     return _INT32.pack(len(header) + len(body)) + header + body
 
 
-class SimulatedCluster:
+class SimulatedCluster(BrokerFaults):
     """A simulated multi-broker Kafka cluster served over TCP from a daemon thread.
 
     :param snapshot: cluster snapshot (docs/FORMATS.md)
@@ -340,87 +341,6 @@ class SimulatedCluster:
         if self._loop is None:
             raise RuntimeError("cluster is not running")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
-
-    # --------------------------------------------------------------- faults
-    def stop_broker(self, broker_id: int) -> None:
-        """Kill a broker: its listener closes (connections refused), replicas go offline.
-
-        :param broker_id: broker id
-        """
-        if broker_id not in self.model.brokers:
-            raise KeyError(f"unknown broker {broker_id}")
-
-        async def go() -> None:
-            await self._runtime.close_listener(broker_id)
-            self.model.stop_broker(broker_id)
-            self._runtime.notify()
-
-        self._call(go())
-
-    def start_broker(self, broker_id: int) -> None:
-        """Restart a stopped broker on its previous port; it catches up and rejoins the ISR.
-
-        :param broker_id: broker id
-        """
-        if broker_id not in self.model.brokers:
-            raise KeyError(f"unknown broker {broker_id}")
-
-        async def go() -> None:
-            port = self._runtime.endpoints.get(broker_id, (self.host, 0))[1]
-            self.model.start_broker(broker_id)
-            await self._runtime.open_listener(broker_id, port)
-            self._runtime.notify()
-
-        self._call(go())
-
-    def freeze_broker(self, broker_id: int, api_keys: Iterable[int] | None = None) -> None:
-        """Make a broker stop answering while its connections stay open (a broker stuck in a
-        long GC pause or on a hung disk): requests are read and held until :meth:`thaw_broker`.
-
-        :param broker_id: broker id
-        :param api_keys: only requests of these API keys stall (None: every request)
-        """
-        if broker_id not in self.model.brokers:
-            raise KeyError(f"unknown broker {broker_id}")
-        keys = frozenset(api_keys) if api_keys is not None else None
-
-        async def go() -> None:
-            self._runtime.frozen[broker_id] = (keys, asyncio.Event())
-
-        self._call(go())
-
-    def thaw_broker(self, broker_id: int) -> None:
-        """Answer a frozen broker's held requests and every later one.
-
-        :param broker_id: broker id
-        """
-        async def go() -> None:
-            frozen = self._runtime.frozen.pop(broker_id, None)
-            if frozen is not None:
-                frozen[1].set()
-
-        self._call(go())
-
-    def set_network(self, broker_id: int, bytes_per_sec: float) -> None:
-        """Degrade (or restore) a broker's network capacity; followers it cannot carry fall behind.
-
-        :param broker_id: broker id
-        :param bytes_per_sec: capacity in each direction
-        """
-        if broker_id not in self.model.brokers:
-            raise KeyError(f"unknown broker {broker_id}")
-        self.model.set_network(broker_id, bytes_per_sec)
-        self._notify()
-
-    def set_write_rate(self, topic: str, partition: int, bytes_per_sec: float) -> None:
-        """Change how fast producers write to a partition (simulated traffic, not records).
-
-        :param topic: topic name
-        :param partition: partition index
-        :param bytes_per_sec: the new write rate
-        """
-        self.model.set_write_rate(topic, partition, bytes_per_sec)
-        self._notify()
 
     def _notify(self) -> None:
         if self._loop is not None:
