@@ -251,7 +251,10 @@ def test_log_dir_moves(env):
     cluster, admin, store = env()
     plan = {"version": 1, "partitions": [
         {"topic": "orders", "partition": 0, "replicas": [1, 2, 3], "log_dirs": ["/data/d1", "any", "/data/d1"]},
-        {"topic": "orders", "partition": 1, "replicas": [2, 3, 5], "log_dirs": ["any", "any", "/data/d1"]}]}
+        {"topic": "orders", "partition": 1, "replicas": [2, 3, 5], "log_dirs": ["any", "any", "/data/d1"]},
+        # Every replica replaced, one per step under min ISR 2: each is told its dir when added.
+        {"topic": "orders", "partition": 2, "replicas": [6, 1, 2], "log_dirs": ["/data/d1", "/data/d1", "any"]}]}
+    assert cluster.partition_state("orders", 2)["replicas"] == [3, 4, 5]
     before = configs(cluster)
     dir_moves: list[dict] = []
 
@@ -266,12 +269,22 @@ def test_log_dir_moves(env):
     result = run_reassignment(Recording(), plan, {"throttle_bytes_per_sec": 10_000_000, **FAST}, store,
                               run_id="dirs")
     st0, st1 = cluster.partition_state("orders", 0), cluster.partition_state("orders", 1)
+
+    def told(replica: tuple[str, int, int]) -> list[str]:
+        """The dirs AlterReplicaLogDirs requests named for this replica, in order."""
+        return [m[replica] for m in dir_moves if replica in m]
+
     assert st0["log_dirs"][1] == "/data/d1" and st0["log_dirs"][3] == "/data/d1" and st0["replicas"] == [1, 2, 3]
     assert st1["replicas"] == [2, 3, 5] and st1["log_dirs"][5] == "/data/d1"
     # The new replica on broker 5 was created in /data/d1 directly (told before it existed): its
     # log-dir step found it there and had nothing to do.
-    assert [m for m in dir_moves if ("orders", 1, 5) in m] == [{("orders", 1, 5): "/data/d1"}]
+    assert told(("orders", 1, 5)) == ["/data/d1"]
     assert {("orders", 0, 1), ("orders", 0, 3)} <= {k for m in dir_moves for k in m}
+    # p2's replicas on 6 and 1, added by different steps, were created in /data/d1: one pre-set
+    # each, no move between dirs afterwards (which would copy the partition a second time).
+    st2 = cluster.partition_state("orders", 2)
+    assert st2["replicas"] == [6, 1, 2] and st2["log_dirs"][6] == st2["log_dirs"][1] == "/data/d1"
+    assert told(("orders", 2, 6)) == told(("orders", 2, 1)) == ["/data/d1"]
     assert result.progress.outcome == "done"
     assert any("replica.alter.log.dirs.io.max.bytes.per.second" == c.key for c in result.prepared.throttle_changes)
     assert configs(cluster) == before

@@ -90,6 +90,27 @@ def test_steps_for_moves_include_a_log_dir_step():
     assert step.is_log_dir_only and step.wanted_dirs() == {1: "/d2"} and step.brokers_touched == {1}
 
 
+def test_each_step_names_the_dirs_of_the_replicas_it_adds():
+    """A replica added by an early step is created in its wanted dir, not copied there later."""
+    state = ClusterState.from_snapshot(snapshot(partitions={"orders": [([1, 2, 3], 1000)]}))
+    move = PartitionMove("orders", 0, (4, 5, 6), ("/d2", "/d1", "/d2"))
+    steps = plan_all_steps([move], state)
+    movers = [s for s in steps if not s.is_log_dir_only]
+    assert [s.target for s in movers] == [(4, 1, 2), (4, 5, 1), (4, 5, 6)]
+    assert [{b: s.wanted_dirs()[b] for b in s.adding} for s in movers] == [{4: "/d2"}, {5: "/d1"}, {6: "/d2"}]
+    # Dirs are named only for replicas with a wanted dir; the old replicas are left where they are.
+    assert movers[0].wanted_dirs() == {4: "/d2"}
+    # The closing log-dir step checks every wanted dir (skipped at run time when already in place).
+    assert steps[-1].is_log_dir_only and steps[-1].wanted_dirs() == {4: "/d2", 5: "/d1", 6: "/d2"}
+
+
+def test_a_step_adding_no_replica_with_a_wanted_dir_names_none():
+    state = ClusterState.from_snapshot(snapshot(partitions={"orders": [([1, 2, 3], 1000)]}))
+    move = PartitionMove("orders", 0, (4, 5, 6), ("any", "any", "/d2"))
+    movers = [s for s in plan_all_steps([move], state) if not s.is_log_dir_only]
+    assert [s.log_dirs is not None for s in movers] == [False, False, True]
+
+
 def test_step_json_and_rows_round_trip():
     steps = [StepMove("t", 1, (1, 2, 3), (4, 1, 2), None, 100, 0, 3),
              StepMove("t", 2, (1, 2), (1, 2), ("/d2", "any"), 5, 1, 2)]

@@ -216,10 +216,12 @@ def steps_for_move(move: PartitionMove, state: ClusterState, add_first: int | No
     chain: list[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...] | None]] = []
     prev = tuple(current)
     for lst in lists:
-        # The step reaching the final target carries the wanted dirs, so execution can tell
-        # the brokers where to create the new replicas (no second copy between dirs).
-        final = tuple(lst) == tuple(move.replicas) and bool(wanted)
-        chain.append((prev, tuple(lst), tuple(move.log_dirs) if final and move.log_dirs else None))
+        # Every step that adds a replica with a wanted dir carries the dirs of its target, so
+        # execution tells the broker where to create it: a replica added by an early step of a
+        # multi-step move would otherwise land in any dir and be copied a second time between dirs.
+        adds_wanted = any(b in wanted and b not in prev for b in lst)
+        dirs = tuple(wanted.get(b, ANY_LOG_DIR) for b in lst) if adds_wanted else None
+        chain.append((prev, tuple(lst), dirs))
         prev = tuple(lst)
     if need_dir_step:
         chain.append((tuple(move.replicas), tuple(move.replicas), tuple(move.log_dirs or ())))
