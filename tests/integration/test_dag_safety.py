@@ -119,7 +119,9 @@ def test_throttle_deleted_mid_run_is_put_back_by_the_execute_task(airflow_db, si
 
     # 160 MB at 2 MB/s: due in over a minute, so the execute task defers and its trigger watches
     # (a move due within 30 s keeps the task in its worker, whose own guard would see it first).
-    cluster = sim_cluster(six_broker_snapshot(size=160_000_000), time_scale=1.0)
+    # The simulated clock runs 4x the wall clock: the move still lasts 20 s of wall time, room for
+    # the 5 s wait, the delete and the trigger's next poll on a loaded machine.
+    cluster = sim_cluster(six_broker_snapshot(size=160_000_000), time_scale=4.0)
     kafka_conn(cluster)
     before = airflow_env.throttle_configs(cluster)
     seen: dict[str, object] = {}
