@@ -259,3 +259,25 @@ def test_bytes_left_as_observed_make_room_before_a_step_ends():
     ex.watches[second].bytes_left, ex.watches[second].polled_at = 200_000_000, 4.0
     ex.watches[first].bytes_total = ex.watches[second].bytes_total = 200_000_000
     assert len(take(ex, 4.0)) == 1
+
+
+def test_a_stall_under_the_adaptive_throttle_names_the_rate_its_brokers_have_now():
+    """The adaptive throttle lowered broker 4 from the run's 50 MB/s to 8 MB/s: a stall of a copy
+    into broker 4 names 8 MB/s, in the executor and in a trigger's poll of the same step."""
+    limits = ExecutionLimits(adaptive_throttle=True, broker_network_capacity_bytes_per_sec=125_000_000,
+                             throttle_min_bytes_per_sec=5_000_000, throttle_max_bytes_per_sec=100_000_000)
+    steps = chain("t", 0, [(1, 2, 3), (4, 2, 3)], size=10**9)
+    ex = MoveExecutor(steps, limits, throttle_rate=50_000_000)
+    assert ex.rate_control is not None
+    (i,) = take(ex)
+    assert ex.rules_for(i).throttle_rate == 50_000_000  # no change yet: the starting rate
+    ex.rate_control.rates[4] = 8_000_000
+    assert ex.rules_for(i).throttle_rate == 8_000_000
+    spec = ex.watch_spec()
+    assert spec["throttle_rates"] == {str(i): 8_000_000} and spec["rules"]["throttle_rate"] == 50_000_000
+    watch = ex.watches[i]
+    obs = StepObservation(in_flight=True, replicas=(1, 2, 3, 4), bytes_left=10**9, bytes_total=10**9,
+                          lagging=[(4, 10**9)])
+    watch.observe(obs, 0.0)
+    outcome, msg = step_outcome("t-0", (4, 2, 3), obs, watch, ex.rules_for(i), ex.rules.stall_window + 1)
+    assert outcome is Outcome.STALLED and "throttle 8.0 MB/s" in msg, msg

@@ -5,6 +5,7 @@ for a deferrable trigger, which holds only the steps in flight (:meth:`StepState
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kafka_reassign.cluster.port import KafkaAdminPort
@@ -48,7 +49,7 @@ class StepPoller(StepStates):
         """Fold one observation of step ``i`` in and act on its outcome (done, dead, going on)."""
         s, w = self.steps[i], self.watches[i]
         w.observe(obs, now)
-        outcome, msg = step_outcome(s.name, s.target, obs, w, self.rules, now,
+        outcome, msg = step_outcome(s.name, s.target, obs, w, self.rules_for(i), now,
                                     log_dir_only=s.is_log_dir_only, produce_rate=self.produce_rates.get(s.key, 0.0))
         if outcome is Outcome.DONE:
             self._finish(i)
@@ -92,6 +93,8 @@ def watch_poll(admin: KafkaAdminPort, spec: dict[str, Any], now: float, seen_off
     steps = {int(i): StepMove.from_json(d) for i, d in spec["steps"].items()}
     watches = {int(i): StepWatch.from_json(w) for i, w in spec["watch"].items()}
     rules = OutcomeRules.from_json(spec["rules"])
+    # Each step's throttle as the executor last set it (adaptive throttle), for stall messages.
+    rates = spec.get("throttle_rates") or {}
     reasons: list[str] = []
     if steps:
         view = read_cluster(admin, list(steps.values()))
@@ -99,7 +102,8 @@ def watch_poll(admin: KafkaAdminPort, spec: dict[str, Any], now: float, seen_off
             obs = observe(s, view)
             was_offline = watches[i].offline_since is not None
             watches[i].observe(obs, now)
-            outcome, msg = step_outcome(s.name, s.target, obs, watches[i], rules, now,
+            step_rules = replace(rules, throttle_rate=rates[str(i)]) if rates.get(str(i)) else rules
+            outcome, msg = step_outcome(s.name, s.target, obs, watches[i], step_rules, now,
                                         log_dir_only=s.is_log_dir_only)
             if outcome is not Outcome.IN_PROGRESS:
                 reasons.append(msg)

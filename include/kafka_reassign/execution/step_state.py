@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from kafka_reassign.cluster.port import KafkaAdminPort
@@ -253,6 +254,17 @@ class StepStates:
         rc = self.rate_control
         return {b: float(r) for b, r in rc.rates.items()} if rc is not None else {}
 
+    def rules_for(self, i: int) -> OutcomeRules:
+        """The rules step ``i`` is judged by, naming the throttle its brokers have now (the
+        adaptive throttle moves it away from the run's starting rate)."""
+        rates = self.broker_rates
+        if not rates:
+            return self.rules
+        brokers = [b for b in (*self.steps[i].adding, self.sender.get(i)) if b is not None]
+        if not brokers:
+            return self.rules
+        return replace(self.rules, throttle_rate=int(min(rates.get(b, self.move_rate) for b in brokers)))
+
     def flight_items(self) -> dict[int, FlightItem]:
         """The steps in flight as the wake schedule sees them (bytes left as last observed)."""
         return self.wake_rule().items(self.watches)
@@ -414,7 +426,8 @@ class StepStates:
         """Plain JSON for a trigger: the steps in flight, their watches and the rules."""
         return {"steps": {str(i): self.steps[i].to_json() for i in self.watches},
                 "watch": {str(i): w.to_json() for i, w in self.watches.items()},
-                "rules": self.rules.to_json(), "wake": self.wake_rule().to_json()}
+                "rules": self.rules.to_json(), "wake": self.wake_rule().to_json(),
+                "throttle_rates": {str(i): self.rules_for(i).throttle_rate for i in self.watches}}
 
     def merge_watches(self, watch: Mapping[str, Any]) -> None:
         """Take the stall and offline clocks a trigger kept while it watched."""
