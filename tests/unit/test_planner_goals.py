@@ -347,6 +347,36 @@ def test_summary_fields_and_leader_swaps_move_no_data():
     assert counts[True] > 0  # pure leadership swaps present
 
 
+def _rate_balance(snap: dict) -> tuple[float, float]:
+    """(network in, leader bytes in) max / mean over the brokers holding replicas, from the snapshot."""
+    net: dict[int, float] = defaultdict(float)
+    led: dict[int, float] = defaultdict(float)
+    for t in snap["topics"]:
+        for p in t["partitions"]:
+            rate = float(p.get("bytes_in_per_sec") or 0.0)
+            for b in p["replicas"]:
+                net[b] += rate
+            led[p["replicas"][0]] += rate
+    ids = sorted(net)
+    return tuple(max(d[b] for b in ids) / (sum(d[b] for b in ids) / len(ids)) for d in (net, led))  # type: ignore[return-value]
+
+
+def test_summary_reports_network_in_and_leader_bytes_in_as_recomputed_from_the_plan():
+    snap = gen(brokers=9, topics=12, partitions=16, skew=1.0)
+    for i, t in enumerate(snap["topics"]):  # a few hot topics: 30x the produce rate of the rest
+        for p in t["partitions"]:
+            p["bytes_in_per_sec"] = (30.0 if i < 2 else 1.0) * 1000 * (1 + p["partition"] % 3)
+    res = plan(snap, "rebalance", engine="local")
+    bal = res.summary["balance"]
+    net_before, led_before = _rate_balance(snap)
+    net_after, led_after = _rate_balance(apply_plan(snap, res.plan.to_json()))
+    assert bal["network_in"] == {"before": pytest.approx(net_before, abs=1e-3),
+                                 "after": pytest.approx(net_after, abs=1e-3)}
+    assert bal["leader_bytes_in"] == {"before": pytest.approx(led_before, abs=1e-3),
+                                      "after": pytest.approx(led_after, abs=1e-3)}
+    assert res.summary["data_to_move_bytes"] > 0 and net_before != net_after
+
+
 def test_dead_brokers_never_receive_replicas():
     snap = gen(brokers=9, topics=8, partitions=12)
     ld = loads(snap)

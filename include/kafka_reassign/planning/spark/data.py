@@ -113,6 +113,7 @@ class SparkData:
                .agg(F.sum("size_bytes").alias("bytes"), F.count("*").alias("replicas"),
                     F.sum(lead.cast("int")).alias("leaders"),
                     F.sum(F.when(lead, F.col("bytes_in_per_sec")).otherwise(0.0)).alias("bytes_in"),
+                    F.sum(F.coalesce(F.col("bytes_in_per_sec"), F.lit(0.0))).alias("net_in"),
                     F.sum(F.when(lead, F.col("size_bytes")).otherwise(0.0)).alias("partition_bytes"),
                     F.max("pos").alias("max_pos"))
                .toPandas())
@@ -243,11 +244,13 @@ class LocalData:
             return None, {}, problems
         r = self._replicas()
         r["leaders"] = (r["pos"] == 0).astype(int)
-        r["bytes_in"] = r["bytes_in_per_sec"].fillna(0.0) * r["leaders"]
+        r["net_in"] = r["bytes_in_per_sec"].fillna(0.0)
+        r["bytes_in"] = r["net_in"] * r["leaders"]
         r["partition_bytes"] = r["size_bytes"] * r["leaders"]
         per = (r.groupby(["broker", "log_dir"], as_index=False)
                .agg(bytes=("size_bytes", "sum"), replicas=("pos", "size"), leaders=("leaders", "sum"),
-                    bytes_in=("bytes_in", "sum"), partition_bytes=("partition_bytes", "sum"),
+                    bytes_in=("bytes_in", "sum"), net_in=("net_in", "sum"),
+                    partition_bytes=("partition_bytes", "sum"),
                     max_pos=("pos", "max")))
         return per, _totals(per), []
 

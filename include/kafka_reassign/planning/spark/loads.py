@@ -10,17 +10,20 @@ from kafka_reassign.planning.spark.targets import BrokerInfo
 
 @dataclass
 class Loads:
-    """Bytes, replicas, preferred leaders and led produce rate per broker; bytes per log dir."""
+    """Per broker: bytes, replicas, preferred leaders, the produce rate it leads (``bytes_in``:
+    Cruise Control's leader bytes in) and the produce rate it receives as leader or follower
+    (``net_in``: network in); bytes per log dir."""
 
     bytes: dict[int, float]
     count: dict[int, int]
     leaders: dict[int, int]
     bytes_in: dict[int, float]
     dir_bytes: dict[tuple[int, str], float] = field(default_factory=dict)
+    net_in: dict[int, float] = field(default_factory=dict)
 
     def copy(self) -> "Loads":
         return Loads(dict(self.bytes), dict(self.count), dict(self.leaders), dict(self.bytes_in),
-                     dict(self.dir_bytes))
+                     dict(self.dir_bytes), dict(self.net_in))
 
 
 def broker_infos(header: dict[str, Any]) -> tuple[dict[int, BrokerInfo], dict[int, list[tuple[str, float]]]]:
@@ -50,14 +53,16 @@ def open_log_dirs(header: dict[str, Any]) -> dict[int, list[tuple[str, float]]]:
 def loads_from_frame(per: Any, dirs: dict[int, list[tuple[str, float]]]) -> Loads:
     """Loads from the engine's (broker, log_dir) aggregate; unnamed dirs count on the first dir."""
     out = Loads({b: 0.0 for b in dirs}, {b: 0 for b in dirs}, {b: 0 for b in dirs},
-                {b: 0.0 for b in dirs}, {(b, p): 0.0 for b, ds in dirs.items() for p, _ in ds})
-    for b, d, by, n, ld, bi in zip(per["broker"], per["log_dir"], per["bytes"], per["replicas"],
-                                   per["leaders"], per["bytes_in"]):
+                {b: 0.0 for b in dirs}, {(b, p): 0.0 for b, ds in dirs.items() for p, _ in ds},
+                {b: 0.0 for b in dirs})
+    for b, d, by, n, ld, bi, ni in zip(per["broker"], per["log_dir"], per["bytes"], per["replicas"],
+                                       per["leaders"], per["bytes_in"], per["net_in"]):
         b = int(b)
         out.bytes[b] += float(by)
         out.count[b] += int(n)
         out.leaders[b] += int(ld)
         out.bytes_in[b] += float(bi or 0.0)
+        out.net_in[b] += float(ni or 0.0)
         key = (b, d) if (b, d) in out.dir_bytes else (b, dirs[b][0][0])
         out.dir_bytes[key] += float(by)
     return out
@@ -67,18 +72,23 @@ def loads_after(before: Loads, changes: Any) -> Loads:
     """``before`` with every changed partition applied (bytes, replica counts, leaders), from
     the ``added`` / ``removed`` columns the leader tasks computed (vectorised: moves-sized)."""
     after = before.copy()
+    rates = changes["bytes_in_per_sec"].fillna(0.0) if "bytes_in_per_sec" in changes else 0.0
+    frame = changes.assign(rate=rates)
     for col, sign in (("added", 1), ("removed", -1)):
-        x = changes[[col, "size_bytes"]].explode(col).dropna(subset=[col])
+        x = frame[[col, "size_bytes", "rate"]].explode(col).dropna(subset=[col])
         if len(x):
-            g = x.groupby(x[col].astype(int))["size_bytes"].agg(["sum", "count"])
-            for b, total, n in zip(g.index, g["sum"], g["count"]):
+            g = x.groupby(x[col].astype(int)).agg(total=("size_bytes", "sum"), n=("size_bytes", "count"),
+                                                  rate=("rate", "sum"))
+            for b, total, n, rate in zip(g.index, g["total"], g["n"], g["rate"]):
                 after.bytes[int(b)] += sign * float(total)
                 after.count[int(b)] += sign * int(n)
-    old = changes["orig"].str[0].astype("Int64")
-    new = changes["final"].str[0].astype("Int64")
+                after.net_in[int(b)] = after.net_in.get(int(b), 0.0) + sign * float(rate)
+    old = frame["orig"].str[0].astype("Int64")
+    new = frame["final"].str[0].astype("Int64")
     moved = old != new
-    for b, n in old[moved].value_counts().items():
-        after.leaders[int(b)] -= int(n)
-    for b, n in new[moved].value_counts().items():
-        after.leaders[int(b)] += int(n)
+    for leaders, sign in ((old[moved], -1), (new[moved], 1)):
+        g = frame.loc[moved, "rate"].groupby(leaders).agg(["count", "sum"])  # NA leaders dropped
+        for b, n, rate in zip(g.index, g["count"], g["sum"]):
+            after.leaders[int(b)] += sign * int(n)
+            after.bytes_in[int(b)] = after.bytes_in.get(int(b), 0.0) + sign * float(rate)
     return after

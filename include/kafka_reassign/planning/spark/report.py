@@ -14,7 +14,10 @@ Definitions (also in the README):
   when ``reaches_accepted_balance`` is false (the plan stops above the tolerance, so the bound
   does not apply; a warning says why).
 * ``balance`` per resource = the largest broker / the mean over the brokers that hold data
-  after the plan: ``disk`` by utilisation (bytes / capacity), ``replicas`` and ``leaders`` by count.
+  after the plan: ``disk`` by utilisation (bytes / capacity), ``replicas`` and ``leaders`` by count,
+  ``network_in`` by the produce rate a broker receives as leader or follower, ``leader_bytes_in``
+  by the produce rate it leads (both from the snapshot's ``bytes_in_per_sec``; reported, not yet
+  balanced: 1.0 when no rate is known).
   ``balance_before`` / ``balance_after`` are the disk figures.
 * ``batches``: null - the planner no longer cuts batches; the executor's sliding window of
   KIP-435 steps decides at run time what runs together. The plan file is ordered for it.
@@ -49,6 +52,12 @@ def count_balance(values: dict[int, int], ids: list[int]) -> float:
     return max(values[b] for b in ids) / mean if mean else 1.0
 
 
+def rate_balance(values: dict[int, float], ids: list[int]) -> float:
+    """max / mean of a produce rate over ``ids`` (1.0 when no rate is known)."""
+    mean = sum(values.get(b, 0.0) for b in ids) / len(ids) if ids else 0.0
+    return max(values.get(b, 0.0) for b in ids) / mean if mean > 0 else 1.0
+
+
 def _movement(changes: pd.DataFrame) -> tuple[int, float, int]:
     """Replica movements, bytes copied, leader changes."""
     n_added = changes["added"].str.len().fillna(0)
@@ -79,6 +88,10 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
                      "after": count_balance(after.count, live)},
         "leaders": {"before": count_balance(before.leaders, everyone),
                     "after": count_balance(after.leaders, live)},
+        "network_in": {"before": rate_balance(before.net_in, everyone),
+                       "after": rate_balance(after.net_in, live)},
+        "leader_bytes_in": {"before": rate_balance(before.bytes_in, everyone),
+                            "after": rate_balance(after.bytes_in, live)},
     }
     balance = {k: {x: round(y, 4) for x, y in v.items()} for k, v in balance.items()}
     return {
