@@ -19,8 +19,9 @@ as Kafka does it:
 * So a partition written at ``P`` with ``k`` in-sync followers, moving alone through a
   leader with throttle ``R``, catches up at ``R - (k+1)P``: it never finishes (stalls) once
   ``R <= (k+1)P`` and otherwise takes about ``S / (R - (k+1)P)`` for ``S`` bytes.
-* KIP-113 moves between log dirs use ``replica.alter.log.dirs.io.max.bytes.per.second``;
-  the future replica must beat the produce rate too: ``S / (R_dir - P)``.
+* KIP-113 moves between log dirs use ``replica.alter.log.dirs.io.max.bytes.per.second``,
+  copied below it (the alter-log-dirs fetch loop, :func:`~.catch_up.log_dir_copy_rate`: ``r_dir``);
+  the future replica must beat the produce rate too: ``S / (r_dir - P)``.
 
 Per broker, moves through it share its quotas; the run takes as long as its busiest broker.
 Two lower bounds come with every estimate (:mod:`kafka_reassign.planning.bounds`): the
@@ -37,7 +38,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
 from kafka_reassign.planning.bounds import source_free_bound, throttle_bound
-from kafka_reassign.planning.catch_up import STALL_MARGIN, throttle_needed
+from kafka_reassign.planning.catch_up import log_dir_copy_rate, log_dir_throttle_needed, throttle_needed
 from kafka_reassign.planning.leadership import senders
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC, fmt_bytes, format_duration
 
@@ -293,7 +294,8 @@ def broker_times(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
                 if not quota.per_step:  # in sync and still listed: it keeps costing P
                     done_in[b] = done_in.get(b, 0.0) + ld.produce
         for b in ld.dir_brokers:
-            sides[(b, "dir")] = _drain(sides.get((b, "dir"), 0.0), ld.size_bytes, limits.dir_throttle(b), ld.produce)
+            rate = log_dir_copy_rate(ld.size_bytes, limits.dir_throttle(b))  # below the limit: fetch loop
+            sides[(b, "dir")] = _drain(sides.get((b, "dir"), 0.0), ld.size_bytes, rate, ld.produce)
     times: dict[int, float] = {}
     for (b, _side), secs in sides.items():
         times[b] = max(times.get(b, 0.0), secs)
@@ -490,7 +492,7 @@ def stall_points(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
                 total = ld.produce if quota.per_step else quota.follower.get(b, 0.0)
                 out.append(StallPoint(ld.name, b, "follower", ld.produce, total - ld.produce,
                                       throttle_needed(total - ld.produce, ld.produce), limits.throttle(b)))
-        for b in ld.dir_brokers:  # a local copy: no fetch, whole segments
-            out.append(StallPoint(ld.name, b, "log_dir", ld.produce, 0.0, STALL_MARGIN * ld.produce,
+        for b in ld.dir_brokers:  # the alter-log-dirs thread's fetches (catch_up.log_dir_copy_rate)
+            out.append(StallPoint(ld.name, b, "log_dir", ld.produce, 0.0, log_dir_throttle_needed(ld.produce),
                                   limits.dir_throttle(b)))
     return out
