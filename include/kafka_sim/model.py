@@ -38,6 +38,7 @@ from kafka_sim.model_base import locked
 from kafka_sim.logs import Logs
 from kafka_sim.reassignment import Reassignment
 from kafka_sim.replication import Replication
+from kafka_sim.replication_quotas import FOLLOWER_QUOTA
 from kafka_sim.state import (
     DEFAULT_DISK_BYTES_PER_SEC,
     DEFAULT_LOG_DIR,
@@ -283,6 +284,9 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         if broker.alive:
             return
         broker.alive = True
+        # a new JVM's follower quota sensor: fresh, one sample wide (SimpleRate.windowSize), not
+        # the dead one's, which (stopped for about a window) counted as a full idle window
+        self._meters.pop((FOLLOWER_QUOTA, broker_id), None)
         for p in list(self._by_broker[broker_id]):
             if p.leader < 0:
                 self._change_leader(p, self._first_live_isr(p))
