@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.planner_shapes import RF, SHAPES, Shape, evaluate, generate, round_robin
+from benchmarks.planner_shapes import RF, SHAPES, TRAFFIC_SHAPES, Shape, evaluate, generate, round_robin
 
 #: name -> (brokers, topics, partitions per topic)
 SIZES = {"120k": (100, 400, 100), "1.5m": (300, 5000, 100), "3m": (300, 10000, 100)}
@@ -134,7 +134,7 @@ def stress(work: Path) -> None:
 
 def main() -> int:
     sizes = [x.strip().lower() for x in os.environ.get("PLANNER_BENCH_SIZES", "120k,1.5m").split(",") if x.strip()]
-    shapes = [x.strip() for x in os.environ.get("PLANNER_BENCH_SHAPES", ",".join(SHAPES)).split(",") if x.strip()]
+    shapes = [x.strip() for x in os.environ.get("PLANNER_BENCH_SHAPES", ",".join(SHAPES + TRAFFIC_SHAPES)).split(",") if x.strip()]
     rows = []
     with tempfile.TemporaryDirectory(prefix="planner-bench-") as tmp:
         for size in sizes:

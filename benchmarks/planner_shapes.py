@@ -11,6 +11,11 @@ lower-numbered brokers of every rack are the fullest. On top of that:
 * ``hetero``: broker capacities of 1x, 2x and 4x a base, the same mix in every rack
   (utilisation = bytes / capacity);
 * ``hot``: 5 hot topics, 15x the typical size, placed on the two favoured brokers of each rack.
+* ``hot-traffic`` (not tuned on; ``TRAFFIC_SHAPES``): sizes as ``skew``, but 5% of the topics
+  take 50x the produce rate of the rest (short retention: busy, not big), placed on the two
+  favoured brokers of each rack. Disk balance alone does not even out network in there.
+
+Produce rates (``bytes_in_per_sec``) are a partition's size over a week, except in ``hot-traffic``.
 
 Capacities are set so that the mean utilisation is at most 45% and no broker starts above 80%. Numpy draws everything in bulk;
 the file is written with plain string formatting (a 1.5M-replica file takes a few seconds).
@@ -25,6 +30,9 @@ from typing import Any
 import numpy as np
 
 SHAPES = ("skew", "new-brokers", "remove", "hetero", "hot")
+#: Shapes whose network load is not proportional to their bytes (the planner was not tuned on them).
+TRAFFIC_SHAPES = ("hot-traffic",)
+WEEK_SECONDS = 604800
 RACKS = 4
 RF = 3
 SKEW = 0.6
@@ -45,6 +53,10 @@ class Shape:
     sizes: np.ndarray            # bytes per partition
     topic_of: np.ndarray         # topic index per partition
     part_of: np.ndarray          # partition index per partition
+    rates: np.ndarray | None = None  # produce bytes/s per partition (None: size over a week)
+
+    def produce_rates(self) -> np.ndarray:
+        return self.rates if self.rates is not None else self.sizes / WEEK_SECONDS
 
 
 def _place(rng: np.random.Generator, n_parts: int, old_ids: np.ndarray, hot_mask: np.ndarray) -> np.ndarray:
@@ -71,10 +83,14 @@ def generate(shape: str, topics: int, partitions: int, brokers: int, out: Path,
     topic_size = rng.lognormal(mean=np.log(2e8), sigma=1.2, size=topics)
     hot_topics = rng.choice(topics, size=5, replace=False) if shape == "hot" else np.array([], int)
     topic_size[hot_topics] = np.percentile(topic_size, 90) * 15
+    busy = rng.choice(topics, size=max(1, topics // 20), replace=False) if shape == "hot-traffic" \
+        else np.array([], int)
     topic_of = np.repeat(np.arange(topics), partitions)
     part_of = np.tile(np.arange(partitions), topics)
     sizes = np.round(topic_size[topic_of] * rng.uniform(0.8, 1.2, size=len(topic_of)))
-    replicas = _place(rng, len(topic_of), old_ids, np.isin(topic_of, hot_topics))
+    favoured = np.isin(topic_of, hot_topics) | np.isin(topic_of, busy)
+    replicas = _place(rng, len(topic_of), old_ids, favoured)
+    rates = sizes / WEEK_SECONDS * np.where(np.isin(topic_of, busy), 50.0, 1.0) if len(busy) else None
     load = np.bincount(replicas.ravel(), weights=np.repeat(sizes, RF), minlength=len(ids))
     # every rack gets the same mix of disk sizes (brokers are bought rack by rack)
     weight = np.array([1.0, 2.0, 4.0])[(ids // RACKS) % 3] if shape == "hetero" else np.ones(len(ids))
@@ -84,7 +100,7 @@ def generate(shape: str, topics: int, partitions: int, brokers: int, out: Path,
     if shape == "remove":
         drained = ids[::9][: max(1, brokers // 10)]  # step 9: spread over the 4 racks
         goal, options = "remove-brokers", {"brokers": [int(b) for b in drained]}
-    shape_obj = Shape(out, goal, options, ids, ids % RACKS, capacity, replicas, sizes, topic_of, part_of)
+    shape_obj = Shape(out, goal, options, ids, ids % RACKS, capacity, replicas, sizes, topic_of, part_of, rates)
     _write(shape_obj)
     return shape_obj
 
@@ -98,10 +114,11 @@ def _write(s: Shape) -> None:
                          for t in range(int(s.topic_of.max()) + 1)]}
     with open(s.path, "w", encoding="utf-8") as f:
         f.write(json.dumps(header, separators=(",", ":")) + "\n")
-        rows = zip(s.topic_of.tolist(), s.part_of.tolist(), s.replicas.tolist(), s.sizes.tolist())
+        rows = zip(s.topic_of.tolist(), s.part_of.tolist(), s.replicas.tolist(), s.sizes.tolist(),
+                   s.produce_rates().tolist())
         f.writelines(f'{{"topic":"topic-{t}","partition":{p},"replicas":[{r[0]},{r[1]},{r[2]}],'
-                     f'"size_bytes":{int(z)},"bytes_in_per_sec":{z / 604800:.1f}}}\n'
-                     for t, p, r, z in rows)
+                     f'"size_bytes":{int(z)},"bytes_in_per_sec":{w:.1f}}}\n'
+                     for t, p, r, z, w in rows)
 
 
 def round_robin(s: Shape, seed: int = 7) -> np.ndarray:
