@@ -12,7 +12,7 @@ first empty listing.
 Prints ``scenario | real Kafka s | simulator s | difference %`` and writes the same table
 into docs/SIMULATOR.md between ``<!-- calibration:begin -->`` and ``<!-- calibration:end -->``.
 
-Run: ``.venv/bin/python -m benchmarks.calibration [--only NAME ...] [--no-docs]``
+Run: ``.venv/bin/python -m benchmarks.calibration [--only NAME ...] [--no-docs | --docs-rows]``
 (``KAFKA_LOCAL_DIR`` reuses a running ``kafka-local`` cluster of 6 brokers, 3 racks, 2 dirs).
 """
 from __future__ import annotations
@@ -290,6 +290,20 @@ def table(rows: Sequence[tuple[Scenario, float | None, float | None]]) -> str:
     return "\n".join(lines)
 
 
+def merged_table(rows: Sequence[tuple[Scenario, float | None, float | None]], path: Path = DOCS) -> str:
+    """:func:`table` of every scenario: ``rows`` where run now, the docs' row of the others (if any).
+
+    A row whose scenario is no longer defined (renamed) is dropped.
+    """
+    doc = path.read_text()
+    old = doc[doc.index(BEGIN):doc.index(END)].splitlines() if BEGIN in doc and END in doc else []
+    kept = {line.split("|")[1].strip(): line for line in old[3:] if line.startswith("| ")}
+    fresh = dict(zip((sc.name for sc, _real, _sim in rows), table(rows).splitlines()[2:]))
+    lines = table([]).splitlines()
+    lines += [fresh.get(sc.name) or kept[sc.name] for sc in scenarios() if sc.name in fresh or sc.name in kept]
+    return "\n".join(lines)
+
+
 def write_docs(text: str, path: Path = DOCS, begin: str = BEGIN, end: str = END) -> None:
     """Replace what is between the ``begin``/``end`` markers of ``path`` (appended if absent)."""
     doc = path.read_text()
@@ -350,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*", default=None, help="scenario name prefixes to run")
     ap.add_argument("--no-docs", action="store_true", help="print only, leave docs/SIMULATOR.md alone")
+    ap.add_argument("--docs-rows", action="store_true",
+                    help="with --only: rewrite only those scenarios' rows of the docs' table")
     args = ap.parse_args(argv or [])
     chosen = [sc for sc in scenarios() if not args.only or any(sc.name.startswith(o) for o in args.only)]
     rows: list[tuple[Scenario, float | None, float | None]] = []
@@ -364,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if not args.no_docs and not args.only:
         write_docs(text)
+    elif args.docs_rows and args.only:
+        write_docs(merged_table(rows))
     return 0
 
 
