@@ -238,6 +238,14 @@ class AirflowStack:
             self._token = resp["access_token"]
         return self._token
 
+    def put_connection(self, conn_id: str, bootstrap_servers: str) -> None:
+        """A kafka connection in the metadata DB (REST API), as an operator would create it;
+        replaces one of that id (tasks, triggers and the UI plugin read it on each use)."""
+        self.request("DELETE", f"/api/v2/connections/{conn_id}", expect=(204, 404))
+        self.request("POST", "/api/v2/connections", {
+            "connection_id": conn_id, "conn_type": "kafka",
+            "extra": json.dumps({"bootstrap.servers": bootstrap_servers})}, expect=(200, 201))
+
     def wait_for_dag(self, dag_id: str, timeout: float = 180.0) -> dict[str, Any]:
         """Wait until the dag-processor has parsed `dag_id` and the API knows it."""
 

@@ -1,7 +1,8 @@
 """Promises to operators, checked under the real scheduler, triggerer and REST API.
 
-One Airflow stack (api-server + scheduler + dag-processor + triggerer as subprocesses, see
-``airflow_stack.py``) serves every test of this module; each test gets its own simulated
+The session's shared Airflow stack (api-server + scheduler + dag-processor + triggerer as
+subprocesses, see ``conftest.py`` and ``airflow_stack.py``) serves every test of this module,
+with a poke-mode DAG file added; each test gets its own simulated
 cluster, reached through its own Airflow connection created over the REST API (so the task
 and trigger processes look it up in the metadata DB, as in production).
 
@@ -21,10 +22,9 @@ and trigger processes look it up in the metadata DB, as in production).
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -73,17 +73,6 @@ def start_cluster(snapshot: dict, time_scale: float = 1.0) -> Any:
     cluster = SimulatedCluster(snapshot, time_scale=time_scale)
     cluster.start()
     return cluster
-
-
-def add_connection(stack: AirflowStack, conn_id: str, cluster: Any) -> None:
-    """A kafka connection in the metadata DB (REST API), as an operator would create it."""
-    try:
-        stack.request("DELETE", f"/api/v2/connections/{conn_id}", expect=(204,))
-    except AirflowApiError:
-        pass
-    stack.request("POST", "/api/v2/connections", {
-        "connection_id": conn_id, "conn_type": "kafka",
-        "extra": json.dumps({"bootstrap.servers": cluster.bootstrap_servers})}, expect=(200, 201))
 
 
 def broker_configs(cluster: Any) -> dict[int, dict[str, str]]:
@@ -174,21 +163,12 @@ def wait_idle(stack: AirflowStack, dag_id: str, timeout: float = 240.0) -> None:
 
 # -- the shared stack -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowStack]:
-    base = tmp_path_factory.mktemp("real-stack")
-    dags = base / "dags"
-    dags.mkdir()
-    for name in ("kafka_reassign_dag.py", "kafka_rebalance.py"):
-        shutil.copyfile(DAGS / name, dags / name)
-    (dags / f"{POKE_DAG_ID}.py").write_text(POKE_DAG)
-    # No kafka_default connection: the scheduled kafka_rebalance run that unpausing creates fails
-    # at once instead of touching a test's cluster.
-    # spark_default as the tests elsewhere set it (the rebalance runs here use planner_engine local).
-    with AirflowStack(home=base / "airflow", dags_folder=dags,
-                      connections={"spark_default": {"conn_type": "spark", "host": "local[2]"}}) as s:
-        for dag_id in ("kafka_reassign", POKE_DAG_ID, "kafka_rebalance"):
-            s.wait_for_dag(dag_id)
-        yield s
+def stack(shared_stack: AirflowStack) -> AirflowStack:
+    """The session's shared stack (conftest.py), with the poke-mode DAG of this module added."""
+    (shared_stack.dags_folder / f"{POKE_DAG_ID}.py").write_text(POKE_DAG)
+    for dag_id in ("kafka_reassign", POKE_DAG_ID, "kafka_rebalance"):
+        shared_stack.wait_for_dag(dag_id)
+    return shared_stack
 
 
 # -- 1. marked failed by hand while a batch is in flight ----------------------------------------
@@ -207,7 +187,7 @@ def test_marked_failed_by_hand_still_restores_throttle_and_reverts(stack: Airflo
         "orders": {"partitions": 3, "rf": 3, "size_bytes": 400_000_000, "configs": {"min.insync.replicas": "2"}},
         "clicks": {"partitions": 2, "rf": 2, "size_bytes": 5_000_000}}))
     try:
-        add_connection(stack, "kafka_failmark", cluster)
+        stack.put_connection("kafka_failmark", cluster.bootstrap_servers)
         # The operator's own throttles, set before the run: broker 4's follower rate higher than
         # ours (the run overwrites it, the teardown must put it back), broker 2's leader rate
         # lower (kept), and a replica list on orders the run merges its entries into.
@@ -312,7 +292,7 @@ def test_wait_runs_in_the_triggerer_when_deferrable(stack: AirflowStack, snapsho
         "orders": {"partitions": 3, "rf": 3, "size_bytes": 140_000_000, "configs": {"min.insync.replicas": "2"}}}),
         time_scale=4.0)
     try:
-        add_connection(stack, "kafka_deferred", cluster)
+        stack.put_connection("kafka_deferred", cluster.bootstrap_servers)
         run_id = f"deferred-{int(time.time())}"
         stack.trigger("kafka_reassign", {
             "plan": _two_move_plan(), "kafka_conn_id": "kafka_deferred", "throttle_bytes_per_sec": 2_000_000,
@@ -348,7 +328,7 @@ def test_wait_pokes_in_the_worker_when_not_deferrable(stack: AirflowStack, snaps
     cluster = start_cluster(snapshot_factory(brokers=4, racks=2, topics={
         "orders": {"partitions": 3, "rf": 3, "size_bytes": 40_000_000, "configs": {"min.insync.replicas": "2"}}}))
     try:
-        add_connection(stack, "kafka_poke", cluster)
+        stack.put_connection("kafka_poke", cluster.bootstrap_servers)
         throttles_before = broker_configs(cluster)
         run_id = f"poke-{int(time.time())}"
         stack.trigger(POKE_DAG_ID, {
@@ -439,7 +419,7 @@ def _answer_approval(stack: AirflowStack, run_id: str, choice: str) -> dict[str,
 def test_rebalance_approved_over_rest_is_carried_out(stack: AirflowStack, snapshot_factory: Any) -> None:
     cluster = start_cluster(_skewed(snapshot_factory))
     try:
-        add_connection(stack, "kafka_approve", cluster)
+        stack.put_connection("kafka_approve", cluster.bootstrap_servers)
         wait_idle(stack, "kafka_rebalance")
         before = replica_counts(cluster)
         assert before[4] == 0
@@ -477,7 +457,7 @@ def test_rebalance_approved_over_rest_is_carried_out(stack: AirflowStack, snapsh
 def test_rebalance_rejected_over_rest_writes_nothing(stack: AirflowStack, snapshot_factory: Any) -> None:
     cluster = start_cluster(_skewed(snapshot_factory))
     try:
-        add_connection(stack, "kafka_reject", cluster)
+        stack.put_connection("kafka_reject", cluster.bootstrap_servers)
         wait_idle(stack, "kafka_rebalance")
         placement = {p: cluster.partition_state("orders", p)["replicas"] for p in range(6)}
         run_id = f"reject-{int(time.time())}"

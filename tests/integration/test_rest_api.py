@@ -1,7 +1,8 @@
 """The REST API path an operator's tooling uses, end to end, against real Airflow processes.
 
-api-server + scheduler + dag-processor + triggerer run as subprocesses (SQLite, LocalExecutor,
-simple auth manager with a known admin password). The test gets a JWT from ``POST
+The session's shared stack (conftest.py): api-server + scheduler + dag-processor + triggerer
+as subprocesses (SQLite, LocalExecutor, simple auth manager with a known admin password),
+kafka_default created over REST. The test gets a JWT from ``POST
 /auth/token``, triggers ``kafka_reassign`` with ``POST /api/v2/dags/kafka_reassign/dagRuns``
 and a reassignment plan in ``conf`` (the curl example of the operators' guide, in Python),
 polls the run until it succeeds, and checks on the simulated cluster - a real TCP server
@@ -11,15 +12,11 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 from airflow_stack import AirflowStack
-
-ROOT = Path(__file__).resolve().parents[2]
-DAGS = ROOT / "dags"
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(600)]
 
@@ -37,21 +34,22 @@ def _throttles(cluster: Any) -> dict[int, dict[str, str]]:
 
 
 @pytest.fixture
-def stack(tmp_path: Path, sim_cluster: Callable[..., Any], snapshot_factory: Callable[..., dict]):
+def cluster(sim_cluster: Callable[..., Any], snapshot_factory: Callable[..., dict]) -> Any:
     snapshot = snapshot_factory(brokers=4, racks=2, topics={
         "orders": {"partitions": 3, "rf": 3, "size_bytes": 20_000_000, "configs": {"min.insync.replicas": "2"}},
         "clicks": {"partitions": 2, "rf": 2, "size_bytes": 5_000_000},
     })
-    cluster = sim_cluster(snapshot, time_scale=1.0)
-    conn = {"conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap_servers}}
-    with AirflowStack(home=tmp_path / "airflow", dags_folder=DAGS,
-                      connections={"kafka_default": conn}) as s:
-        s.cluster = cluster  # type: ignore[attr-defined]
-        yield s
+    return sim_cluster(snapshot, time_scale=1.0)
 
 
-def test_trigger_reassignment_over_rest(stack: AirflowStack) -> None:
-    cluster = stack.cluster  # type: ignore[attr-defined]
+@pytest.fixture
+def stack(shared_stack: AirflowStack, cluster: Any) -> AirflowStack:
+    """The session's shared stack (conftest.py), kafka_default pointing at ``cluster``."""
+    shared_stack.put_connection("kafka_default", cluster.bootstrap_servers)
+    return shared_stack
+
+
+def test_trigger_reassignment_over_rest(stack: AirflowStack, cluster: Any) -> None:
     # Without a token the API refuses; with a wrong password no token is issued.
     with pytest.raises(Exception) as err:
         stack.request("GET", "/api/v2/dags", auth=False)

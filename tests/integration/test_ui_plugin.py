@@ -21,7 +21,6 @@ from airflow_stack import AirflowStack
 from kafka_reassign.planning.estimate import SOURCE_FORMULA, SOURCE_REHEARSAL
 
 ROOT = Path(__file__).resolve().parents[2]
-DAGS = ROOT / "dags"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(600)]
@@ -105,103 +104,104 @@ def cluster(sim_cluster: Callable[..., Any], snapshot_factory: Callable[..., dic
     return sim_cluster(snapshot, time_scale=1.0)
 
 
-def test_cluster_wide_page_shows_live_move(tmp_path: Path, cluster: Any) -> None:
-    conn = {"conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap_servers}}
-    with AirflowStack(home=tmp_path / "airflow", dags_folder=tmp_path / "no-dags",
-                      connections={"kafka_default": conn}, components=("api-server",)) as stack:
-        (tmp_path / "no-dags").mkdir(exist_ok=True)
-        # Unauthenticated JSON is refused; the page shell (no data) is served.
-        with pytest.raises(Exception) as err:
-            stack.request("GET", "/kafka-reassign/api/progress", auth=False)
-        assert getattr(err.value, "status", None) in (401, 403)
-        html = stack.request("GET", "/kafka-reassign/", auth=False)
-        assert "Kafka reassignment" in html
-
-        start_slow_move(cluster)
-        first = stack.request("GET", "/kafka-reassign/api/progress")
-        time.sleep(2.0)
-        view = stack.request("GET", "/kafka-reassign/api/progress")
-        moving = {(p["topic"], p["partition"]) for p in view["partitions"]}
-        assert moving == {("orders", 0), ("orders", 1)}, view["partitions"]
-        assert view["summary"]["partitions_in_flight"] == 2
-        assert view["summary"]["bytes_left"] > 0
-        assert view["summary"]["bytes_left"] < first["summary"]["bytes_left"], "bytes left do not fall"
-        assert view["summary"]["rate_bytes_per_sec"] and view["summary"]["rate_bytes_per_sec"] > 0
-        assert view["summary"]["eta_seconds"] and view["summary"]["eta_seconds"] > 0
-        for p in view["partitions"]:
-            assert p["bytes_left"] > 0 and p["bytes_total"] >= p["bytes_left"]
-            assert any(r["role"] == "adding" and r["status"].startswith("Behind") for r in p["replicas"])
-        throttled = {t["broker"]: t for t in view["throttles"]}
-        assert set(throttled) == {1, 2, 3, 4}
-        assert all(t["leader_rate"] == 2_000_000 and t["follower_rate"] == 2_000_000 for t in throttled.values())
-        assert view["under_min_isr"] == []
-
-        url = f"{stack.base_url}/kafka-reassign/?refresh_ms=1000#token={stack.token()}"
-        dom = chromium(["--virtual-time-budget=6000", "--dump-dom", url], tmp_path)
-        assert dom.returncode == 0, dom.stderr[-2000:]
-        assert 'data-loaded="1"' in dom.stdout, dom.stdout[-3000:]
-        for name in ("orders-0", "orders-1", "adding: behind", "2.0 MB/s", "Moving"):
-            assert name in dom.stdout, f"{name!r} not rendered"
-
-        shot = tmp_path / "progress.png"
-        out = chromium(["--virtual-time-budget=6000", f"--screenshot={shot}", "--window-size=1400,1000", url],
-                       tmp_path)
-        assert out.returncode == 0 and shot.exists(), out.stderr[-2000:]
-        stats = screenshot_stats(shot)
-        print(f"screenshot {shot}: {stats}")
-        assert stats["width"] == 1400 and stats["height"] == 1000
-        assert stats["ink"] > 0.03, f"page looks blank: {stats}"
-        assert stats["colours"] > 20, f"page looks blank: {stats}"
-        keep = ROOT / "out"
-        keep.mkdir(exist_ok=True)
-        shutil.copyfile(shot, keep / "ui-progress-cluster.png")
+@pytest.fixture
+def stack(shared_stack: AirflowStack, cluster: Any) -> AirflowStack:
+    """The session's shared stack (conftest.py), kafka_default pointing at ``cluster``."""
+    shared_stack.put_connection("kafka_default", cluster.bootstrap_servers)
+    return shared_stack
 
 
-def test_run_page_shows_the_progress_of_a_running_dag(tmp_path: Path, cluster: Any) -> None:
+def test_cluster_wide_page_shows_live_move(tmp_path: Path, cluster: Any, stack: AirflowStack) -> None:
+    # Unauthenticated JSON is refused; the page shell (no data) is served.
+    with pytest.raises(Exception) as err:
+        stack.request("GET", "/kafka-reassign/api/progress", auth=False)
+    assert getattr(err.value, "status", None) in (401, 403)
+    html = stack.request("GET", "/kafka-reassign/", auth=False)
+    assert "Kafka reassignment" in html
+
+    start_slow_move(cluster)
+    first = stack.request("GET", "/kafka-reassign/api/progress")
+    time.sleep(2.0)
+    view = stack.request("GET", "/kafka-reassign/api/progress")
+    moving = {(p["topic"], p["partition"]) for p in view["partitions"]}
+    assert moving == {("orders", 0), ("orders", 1)}, view["partitions"]
+    assert view["summary"]["partitions_in_flight"] == 2
+    assert view["summary"]["bytes_left"] > 0
+    assert view["summary"]["bytes_left"] < first["summary"]["bytes_left"], "bytes left do not fall"
+    assert view["summary"]["rate_bytes_per_sec"] and view["summary"]["rate_bytes_per_sec"] > 0
+    assert view["summary"]["eta_seconds"] and view["summary"]["eta_seconds"] > 0
+    for p in view["partitions"]:
+        assert p["bytes_left"] > 0 and p["bytes_total"] >= p["bytes_left"]
+        assert any(r["role"] == "adding" and r["status"].startswith("Behind") for r in p["replicas"])
+    throttled = {t["broker"]: t for t in view["throttles"]}
+    assert set(throttled) == {1, 2, 3, 4}
+    assert all(t["leader_rate"] == 2_000_000 and t["follower_rate"] == 2_000_000 for t in throttled.values())
+    assert view["under_min_isr"] == []
+
+    url = f"{stack.base_url}/kafka-reassign/?refresh_ms=1000#token={stack.token()}"
+    dom = chromium(["--virtual-time-budget=6000", "--dump-dom", url], tmp_path)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert 'data-loaded="1"' in dom.stdout, dom.stdout[-3000:]
+    for name in ("orders-0", "orders-1", "adding: behind", "2.0 MB/s", "Moving"):
+        assert name in dom.stdout, f"{name!r} not rendered"
+
+    shot = tmp_path / "progress.png"
+    out = chromium(["--virtual-time-budget=6000", f"--screenshot={shot}", "--window-size=1400,1000", url],
+                   tmp_path)
+    assert out.returncode == 0 and shot.exists(), out.stderr[-2000:]
+    stats = screenshot_stats(shot)
+    print(f"screenshot {shot}: {stats}")
+    assert stats["width"] == 1400 and stats["height"] == 1000
+    assert stats["ink"] > 0.03, f"page looks blank: {stats}"
+    assert stats["colours"] > 20, f"page looks blank: {stats}"
+    keep = ROOT / "out"
+    keep.mkdir(exist_ok=True)
+    shutil.copyfile(shot, keep / "ui-progress-cluster.png")
+
+
+def test_run_page_shows_the_progress_of_a_running_dag(tmp_path: Path, cluster: Any, stack: AirflowStack) -> None:
     """A kafka_reassign run triggered over REST, watched on its run page (the executor's saved progress)."""
-    conn = {"conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap_servers}}
-    with AirflowStack(home=tmp_path / "airflow", dags_folder=DAGS, connections={"kafka_default": conn}) as stack:
-        stack.wait_for_dag("kafka_reassign")
-        plan = {"version": 1, "partitions": [
-            {"topic": "orders", "partition": 0, "replicas": [4, 2, 3]},
-            {"topic": "orders", "partition": 1, "replicas": [1, 3, 4]}]}
-        # 400 MB partitions at 40 MB/s, one move at a time: each runs ~10 s, enough to watch it.
-        run = stack.trigger("kafka_reassign", {"plan": plan, "throttle_bytes_per_sec": 40_000_000,
-                                               "max_partition_movements": 1, "poll_interval_seconds": 1,
-                                               "batch_timeout_minutes": 10})
-        run_id = run["dag_run_id"]
-        path = f"/kafka-reassign/api/progress?dag_id=kafka_reassign&run_id={quote(run_id, safe='')}"
+    stack.wait_for_dag("kafka_reassign")
+    plan = {"version": 1, "partitions": [
+        {"topic": "orders", "partition": 0, "replicas": [4, 2, 3]},
+        {"topic": "orders", "partition": 1, "replicas": [1, 3, 4]}]}
+    # 400 MB partitions at 40 MB/s, one move at a time: each runs ~10 s, enough to watch it.
+    run = stack.trigger("kafka_reassign", {"plan": plan, "throttle_bytes_per_sec": 40_000_000,
+                                           "max_partition_movements": 1, "poll_interval_seconds": 1,
+                                           "batch_timeout_minutes": 10})
+    run_id = run["dag_run_id"]
+    path = f"/kafka-reassign/api/progress?dag_id=kafka_reassign&run_id={quote(run_id, safe='')}"
 
-        def moving() -> dict[str, Any] | None:
-            view = stack.request("GET", path)
-            busy = [p for p in view["partitions"] if p["status"].startswith("Moving") and p["bytes_left"] > 0]
-            return view if busy and view["summary"].get("rate_bytes_per_sec") else None
+    def moving() -> dict[str, Any] | None:
+        view = stack.request("GET", path)
+        busy = [p for p in view["partitions"] if p["status"].startswith("Moving") and p["bytes_left"] > 0]
+        return view if busy and view["summary"].get("rate_bytes_per_sec") else None
 
-        view = stack.wait_for(moving, 240, "a move of the run to be copying data", interval=0.5)
-        assert view["run"]["run_id"] == run_id and view["run"]["dag_id"] == "kafka_reassign"
-        assert view["summary"]["steps_total"] == 2 and view["summary"]["steps_in_flight"] == 1
-        assert {(p["topic"], p["partition"]) for p in view["partitions"]} <= {("orders", 0), ("orders", 1)}
-        assert any(t["set_by"].startswith("this run") for t in view["throttles"]), view["throttles"]
-        # Prepare's estimate is shown next to the plan, saying where it comes from.
-        estimate = view["estimate"]["estimate"]
-        assert estimate["source"] in (SOURCE_FORMULA, SOURCE_REHEARSAL) and estimate["text"], estimate
+    view = stack.wait_for(moving, 240, "a move of the run to be copying data", interval=0.5)
+    assert view["run"]["run_id"] == run_id and view["run"]["dag_id"] == "kafka_reassign"
+    assert view["summary"]["steps_total"] == 2 and view["summary"]["steps_in_flight"] == 1
+    assert {(p["topic"], p["partition"]) for p in view["partitions"]} <= {("orders", 0), ("orders", 1)}
+    assert any(t["set_by"].startswith("this run") for t in view["throttles"]), view["throttles"]
+    # Prepare's estimate is shown next to the plan, saying where it comes from.
+    estimate = view["estimate"]["estimate"]
+    assert estimate["source"] in (SOURCE_FORMULA, SOURCE_REHEARSAL) and estimate["text"], estimate
 
-        # Unencoded, as the Airflow UI substitutes {RUN_ID} into the external view's href.
-        url = f"{stack.base_url}/kafka-reassign/?dag_id=kafka_reassign&run_id={run_id}#token={stack.token()}"
-        click_pause_then_resume(stack, url, run_id, tmp_path)
-        shot = tmp_path / "run-progress.png"
-        out = chromium(["--virtual-time-budget=5000", f"--screenshot={shot}", "--window-size=1400,1000", url],
-                       tmp_path)
-        assert out.returncode == 0 and shot.exists(), out.stderr[-2000:]
-        stats = screenshot_stats(shot)
-        print(f"run page screenshot: {stats}")
-        assert stats["ink"] > 0.03 and stats["colours"] > 20, stats
-        keep = ROOT / "out"
-        keep.mkdir(exist_ok=True)
-        shutil.copyfile(shot, keep / "ui-progress-run.png")
+    # Unencoded, as the Airflow UI substitutes {RUN_ID} into the external view's href.
+    url = f"{stack.base_url}/kafka-reassign/?dag_id=kafka_reassign&run_id={run_id}#token={stack.token()}"
+    click_pause_then_resume(stack, url, run_id, tmp_path)
+    shot = tmp_path / "run-progress.png"
+    out = chromium(["--virtual-time-budget=5000", f"--screenshot={shot}", "--window-size=1400,1000", url],
+                   tmp_path)
+    assert out.returncode == 0 and shot.exists(), out.stderr[-2000:]
+    stats = screenshot_stats(shot)
+    print(f"run page screenshot: {stats}")
+    assert stats["ink"] > 0.03 and stats["colours"] > 20, stats
+    keep = ROOT / "out"
+    keep.mkdir(exist_ok=True)
+    shutil.copyfile(shot, keep / "ui-progress-run.png")
 
-        final = stack.wait_for_run("kafka_reassign", run_id, timeout=300)
-        assert final["state"] == "success", stack.diagnostics()
-        done = stack.request("GET", path)
-        assert done["summary"]["outcome"] == "done" and done["summary"]["steps_done"] == 2, done["summary"]
-        assert done["summary"]["bytes_left"] == 0 and done["throttles"] == []
+    final = stack.wait_for_run("kafka_reassign", run_id, timeout=300)
+    assert final["state"] == "success", stack.diagnostics()
+    done = stack.request("GET", path)
+    assert done["summary"]["outcome"] == "done" and done["summary"]["steps_done"] == 2, done["summary"]
+    assert done["summary"]["bytes_left"] == 0 and done["throttles"] == []
