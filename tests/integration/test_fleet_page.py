@@ -5,6 +5,9 @@ flight, ``kafka_b`` (simulated) whose last run ended leaving its throttle record
 (what a teardown that never ran leaves), and ``kafka_gone``, a connection to a closed port.
 The page reads stored state only, so the unreachable cluster neither fails nor slows it: each
 row must carry its own status word, and the screenshot must be a real page.
+
+Runs on the session's shared stack (conftest.py): the connections and the fleet Variable are
+created over the REST API, as an operator would; the page reads the Variable on each request.
 """
 from __future__ import annotations
 
@@ -13,16 +16,18 @@ import shutil
 import socket
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
-from airflow_stack import AirflowStack
+from airflow_stack import AirflowApiError, AirflowStack
 from test_ui_plugin import chromium, screenshot_stats
 
 ROOT = Path(__file__).resolve().parents[2]
-DAGS = ROOT / "dags"
 FLEET = ["kafka_a", "kafka_b", "kafka_gone"]
+FLEET_VARIABLE = "kafka_reassign_fleet"
+#: task states of a task instance still at work
+ACTIVE = {"running", "deferred", "queued", "scheduled", "up_for_retry", "up_for_reschedule", "restarting"}
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.timeout(600)]
 
@@ -33,8 +38,37 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _conn(bootstrap: str) -> dict[str, Any]:
-    return {"conn_type": "kafka", "extra": {"bootstrap.servers": bootstrap}}
+@pytest.fixture
+def stack(shared_stack: AirflowStack) -> Iterator[AirflowStack]:
+    """The shared stack; afterwards without the fleet Variable the test sets.
+
+    While the Variable is set, the DAG files parse one rebalance DAG per fleet cluster instead of
+    kafka_rebalance: wait until kafka_rebalance is parsed again, for the modules after this one.
+    """
+    yield shared_stack
+    shared_stack.request("DELETE", f"/api/v2/variables/{FLEET_VARIABLE}", expect=(204, 404))
+
+    def rebalance_dag_back() -> bool:
+        try:
+            return not shared_stack.request("GET", "/api/v2/dags/kafka_rebalance")["is_stale"]
+        except AirflowApiError as err:
+            if err.status == 404:
+                return False
+            raise
+
+    shared_stack.wait_for(rebalance_dag_back, 120, "kafka_rebalance to be parsed again", interval=1.0)
+
+
+def _end_moving_run(stack: AirflowStack, run_id: str) -> None:
+    """Mark the run still moving failed and wait for its teardown (cancels the move, restores the
+    throttle), so nothing of this test keeps working on the shared stack after its clusters stop."""
+    stack.request("PATCH", f"/api/v2/dags/kafka_reassign/dagRuns/{run_id}", {"state": "failed"})
+
+    def settled() -> bool:
+        states = {ti["task_id"]: ti["state"] for ti in stack.task_instances("kafka_reassign", run_id)}
+        return states.get("throttle_remove") in ("success", "failed") and not set(states.values()) & ACTIVE
+
+    stack.wait_for(settled, 240, f"the teardown of run {run_id}", interval=1.0)
 
 
 def _cluster(sim_cluster: Callable[..., Any], snapshot_factory: Callable[..., dict], cluster_id: str) -> Any:
@@ -56,22 +90,24 @@ def _leave_throttle_unrestored(stack: AirflowStack, run_id: str) -> dict[str, An
     return record
 
 
-def test_fleet_page_shows_three_clusters(tmp_path: Path, sim_cluster: Callable[..., Any],
+def test_fleet_page_shows_three_clusters(tmp_path: Path, stack: AirflowStack, sim_cluster: Callable[..., Any],
                                          snapshot_factory: Callable[..., dict]) -> None:
     a = _cluster(sim_cluster, snapshot_factory, "fleet-sim-a")
     b = _cluster(sim_cluster, snapshot_factory, "fleet-sim-b")
-    conns = {"kafka_a": _conn(a.bootstrap_servers), "kafka_b": _conn(b.bootstrap_servers),
-             "kafka_gone": _conn(f"127.0.0.1:{_closed_port()}")}
-    env = {"AIRFLOW_VAR_KAFKA_REASSIGN_FLEET": json.dumps(FLEET)}
-    with AirflowStack(home=tmp_path / "airflow", dags_folder=DAGS, connections=conns, extra_env=env) as stack:
-        stack.wait_for_dag("kafka_reassign")
-        # kafka_b: a small move that finishes; kafka_a: 400 MB at 2 MB/s, still moving while the page is read.
-        run_b = stack.trigger("kafka_reassign", {"kafka_conn_id": "kafka_b", "plan": {"version": 1, "partitions": [
-            {"topic": "clicks", "partition": 0, "replicas": [3, 4]}]}, "throttle_bytes_per_sec": 50_000_000,
-            "poll_interval_seconds": 1})["dag_run_id"]
-        run_a = stack.trigger("kafka_reassign", {"kafka_conn_id": "kafka_a", "plan": {"version": 1, "partitions": [
-            {"topic": "orders", "partition": 0, "replicas": [4, 2, 3]}]}, "throttle_bytes_per_sec": 2_000_000,
-            "poll_interval_seconds": 1, "batch_timeout_minutes": 30})["dag_run_id"]
+    # The connections first: the DAG files check the fleet's connections when they parse.
+    for conn_id, bootstrap in (("kafka_a", a.bootstrap_servers), ("kafka_b", b.bootstrap_servers),
+                               ("kafka_gone", f"127.0.0.1:{_closed_port()}")):
+        stack.put_connection(conn_id, bootstrap)
+    stack.request("POST", "/api/v2/variables", {"key": FLEET_VARIABLE, "value": json.dumps(FLEET)}, expect=(200, 201))
+    stack.wait_for_dag("kafka_reassign")
+    # kafka_b: a small move that finishes; kafka_a: 400 MB at 2 MB/s, still moving while the page is read.
+    run_b = stack.trigger("kafka_reassign", {"kafka_conn_id": "kafka_b", "plan": {"version": 1, "partitions": [
+        {"topic": "clicks", "partition": 0, "replicas": [3, 4]}]}, "throttle_bytes_per_sec": 50_000_000,
+        "poll_interval_seconds": 1})["dag_run_id"]
+    run_a = stack.trigger("kafka_reassign", {"kafka_conn_id": "kafka_a", "plan": {"version": 1, "partitions": [
+        {"topic": "orders", "partition": 0, "replicas": [4, 2, 3]}]}, "throttle_bytes_per_sec": 2_000_000,
+        "poll_interval_seconds": 1, "batch_timeout_minutes": 30})["dag_run_id"]
+    try:
         assert stack.wait_for_run("kafka_reassign", run_b, timeout=300)["state"] == "success", stack.diagnostics()
         record = _leave_throttle_unrestored(stack, run_b)
         assert record["cluster_id"] == "fleet-sim-b"
@@ -92,6 +128,8 @@ def test_fleet_page_shows_three_clusters(tmp_path: Path, sim_cluster: Callable[.
         _check_rows(rows, run_a, run_b)
         assert a_moving_rows["kafka_a"]["in_flight"]["run_id"] == run_a
         _check_page(stack, tmp_path, run_a, run_b)
+    finally:
+        _end_moving_run(stack, run_a)
 
 
 def _check_rows(rows: dict[str, dict[str, Any]], run_a: str, run_b: str) -> None:
