@@ -47,6 +47,17 @@ def screenshot_stats(path: Path) -> dict[str, float]:
     return {"ink": ink / len(pixels), "colours": len(set(pixels)), "width": img.width, "height": img.height}
 
 
+def page_screenshot(url: str, tmp: Path, name: str, budget_ms: int) -> dict[str, float]:
+    """A 1400x1000 screenshot of ``url`` in headless Chromium (tmp/name); its :func:`screenshot_stats`."""
+    shot = tmp / name
+    out = chromium([f"--virtual-time-budget={budget_ms}", f"--screenshot={shot}", "--window-size=1400,1000", url],
+                   tmp)
+    assert out.returncode == 0 and shot.exists(), out.stderr[-2000:]
+    stats = screenshot_stats(shot)
+    print(f"screenshot {shot}: {stats}")
+    return stats
+
+
 def start_slow_move(cluster: Any, run_id: str = "ui-test-move") -> None:
     """Start a throttled reassignment directly through the domain package (no Airflow)."""
     from kafka_reassign.cluster.admin import KafkaAdmin
@@ -145,18 +156,13 @@ def test_cluster_wide_page_shows_live_move(tmp_path: Path, cluster: Any, stack: 
     for name in ("orders-0", "orders-1", "adding: behind", "2.0 MB/s", "Moving"):
         assert name in dom.stdout, f"{name!r} not rendered"
 
-    shot = tmp_path / "progress.png"
-    out = chromium(["--virtual-time-budget=6000", f"--screenshot={shot}", "--window-size=1400,1000", url],
-                   tmp_path)
-    assert out.returncode == 0 and shot.exists(), out.stderr[-2000:]
-    stats = screenshot_stats(shot)
-    print(f"screenshot {shot}: {stats}")
+    stats = page_screenshot(url, tmp_path, "progress.png", 6000)
     assert stats["width"] == 1400 and stats["height"] == 1000
     assert stats["ink"] > 0.03, f"page looks blank: {stats}"
     assert stats["colours"] > 20, f"page looks blank: {stats}"
     keep = ROOT / "out"
     keep.mkdir(exist_ok=True)
-    shutil.copyfile(shot, keep / "ui-progress-cluster.png")
+    shutil.copyfile(tmp_path / "progress.png", keep / "ui-progress-cluster.png")
 
 
 def test_run_page_shows_the_progress_of_a_running_dag(tmp_path: Path, cluster: Any, stack: AirflowStack) -> None:
@@ -189,16 +195,11 @@ def test_run_page_shows_the_progress_of_a_running_dag(tmp_path: Path, cluster: A
     # Unencoded, as the Airflow UI substitutes {RUN_ID} into the external view's href.
     url = f"{stack.base_url}/kafka-reassign/?dag_id=kafka_reassign&run_id={run_id}#token={stack.token()}"
     click_pause_then_resume(stack, url, run_id, tmp_path)
-    shot = tmp_path / "run-progress.png"
-    out = chromium(["--virtual-time-budget=5000", f"--screenshot={shot}", "--window-size=1400,1000", url],
-                   tmp_path)
-    assert out.returncode == 0 and shot.exists(), out.stderr[-2000:]
-    stats = screenshot_stats(shot)
-    print(f"run page screenshot: {stats}")
+    stats = page_screenshot(url, tmp_path, "run-progress.png", 5000)
     assert stats["ink"] > 0.03 and stats["colours"] > 20, stats
     keep = ROOT / "out"
     keep.mkdir(exist_ok=True)
-    shutil.copyfile(shot, keep / "ui-progress-run.png")
+    shutil.copyfile(tmp_path / "run-progress.png", keep / "ui-progress-run.png")
 
     final = stack.wait_for_run("kafka_reassign", run_id, timeout=300)
     assert final["state"] == "success", stack.diagnostics()
