@@ -48,7 +48,9 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 def _stop_shared() -> None:
     while _RUNNING:
-        _RUNNING.pop().stop()
+        # The stack is thrown away: a component still up 5 s after SIGTERM is killed (the default
+        # 20 s grace was always used up, some component ignores SIGTERM while tasks are around).
+        _RUNNING.pop().stop(grace=5.0)
 
 
 @pytest.fixture(scope="session")
