@@ -53,7 +53,8 @@ class QuotaMeter:
         sample) and starts fresh again once every sample has gone obsolete.
     """
 
-    __slots__ = ("window", "min_span", "aged", "t", "rate", "first", "ts", "cs", "version", "_break")
+    __slots__ = ("window", "min_span", "aged", "t", "rate", "first", "ts", "cs", "version", "_break", "_never",
+                 "_lump_at")
 
     def __init__(self, samples: int = DEFAULT_SAMPLES, sample_seconds: float = DEFAULT_SAMPLE_SECONDS,
                  aged: bool = False) -> None:
@@ -71,6 +72,8 @@ class QuotaMeter:
         # the next break below is valid, in absolute time, until it is bumped
         self.version = 0
         self._break: tuple[int, float] | None = None  # version, time
+        self._never: tuple[int, float, float] | None = None  # version, bound, level that never cross
+        self._lump_at = -math.inf  # time of the last lump recorded
 
     # -- the cumulative curve
     def _cum(self, x: float, left: bool = False) -> float:
@@ -195,6 +198,7 @@ class QuotaMeter:
         if self.t is None:
             self._open(now)  # the first record of a fresh (or expired) sensor opens its window
         self.version += 1
+        self._lump_at = now
         c = self._cum(now)
         self.ts += [now, now]
         self.cs += [c, c + max(0.0, nbytes)]
@@ -320,6 +324,11 @@ class QuotaMeter:
         if side == 0:
             return math.inf
         up = side > 0
+        if up and side - rate * w > _EPS_BYTES:
+            # bytes leaving only raise the allowance, and recording lowers it by at most
+            # rate * window before the window holds current-rate bytes alone: it stays above
+            # the level (far beyond rounding), as the sweep would find break after break
+            return math.inf
         d0, a0 = 0.0, side  # the last break and the allowance just after it
         k = 0
         while k < n:
@@ -358,6 +367,30 @@ class QuotaMeter:
                 return self._cum(x, left)
         return self._on_segment(i, x)
 
+    def cross_at(self, now: float, bound: float, level: float) -> float:
+        """Time the allowance reaches ``level``: ``seconds_to_cross`` in absolute time, with a
+        "never" kept while the meter's course, the bound and the level stay the same.
+
+        Most open quotas never cross on their course, and the sweep that finds that out (over
+        every breakpoint of the window, for every quota at every re-plan) was the rehearsal's
+        hot spot. Finite crossings are computed afresh every time: the walk started at a later
+        time lands on the same crossing only up to rounding, and the fluid model's event
+        order (then the executor's choices) can turn on that last bit. A "never" is not kept
+        while a lump is in the window: there the walk's window tail can land an ulp past the
+        lump and count it gone a break early, so an answer depends on when the walk starts.
+
+        :param now: simulated seconds (the meter's time once it records)
+        :param bound: the quota in bytes/s
+        :param level: allowance in bytes to reach
+        """
+        if self.t is None:
+            return now + self.seconds_to_cross(bound, level)
+        if self._never == (self.version, bound, level) and self._lump_at < self.ts[0]:
+            return math.inf
+        seconds = self.seconds_to_cross(bound, level)
+        self._never = (self.version, bound, level) if math.isinf(seconds) else None
+        return self.t + seconds
+
     def break_at(self, now: float) -> float:
         """Time of the allowance's next slope change: ``next_break`` in absolute time, kept
         until the meter's course changes or the break is reached.
@@ -366,7 +399,7 @@ class QuotaMeter:
         a quota at its bound whose recording rate a re-plan did not change costs nothing.
         (Crossings are not kept that way: recomputed later, the walk can land a window's tail
         an ulp the other side of a lump and answer differently, so keeping one would change
-        the model's event times.)
+        the model's event times; :meth:`cross_at` keeps only "never".)
 
         :param now: simulated seconds (the meter's time once it records)
         """

@@ -148,7 +148,7 @@ class ReplicationQuotas:
         allowance = meter.allowance(bound)
         band = meter.band(bound)
         if allowance > band:
-            return self._t + meter.seconds_to_cross(bound, 0.0)
+            return meter.cross_at(self._t, bound, 0.0)
         if allowance < -band:
-            return self._t + meter.seconds_to_cross(bound, -band * 0.5)
+            return meter.cross_at(self._t, bound, -band * 0.5)
         return meter.break_at(self._t)  # at the bound until what leaves the window changes

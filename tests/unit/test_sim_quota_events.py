@@ -33,6 +33,21 @@ def _random_history(rng: random.Random, aged: bool, bound: float, steps: int = 8
         yield meter, t
 
 
+def _small_steps(rng: random.Random, meter: QuotaMeter, bound: float, top_rate: float):
+    """Drive a meter by small steps, mostly plain advances (many answers come from a kept one); yields the time."""
+    t = 0.0
+    for _step in range(120):
+        t += rng.choice([0.0, 0.01, 0.05, 0.1, 0.3])
+        op = rng.random()
+        if op < 0.08:
+            meter.set_rate(t, rng.choice([0.0, top_rate * rng.random()]))
+        elif op < 0.12:
+            meter.record(t, rng.random() * bound)
+        else:
+            meter.advance(t)
+        yield t
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_aged_sweep_equals_the_walk_bit_for_bit(seed):
     rng = random.Random(seed)
@@ -58,16 +73,7 @@ def test_kept_next_break_equals_the_recomputed_one(aged):
     for _ in range(300):
         bound = rng.choice([1 * MB, 2 * MB])
         meter = QuotaMeter(11, 1.0, aged=aged)
-        t = 0.0
-        for _step in range(120):
-            t += rng.choice([0.0, 0.01, 0.05, 0.1, 0.3])  # small steps: many answers come from the kept one
-            op = rng.random()
-            if op < 0.08:
-                meter.set_rate(t, rng.choice([0.0, bound * rng.random()]))
-            elif op < 0.12:
-                meter.record(t, rng.random() * bound)
-            else:
-                meter.advance(t)
+        for t in _small_steps(rng, meter, bound, bound):
             before = meter._break
             answer = meter.break_at(t)
             kept += before is not None and meter._break is before
@@ -86,3 +92,31 @@ def test_the_kept_break_is_dropped_when_the_course_changes():
     assert meter.break_at(5.0) == pytest.approx(11.0)
     meter.advance(11.5)
     assert meter.break_at(11.5) == pytest.approx(16.0)  # passed: the next one, recomputed
+
+
+@pytest.mark.parametrize("aged", [True, False])
+def test_kept_never_equals_the_recomputed_answer(aged):
+    rng = random.Random(21 if aged else 22)
+    kept = crossings = 0
+    for _ in range(300):
+        bound = rng.choice([1 * MB, 2 * MB])
+        level = rng.choice([0.0, -bound / 4])  # one level per quota mode, as _quota_event asks
+        meter = QuotaMeter(11, 1.0, aged=aged)
+        for t in _small_steps(rng, meter, bound, 2 * bound):
+            kept += meter._never is not None and meter._never == (meter.version, bound, level)
+            answer = meter.cross_at(t, bound, level)
+            recomputed = (meter.t if meter.t is not None else t) + meter.seconds_to_cross(bound, level)
+            assert answer == recomputed  # bit for bit: the model's event times do not move
+            crossings += not math.isinf(answer)
+    assert kept > 1_000 and crossings > 500  # kept answers were used, and finite ones were asked too
+
+
+def test_a_kept_never_is_dropped_when_the_course_changes():
+    meter = QuotaMeter(11, 1.0, aged=True)
+    meter.set_rate(0.0, 0.5 * MB)  # under a 1 MB/s bound: never spent
+    assert math.isinf(meter.cross_at(0.0, 1 * MB, 0.0))
+    meter.advance(2.0)
+    assert math.isinf(meter.cross_at(2.0, 1 * MB, 0.0)) and meter._never == (meter.version, 1 * MB, 0.0)
+    meter.set_rate(2.0, 2 * MB)  # 10 MB left at 2 MB/s, nothing leaves the window before 11 s
+    assert meter.cross_at(2.0, 1 * MB, 0.0) == pytest.approx(7.0)
+    assert meter._never is None
