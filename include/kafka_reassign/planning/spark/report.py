@@ -27,7 +27,7 @@ Definitions (also in the README):
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kafka_reassign.planning.estimate import PlannedMove
 from kafka_reassign.planning.spark.assignor import PlanOptions
@@ -46,14 +46,9 @@ def disk_balance(bytes_: dict[int, float], brokers: dict[int, BrokerInfo], ids: 
     return max((bytes_[b] / brokers[b].capacity for b in ids), default=0.0) / mean if mean else 1.0
 
 
-def count_balance(values: dict[int, int], ids: list[int]) -> float:
-    """max / mean over ``ids``."""
-    mean = sum(values[b] for b in ids) / len(ids) if ids else 0.0
-    return max(values[b] for b in ids) / mean if mean else 1.0
-
-
-def rate_balance(values: dict[int, float], ids: list[int]) -> float:
-    """max / mean of a produce rate over ``ids`` (1.0 when no rate is known)."""
+def count_balance(values: Mapping[int, float], ids: list[int]) -> float:
+    """max / mean over ``ids`` of a count or a rate (a broker without a value counts 0; 1.0 when
+    every value is 0, e.g. no produce rate known)."""
     mean = sum(values.get(b, 0.0) for b in ids) / len(ids) if ids else 0.0
     return max(values.get(b, 0.0) for b in ids) / mean if mean > 0 else 1.0
 
@@ -88,10 +83,10 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
                      "after": count_balance(after.count, live)},
         "leaders": {"before": count_balance(before.leaders, everyone),
                     "after": count_balance(after.leaders, live)},
-        "network_in": {"before": rate_balance(before.net_in, everyone),
-                       "after": rate_balance(after.net_in, live)},
-        "leader_bytes_in": {"before": rate_balance(before.bytes_in, everyone),
-                            "after": rate_balance(after.bytes_in, live)},
+        "network_in": {"before": count_balance(before.net_in, everyone),
+                       "after": count_balance(after.net_in, live)},
+        "leader_bytes_in": {"before": count_balance(before.bytes_in, everyone),
+                            "after": count_balance(after.bytes_in, live)},
     }
     balance = {k: {x: round(y, 4) for x, y in v.items()} for k, v in balance.items()}
     return {
