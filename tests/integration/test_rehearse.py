@@ -61,12 +61,14 @@ def test_preflight_refuses_a_written_partition_below_its_stall_point_then_passes
             # replica needs P more: a 600 KB/s throttle is at the stall point (3 x 300 KB/s).
             with pytest.raises(PreflightError) as info:
                 prepare(admin, plan_for({0: [4, 2, 3]}), {"throttle_bytes_per_sec": 600_000,
-                                                          "produce_sample_seconds": 2.0})
+                                                          "produce_sample_seconds": 3.0})
             text = str(info.value)
             assert "orders-0" in text and "broker(s) 1" in text and "nothing was written" in text
             smallest = [p for p in info.value.problems if p.entry == "throttle_bytes_per_sec"][0].reason
             need = int(re.search(r"/s \((\d+)\)", smallest).group(1))
-            assert 850_000 <= need <= 1_050_000, smallest  # 3 x 300 KB/s of records (+ batch overhead)
+            # 3 x 300 KB/s of records (+ batch overhead). The producer makes up for a late tick
+            # with a burst, so a 3 s sample on a loaded machine can read up to a tick-burst more.
+            assert 850_000 <= need <= 1_150_000, smallest
             assert cluster.write_count == 0
             prepared = prepare(admin, plan_for({0: [4, 2, 3]}), {"throttle_bytes_per_sec": need + 500_000,
                                                                  "produce_sample_seconds": 2.0})

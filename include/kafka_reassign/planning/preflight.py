@@ -21,7 +21,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from kafka_reassign.cluster.config_source import ConfigsRead
 from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
@@ -31,6 +31,7 @@ from kafka_reassign.cluster.state import ClusterState, TopicPartition
 from kafka_reassign.units import fmt_bytes
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: A move whose catch-up gets less than this share of the throttle is reported as slow.
 SLOW_SHARE = 0.5
@@ -74,6 +75,12 @@ def _leader_sizes(admin: KafkaAdminPort, leaders: Mapping[TopicPartition, int]) 
             if not r.is_future and leaders.get((r.topic, r.partition)) == r.broker}
 
 
+def _timed(clock: Callable[[], float], read: Callable[[], T]) -> tuple[T, float]:
+    start = clock()
+    value = read()
+    return value, (start + clock()) / 2
+
+
 def measure_produce_rates(admin: KafkaAdminPort, state: ClusterState, partitions: Iterable[TopicPartition], seconds: float,
                           *, sleep: Callable[[float], None] = time.sleep,
                           clock: Callable[[], float] = time.monotonic) -> ProduceRates:
@@ -89,19 +96,21 @@ def measure_produce_rates(admin: KafkaAdminPort, state: ClusterState, partitions
         p = state.partition(*key)
         if p is not None and p.leader >= 0:
             leaders[key] = p.leader
-    t0 = clock()
-    off0, size0 = admin.list_offsets(leaders), _leader_sizes(admin, leaders)
+    # Each read is stamped at its own midpoint: a slow second read (a loaded broker, a new
+    # connection) would otherwise count the bytes written while it waited against the window.
+    off0, to0 = _timed(clock, lambda: admin.list_offsets(leaders))
+    size0, ts0 = _timed(clock, lambda: _leader_sizes(admin, leaders))
     sleep(seconds)
-    t1 = clock()
-    off1, size1 = admin.list_offsets(leaders), _leader_sizes(admin, leaders)
-    dt = max(t1 - t0, 1e-6)
+    off1, to1 = _timed(clock, lambda: admin.list_offsets(leaders))
+    size1, ts1 = _timed(clock, lambda: _leader_sizes(admin, leaders))
+    dt, dt_off = max(ts1 - ts0, 1e-6), max(to1 - to0, 1e-6)
     rates: dict[TopicPartition, float] = {}
     records: dict[TopicPartition, float] = {}
     shrunk: list[TopicPartition] = []
     missing: list[TopicPartition] = []
     for key in leaders:
         if key in off0 and key in off1:
-            records[key] = max(0, off1[key] - off0[key]) / dt
+            records[key] = max(0, off1[key] - off0[key]) / dt_off
         if key in size0 and key in size1 and size1[key] >= size0[key]:
             rates[key] = (size1[key] - size0[key]) / dt
         elif key in size0 and key in size1 and key in records:
