@@ -114,7 +114,7 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         """Metadata of ``topics`` (all when None)."""
         from kafka.errors import for_code
         out = []
-        for t in self._call("Metadata", self._open.describe_topics, topics):
+        for t in self._call("Metadata", "describe_topics", topics):
             code = t.get("error_code", 0) or 0
             parts = tuple(PartitionMetadata(partition=int(p["partition_index"]), leader=int(p.get("leader_id", -1)),
                                             replicas=tuple(int(x) for x in p.get("replica_nodes", []) or []),
@@ -164,7 +164,7 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
             arg = [KTP(t, p) for t, p in partitions]
             if not arg:
                 return {}
-        raw = self._call("ListPartitionReassignments", self._open.list_partition_reassignments, arg)
+        raw = self._call("ListPartitionReassignments", "list_partition_reassignments", arg)
         return {(tp.topic, tp.partition): InFlight(tuple(v["replicas"]), tuple(v["adding_replicas"]),
                                                    tuple(v["removing_replicas"]))
                 for tp, v in raw.items()}
@@ -214,7 +214,7 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         if not keys:
             return {}
         try:
-            raw = self._call("ListOffsets", self._open.list_partition_offsets,
+            raw = self._call("ListOffsets", "list_partition_offsets",
                              {KTP(t, p): OffsetSpec(spec) for t, p in keys})
         except KafkaAdminError as exc:
             if len(keys) == 1:
@@ -242,7 +242,7 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         # those partitions only; submitting the same target again is idempotent.
         for attempt in range(self.retry_attempts):
             arg = {KTP(t, p): (list(r) if r is not None else None) for (t, p), r in todo.items()}
-            raw = self._call("AlterPartitionReassignments", self._open.alter_partition_reassignments, arg)
+            raw = self._call("AlterPartitionReassignments", "alter_partition_reassignments", arg)
             retry: dict[TopicPartition, Iterable[int] | None] = {}
             for tp, err in raw.items():
                 key = (tp.topic, tp.partition)
@@ -269,7 +269,7 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         if not by_topic:
             return {}
         from kafka.errors import for_code
-        resp = self._call("ElectLeaders", self._open.elect_leaders, 0, by_topic, raise_errors=False)
+        resp = self._call("ElectLeaders", "elect_leaders", 0, by_topic, raise_errors=False)
         out: dict[TopicPartition, str | None] = {}
         for res in getattr(resp, "replica_election_results", []):
             for pr in res.partition_result:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Self, TypeVar
 
 from tenacity import (RetryError, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay,
                       wait_exponential)
@@ -110,7 +110,7 @@ class AdminConnection:
         self._client: KafkaAdminClient | None = None
         log.debug("KafkaAdmin(%s)", redact(kwargs))
         # Bootstrapping already retries for bootstrap_timeout_ms; retrying that again only delays the error.
-        self._client = self._call("connect", self._connect, attempts=1)
+        self._client = self._retried("connect", self._connect, attempts=1)
         self._require_kip455()
 
     def _connect(self) -> "KafkaAdminClient":
@@ -210,8 +210,18 @@ class AdminConnection:
         except Exception as exc:  # noqa: BLE001 - the retried call reports the real error
             log.debug("metadata refresh failed: %s", exc)
 
-    def _call(self, operation: str, fn: Callable[..., T], *args: object, attempts: int | None = None,
-              **kwargs: object) -> T:
+    def _call(self, operation: str, method: str, *args: object, attempts: int | None = None,
+              **kwargs: object) -> Any:
+        """Send one admin request, retried: ``method`` names the KafkaAdminClient method.
+
+        It is looked up on the current client at each try, so a retry after a hung client was
+        replaced goes through the new one.
+        """
+        def attempt() -> Any:
+            return self._within_deadline(operation, getattr(self._open, method), args, kwargs)
+        return self._retried(operation, attempt, attempts)
+
+    def _retried(self, operation: str, attempt: Callable[[], T], attempts: int | None = None) -> T:
         retrying = Retrying(
             retry=retry_if_exception(self._retry_worthy),
             stop=stop_after_attempt(attempts or self.retry_attempts) | stop_after_delay(self.retry_max_seconds),
@@ -221,7 +231,7 @@ class AdminConnection:
                                                 rs.outcome and rs.outcome.exception(), rs.attempt_number),
         )
         try:
-            return retrying(self._attempt, operation, fn, args, kwargs)
+            return retrying(attempt)
         except RetryError as exc:
             last = exc.last_attempt.exception()
             raise KafkaAdminError(operation, error_name(last),
@@ -233,15 +243,6 @@ class AdminConnection:
             if isinstance(exc, KafkaError) or isinstance(exc, (OSError, RuntimeError)):
                 raise KafkaAdminError(operation, error_name(exc), str(exc)) from exc
             raise
-
-    def _attempt(self, operation: str, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
-        """One try of ``fn``, on the current client even when ``fn`` was bound to a replaced one."""
-        owner = getattr(fn, "__self__", None)
-        if owner is not None and owner is not self._client and type(owner).__name__ == "KafkaAdminClient":
-            fn = getattr(self._open, fn.__name__)
-        if operation == "connect":  # bounded by bootstrap_timeout_ms, and there is no client to replace
-            return fn(*args, **kwargs)
-        return self._within_deadline(operation, fn, args, kwargs)
 
     def _within_deadline(self, operation: str, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
         """Run ``fn`` but wait at most ``call_timeout_seconds`` for it.
@@ -279,7 +280,7 @@ class AdminConnection:
 
     def describe_cluster(self) -> ClusterDescription:
         """The cluster id, the controller and every registered broker."""
-        raw = self._call("DescribeCluster", self._open.describe_cluster)
+        raw = self._call("DescribeCluster", "describe_cluster")
         brokers = tuple(BrokerNode(id=int(b["broker_id"]), host=str(b.get("host", "")), port=int(b.get("port", 0)),
                                    rack=b.get("rack"), fenced=bool(b.get("is_fenced", False)))
                         for b in raw.get("brokers", []))

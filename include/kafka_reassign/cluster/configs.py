@@ -19,7 +19,7 @@ class ConfigAccess(AdminConnection):
             return {}
         from kafka.admin import ConfigResource, ConfigResourceType
         res = [ConfigResource(ConfigResourceType.TOPIC, t, ["min.insync.replicas"]) for t in topics]
-        raw = self._call("DescribeConfigs", self._open.describe_configs, res, config_filter="all")
+        raw = self._call("DescribeConfigs", "describe_configs", res, config_filter="all")
         out: dict[str, dict[str, str]] = {}
         for name, entries in (raw.get("topic") or {}).items():
             v = (entries.get("min.insync.replicas") or {}).get("value")
@@ -33,7 +33,7 @@ class ConfigAccess(AdminConnection):
             return 1
         from kafka.admin import ConfigResource, ConfigResourceType
         try:
-            raw = self._call("DescribeConfigs", self._open.describe_configs,
+            raw = self._call("DescribeConfigs", "describe_configs",
                              [ConfigResource(ConfigResourceType.BROKER, str(broker_id), ["min.insync.replicas"])],
                              config_filter="all")
             v = ((raw.get("broker") or {}).get(str(broker_id)) or {}).get("min.insync.replicas", {}).get("value")
@@ -73,7 +73,7 @@ class ConfigAccess(AdminConnection):
             out.values[(rtype, r.name)] = {k: None for k in (key_list or [])}
         if not res:
             return out
-        raw = self._call("DescribeConfigs", self._open.describe_configs, res, config_filter="all")
+        raw = self._call("DescribeConfigs", "describe_configs", res, config_filter="all")
         for rtype in ("broker", "topic"):
             for name, entries in (raw.get(rtype) or {}).items():
                 d = out.values.setdefault((rtype, name), {})
@@ -136,7 +136,7 @@ class ConfigAccess(AdminConnection):
             return
         res = [ConfigResource(ConfigResourceType.BROKER if rtype == "broker" else ConfigResourceType.TOPIC,
                               name, cfg) for (rtype, name), cfg in grouped.items()]
-        raw = self._call("IncrementalAlterConfigs", self._open.alter_configs, res, validate_only=validate_only,
+        raw = self._call("IncrementalAlterConfigs", "alter_configs", res, validate_only=validate_only,
                          raise_on_unknown=False, incremental=True)
         failed = [f"{rtype} {name}: {result}" for rtype, by_name in (raw or {}).items()
                   for name, result in by_name.items() if result != "OK"]

@@ -58,7 +58,7 @@ class LogDirAccess(AdminConnection):
             resp = answers.get(b)
             if resp is None:  # not answered in the concurrent round: alone, with retries
                 try:
-                    resp = self._call("DescribeLogDirs", self._open.describe_log_dirs, tp_arg, [b], attempts=2)
+                    resp = self._call("DescribeLogDirs", "describe_log_dirs", tp_arg, [b], attempts=2)
                 except KafkaAdminError as exc:
                     log.warning("DescribeLogDirs on broker %s failed: %s", b, exc)
                     continue
@@ -124,7 +124,7 @@ class LogDirAccess(AdminConnection):
         """
         if not moves:
             return {}
-        raw = self._call("AlterReplicaLogDirs", self._open.alter_replica_log_dirs, dict(moves))
+        raw = self._call("AlterReplicaLogDirs", "alter_replica_log_dirs", dict(moves))
         out: dict[tuple[str, int, int], str | None] = {}
         for tpr, err in raw.items():
             name = error_name(err)
