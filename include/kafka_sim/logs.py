@@ -8,7 +8,7 @@ from typing import Iterable
 
 from kafka_sim import errors as E
 from kafka_sim.configs import TOPIC_CONFIGS
-from kafka_sim.model_base import locked
+from kafka_sim.model_base import OrderedSet, locked
 from kafka_sim.state import NO_RECORDS, Partition, Replica
 
 _BATCH_HEADER = 61
@@ -33,7 +33,7 @@ class DirUsage:
         self.own: dict[Partition, Replica] = {}
         self.future: dict[Partition, Replica] = {}
         self.parts: dict[Partition, tuple[str, float, float]] = {}  # tracking replicas' share
-        self.stale: set[Partition] = set()
+        self.stale: OrderedSet[Partition] = OrderedSet()
         for p in partitions:
             self._count(p)
 

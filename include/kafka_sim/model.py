@@ -34,7 +34,7 @@ from kafka_sim.config_types import ConfigEntry, ConfigValueError, normalize
 from kafka_sim.cordons import Cordons
 from kafka_sim.configs import BROKER_CONFIGS
 from kafka_sim.leadership import Leadership
-from kafka_sim.model_base import locked
+from kafka_sim.model_base import OrderedSet, locked
 from kafka_sim.logs import Logs
 from kafka_sim.reassignment import Reassignment
 from kafka_sim.replication import Replication
@@ -76,8 +76,8 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self.topics: dict[str, Topic] = {}
         self.configs = BrokerConfigState()
         self._by_broker: dict[int, dict[Partition, None]] = {}
-        self._active: set[Partition] = set()
-        self._dirty: set[Partition] = set()
+        self._active: OrderedSet[Partition] = OrderedSet()
+        self._dirty: OrderedSet[Partition] = OrderedSet()
         # per partition: (broker, out, in, leader-quota recorded, follower-quota recorded)
         self._contrib: dict[Partition, tuple[tuple[int, float, float, float, float], ...]] = {}
         self._steady_rec: dict[tuple[str, int], float] = {}  # in-sync bytes/s recorded per quota
@@ -85,11 +85,11 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._meters: dict[tuple[str, int], Any] = {}  # QuotaMeter per (side, broker)
         self._quota_keys: list[tuple[str, int]] = []  # quotas the current plan's flows cross
         self._flow_cache: dict[Partition, list[Any]] = {}  # flows of each active partition
-        self._fresh: set[Partition] = set()  # flushed since the last zero-time check
+        self._fresh: OrderedSet[Partition] = OrderedSet()  # flushed since the last zero-time check
         self._lag_cache: dict[int, float] = {}
         self._dir_logs: dict[int, dict[str, int]] = {}  # logs per log dir of each broker
         self._dir_usage: dict[int, Any] = {}  # DirUsage per broker, dropped when its replicas change
-        self._imbalanced: set[Partition] = set()  # led by a replica other than the first
+        self._imbalanced: OrderedSet[Partition] = OrderedSet()  # led by a replica other than the first
         self._balance_at: float | None = None  # next automatic preferred-leader election  # replica.lag.time.max.ms per broker, in seconds
         self._steady_out: dict[int, float] = {}
         self._steady_in: dict[int, float] = {}

@@ -21,7 +21,7 @@ Kafka behaviour followed (apache/kafka):
 """
 from __future__ import annotations
 
-from kafka_sim.model_base import CATCH_UP_EPS, MAX_SUBSTEPS
+from kafka_sim.model_base import CATCH_UP_EPS, MAX_SUBSTEPS, OrderedSet
 from kafka_sim.replication_flows import Flow, FlowPlanning
 from kafka_sim.replication_quotas import ReplicationQuotas
 from kafka_sim.replication_tracking import ChangeTracking
@@ -80,7 +80,7 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
         re-planning; everything else waits for time to pass.
         """
         while self._fresh:
-            fresh, self._fresh = self._fresh, set()
+            fresh, self._fresh = self._fresh, OrderedSet()
             done: list[Flow] = []
             for p in fresh:
                 if p not in self._active:
