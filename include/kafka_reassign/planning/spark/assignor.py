@@ -60,6 +60,9 @@ class PlanOptions:
     :param balance_tolerance: a broker may end this much above the mean utilisation
     :param count_tolerance: replica-count tolerance around the mean (rebalance)
     :param leader_tolerance: preferred-leader-count tolerance around the mean (rebalance)
+    :param balance_network_in: balancing goals also even out network in (produce received as
+        leader or follower) after the disk balance, when the snapshot has produce rates
+    :param network_in_tolerance: a broker's network in may end this much above the mean
     :param topic_spread_slack: replicas of one topic per broker allowed above the even share
     :param throttle_bytes_per_sec: replication throttle for the time estimate (None = NIC speed)
     :param timeout_seconds: the planning Spark jobs are cancelled after this long (an error
@@ -80,10 +83,12 @@ class PlanOptions:
     balance_tolerance: float = 0.04
     count_tolerance: float = 0.10
     leader_tolerance: float = 0.10
+    network_in_tolerance: float = 0.10
     topic_spread_slack: int = 1
     balance_counts: bool = True
     balance_leaders: bool = True
     balance_topic_spread: bool = True
+    balance_network_in: bool = True
     throttle_bytes_per_sec: float | None = None
     log_dir_throttle_bytes_per_sec: float | None = None
     max_partition_movements: int = D.MAX_PARTITION_MOVEMENTS

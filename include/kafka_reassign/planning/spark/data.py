@@ -7,7 +7,8 @@ returning small pandas frames (brokers-, groups- or moves-sized) to the driver:
   the partition rows the plan cannot use (unknown brokers, missing sizes...);
 * :meth:`search` - the move search, one task per broker group (:func:`search.search_group`);
 * :meth:`changes` - moves applied and leaders chosen, one task per partition group
-  (:func:`leaders.choose_leaders`), returning only partitions whose replica list changes.
+  (:func:`leaders.choose_leaders`), returning only partitions whose replica list changes;
+* :meth:`net_candidates` - a few replicas per broker for the network-in pass (:mod:`.network`).
 
 The same pandas functions run in the Spark tasks and in the local engine, so the two agree.
 """
@@ -25,6 +26,8 @@ from kafka_reassign.planning.spark.spark_session import _quiet
 PARTITION_SCHEMA = ("topic string, partition int, replicas array<int>, log_dirs array<string>, "
                     "size_bytes double, bytes_in_per_sec double, leader int, remote_bytes double")
 MAX_EXAMPLES = 10
+#: columns of :meth:`SparkData.net_candidates` (the network-in pass's candidate replicas)
+NET_COLUMNS = ("topic", "partition", "pos", "broker", "size_bytes", "rate", "replicas", "rank")
 
 
 def _task(fn: Any, inputs: Any) -> Any:
@@ -130,12 +133,14 @@ class SparkData:
         lim = self.spark.createDataFrame([(b, g, float(x)) for b, (g, x) in limits.items()],
                                          "broker int, grp string, max_size double")
         r = (self.parts.select("topic", "partition", "size_bytes", "crc", "replicas",
+                               F.coalesce(F.col("bytes_in_per_sec"), F.lit(0.0)).alias("bytes_in_per_sec"),
                                F.posexplode("replicas").alias("pos", "broker"))
              .join(F.broadcast(lim), "broker"))
         if exclude_topics:
             r = r.where(~F.col("topic").isin(sorted(exclude_topics)))
         return (r.where(F.col("size_bytes") <= F.col("max_size"))
-                .select("grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas", "crc"))
+                .select("grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas", "crc",
+                        "bytes_in_per_sec"))
 
     @_quiet
     def search(self, limits: dict[int, tuple[str, float]], exclude_topics: set[str],
@@ -166,6 +171,27 @@ class SparkData:
                             "bytes_in_per_sec", "leader", "remote_bytes")
         out = cols.groupBy("lgrp").applyInPandas(_task(choose_leaders, inputs), CHANGE_SCHEMA)
         return out.toPandas()
+
+    @_quiet
+    def net_candidates(self, side: dict[int, str], per_broker: int, exclude_topics: set[str]) -> Any:
+        """Each broker's first ``per_broker`` replicas in :data:`network.CANDIDATE_ORDER`.
+
+        :param side: broker -> "hot" (sheds produce rate) or "cold" (takes it)
+        """
+        from pyspark.sql import Window, functions as F
+
+        sides = self.spark.createDataFrame(sorted(side.items()), "broker int, side string")
+        r = (self.parts.select("topic", "partition", "size_bytes", "replicas",
+                               F.coalesce(F.col("bytes_in_per_sec"), F.lit(0.0)).alias("rate"),
+                               F.posexplode("replicas").alias("pos", "broker"))
+             .join(F.broadcast(sides), "broker"))
+        if exclude_topics:
+            r = r.where(~F.col("topic").isin(sorted(exclude_topics)))
+        density = F.col("rate") / F.greatest(F.col("size_bytes"), F.lit(1.0))
+        key = F.when(F.col("side") == "hot", -density).otherwise(density)
+        w = Window.partitionBy("broker").orderBy(key, "size_bytes", "topic", "partition")
+        return (r.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= per_broker)
+                .select(*NET_COLUMNS).toPandas())
 
     def close(self) -> None:
         self.parts.unpersist()
@@ -258,8 +284,9 @@ class LocalData:
         r = self._replicas()
         r = r[r["broker"].isin(list(limits)) & ~r["topic"].isin(exclude_topics)].copy()
         r["grp"] = [limits[b][0] for b in r["broker"]]
+        r["bytes_in_per_sec"] = r["bytes_in_per_sec"].fillna(0.0).astype(float)
         r = r[r["size_bytes"] <= [limits[b][1] for b in r["broker"]]]
-        return r[["grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas", "crc"]]
+        return r[["grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas", "crc", "bytes_in_per_sec"]]
 
     def search(self, limits: dict[int, tuple[str, float]], exclude_topics: set[str],
                inputs: SearchInputs) -> Any:
@@ -283,6 +310,19 @@ class LocalData:
         parts["lgrp"] = parts["crc"] % inputs.groups
         out = [choose_leaders(g, inputs) for _, g in parts.groupby("lgrp", sort=True)]
         return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=list(CHANGE_COLUMNS))
+
+    def net_candidates(self, side: dict[int, str], per_broker: int, exclude_topics: set[str]) -> Any:
+        import numpy as np
+
+        r = self._replicas()
+        r = r[r["broker"].isin(list(side)) & ~r["topic"].isin(exclude_topics)].copy()
+        r["rate"] = r["bytes_in_per_sec"].fillna(0.0).astype(float)
+        density = r["rate"] / np.maximum(r["size_bytes"].astype(float), 1.0)
+        hot = np.array([side[b] == "hot" for b in r["broker"]], dtype=bool)
+        r["key"] = np.where(hot, -density, density)
+        r = r.sort_values(["broker", "key", "size_bytes", "topic", "partition"], kind="mergesort")
+        r["rank"] = r.groupby("broker").cumcount() + 1
+        return r[r["rank"] <= per_broker][list(NET_COLUMNS)].reset_index(drop=True)
 
     def close(self) -> None:
         pass

@@ -6,7 +6,8 @@
 3. loads per broker (a Spark aggregate) -> targets, lower bounds and each rack's quotas (driver,
    brokers-sized); infeasible goals and capacities stop here;
 4. the move search runs as one Spark task per rack (:mod:`.search`), refused up front if a task
-   would not fit;
+   would not fit; then the network-in pass on the driver (:mod:`.network`) adds moves (or swaps)
+   of hot replicas off the brokers receiving the most produce traffic;
 5. moves applied and leaders chosen as Spark tasks over partition groups (:mod:`.leaders`);
    only changed partitions come back;
 6. reconcile on the driver (:mod:`.reconcile`): every rule checked, log dirs, executor order;
@@ -30,6 +31,7 @@ from kafka_reassign.planning.spark.guard import check_task_sizes, deadline
 from kafka_reassign.planning.spark.leaders import LeaderInputs, duplicates_in, leader_groups
 from kafka_reassign.planning.spark.loads import Loads, broker_infos, loads_after, loads_from_frame, open_log_dirs
 from kafka_reassign.planning.spark.finish import ordered_plan, rule_problems
+from kafka_reassign.planning.spark.network import network_moves
 from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
 from kafka_reassign.planning.spark.report import build_summary
 from kafka_reassign.planning.spark.search import SearchInputs
@@ -234,6 +236,8 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
             before, totals = run.timed("read_and_aggregate_s", read_loads, engine, run)
             targets, quotas, flows = plan_targets(run, before, totals)
             moves = run.timed("search_s", search_moves, engine, run, targets, quotas, flows)
+            moves = run.timed("network_in_s", network_moves, engine, run.brokers, targets, before, moves,
+                              hard_caps(run), opts)
             changes = run.timed("leaders_s", apply_and_lead, engine, run, moves, targets, totals)
     finally:
         engine.close()

@@ -49,23 +49,7 @@ def make_options(goal: str, **options: Any) -> PlanOptions:
             v = tuple(str(x).strip() for x in v)
         kwargs[k] = v
     opts = PlanOptions(**{k: v for k, v in kwargs.items() if k in known})
-    for name in ("capacity_ceiling",):
-        v = getattr(opts, name)
-        if not isinstance(v, (int, float)) or not 0 < v <= 1:
-            problems.append(Problem(name, f"must be in (0, 1], got {v!r}", "bad_option"))
-    for name in ("balance_tolerance", "count_tolerance", "leader_tolerance"):
-        v = getattr(opts, name)
-        if not isinstance(v, (int, float)) or v < 0:
-            problems.append(Problem(name, f"must be a number >= 0, got {v!r}", "bad_option"))
-    for name in ("max_partition_movements", "max_movements_per_broker", "max_leader_movements",
-                 "max_task_replicas"):
-        v = getattr(opts, name)
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            problems.append(Problem(name, f"must be an integer >= 1, got {v!r}", "bad_option"))
-    for name in ("throttle_bytes_per_sec", "log_dir_throttle_bytes_per_sec", "timeout_seconds"):
-        v = getattr(opts, name)
-        if v is not None and (not isinstance(v, (int, float)) or v <= 0):
-            problems.append(Problem(name, f"must be a positive number of bytes/s, got {v!r}", "bad_option"))
+    problems += _value_problems(opts)
     pct_problem = percent_problem(opts.disk_threshold_percent)
     if pct_problem is not None and (goal == "disk-threshold" or opts.disk_threshold_percent is not None):
         problems.append(pct_problem)
@@ -77,3 +61,29 @@ def make_options(goal: str, **options: Any) -> PlanOptions:
     if problems:
         raise GoalError(problems, headline="invalid planner options")
     return opts
+
+
+def _value_problems(opts: PlanOptions) -> list[Problem]:
+    """Out-of-range numbers and non-boolean switches among the options."""
+    problems: list[Problem] = []
+    for name in ("capacity_ceiling",):
+        v = getattr(opts, name)
+        if not isinstance(v, (int, float)) or not 0 < v <= 1:
+            problems.append(Problem(name, f"must be in (0, 1], got {v!r}", "bad_option"))
+    for name in ("balance_tolerance", "count_tolerance", "leader_tolerance", "network_in_tolerance"):
+        v = getattr(opts, name)
+        if not isinstance(v, (int, float)) or v < 0:
+            problems.append(Problem(name, f"must be a number >= 0, got {v!r}", "bad_option"))
+    if not isinstance(opts.balance_network_in, bool):
+        problems.append(Problem("balance_network_in", f"must be true or false, got {opts.balance_network_in!r}",
+                                "bad_option"))
+    for name in ("max_partition_movements", "max_movements_per_broker", "max_leader_movements",
+                 "max_task_replicas"):
+        v = getattr(opts, name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            problems.append(Problem(name, f"must be an integer >= 1, got {v!r}", "bad_option"))
+    for name in ("throttle_bytes_per_sec", "log_dir_throttle_bytes_per_sec", "timeout_seconds"):
+        v = getattr(opts, name)
+        if v is not None and (not isinstance(v, (int, float)) or v <= 0):
+            problems.append(Problem(name, f"must be a positive number of bytes/s, got {v!r}", "bad_option"))
+    return problems

@@ -16,8 +16,10 @@ Definitions (also in the README):
 * ``balance`` per resource = the largest broker / the mean over the brokers that hold data
   after the plan: ``disk`` by utilisation (bytes / capacity), ``replicas`` and ``leaders`` by count,
   ``network_in`` by the produce rate a broker receives as leader or follower, ``leader_bytes_in``
-  by the produce rate it leads (both from the snapshot's ``bytes_in_per_sec``; reported, not yet
-  balanced: 1.0 when no rate is known).
+  by the produce rate it leads (both from the snapshot's ``bytes_in_per_sec``; 1.0 when no rate
+  is known). The balancing goals even out ``network_in`` after the disk balance (:mod:`.network`,
+  option ``balance_network_in``); its moves count in ``data_to_move_bytes`` like any other, so
+  the disk goal's lower bound stays a lower bound.
   ``balance_before`` / ``balance_after`` are the disk figures.
 * ``batches``: null - the planner no longer cuts batches; the executor's sliding window of
   KIP-435 steps decides at run time what runs together. The plan file is ordered for it.

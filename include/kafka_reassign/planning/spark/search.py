@@ -27,8 +27,10 @@ from typing import Any
 
 #: share of the balance tolerance a receiver may go above its quota for a replica nothing else fits
 RECEIVER_GIVE = 0.4
-MOVE_COLUMNS = ("topic", "partition", "pos", "src", "dst", "size_bytes")
-MOVE_SCHEMA = "topic string, partition int, pos int, src int, dst int, size_bytes double"
+# bytes_in_per_sec travels along so the driver knows the produce rate each move shifts (network in)
+MOVE_COLUMNS = ("topic", "partition", "pos", "src", "dst", "size_bytes", "bytes_in_per_sec")
+MOVE_SCHEMA = ("topic string, partition int, pos int, src int, dst int, size_bytes double, "
+               "bytes_in_per_sec double")
 
 
 @dataclass
@@ -205,7 +207,7 @@ def search_group(pdf: Any, inp: SearchInputs) -> Any:
     surplus replicas sheds few big ones, one with many sheds many small ones); a drained broker
     sends everything, largest first.
 
-    :param pdf: columns grp, topic, partition, pos, broker, size_bytes, replicas, crc
+    :param pdf: columns grp, topic, partition, pos, broker, size_bytes, replicas, crc, bytes_in_per_sec
     """
     import pandas as pd
 
@@ -224,7 +226,8 @@ def search_group(pdf: Any, inp: SearchInputs) -> Any:
     for src in sorted(q.sources, key=lambda b: (-q.sources[b], b)):
         g = by_broker.get(src)
         if g is not None:
-            rows = list(zip(g["topic"], g["partition"], g["pos"], g["size_bytes"], g["replicas"], g["crc"]))
+            rows = list(zip(g["topic"], g["partition"], g["pos"], g["size_bytes"], g["replicas"], g["crc"],
+                            g["bytes_in_per_sec"]))
             out += _shed(src, rows, q, inp, moved, pools)
     return pd.DataFrame(out, columns=list(MOVE_COLUMNS))
 
@@ -248,7 +251,7 @@ def _shed(src: int, rows: list[tuple], q: GroupQuotas, inp: SearchInputs,
         if i is None:
             break
         pool.take(i)
-        topic, part, pos, size, reps, crc = rows[i]
+        topic, part, pos, size, reps, crc, rate = rows[i]
         key, pos, size = (topic, int(part)), int(pos), float(size)
         used = moved.setdefault(key, set())
         if -1 - pos in used:
@@ -263,5 +266,5 @@ def _shed(src: int, rows: list[tuple], q: GroupQuotas, inp: SearchInputs,
         used.update((dst, -1 - pos))  # the receiver, and the position (moved once)
         left -= size
         count_left -= 1
-        out.append((topic, int(part), pos, src, dst, size))
+        out.append((topic, int(part), pos, src, dst, size, float(rate)))
     return out

@@ -1,0 +1,68 @@
+"""The network-in goal (planning/spark/network.py) on the local engine: hot topics' produce
+traffic is spread after the disk balance, without undoing it or breaking a rule."""
+from __future__ import annotations
+
+import pytest
+
+from kafka_reassign.errors import GoalError
+from kafka_reassign.planning.spark import make_options, plan
+from test_planner_goals import TOL, _rate_balance, apply_plan, balance, check_common, gen, loads
+
+NET_TOL = 0.10
+
+
+def hot_snapshot(seed: int = 7) -> dict:
+    """12 brokers in 3 racks; two of 16 topics take 30x the produce rate of the rest."""
+    snap = gen(brokers=12, topics=16, partitions=24, skew=1.0, seed=seed)
+    for i, t in enumerate(snap["topics"]):
+        for p in t["partitions"]:
+            p["bytes_in_per_sec"] = (30.0 if i < 2 else 1.0) * 1000 * (1 + p["partition"] % 3)
+    return snap
+
+
+@pytest.mark.parametrize("seed", [5, 7])
+def test_network_in_ends_within_tolerance_and_disk_stays_balanced(seed: int) -> None:
+    snap = hot_snapshot(seed)
+    res = plan(snap, "rebalance", engine="local")
+    after = check_common(snap, res, goal="rebalance")  # rack rules, one replica per broker, capacity
+    net_before, _ = _rate_balance(snap)
+    net_after, _ = _rate_balance(after)
+    assert net_before > 2.0
+    assert net_after <= 1 + NET_TOL + 1e-9
+    assert res.summary["balance"]["network_in"]["after"] == pytest.approx(net_after, abs=1e-3)
+    assert balance(after) <= 1 + TOL
+    assert res.summary["data_to_move_bytes"] >= res.summary["lower_bound_bytes"] > 0
+    # without the goal the same plan leaves the hot brokers far above the tolerance
+    off = plan(snap, "rebalance", engine="local", balance_network_in=False)
+    assert _rate_balance(apply_plan(snap, off.plan.to_json()))[0] > 1 + NET_TOL
+
+
+def test_excluded_brokers_keep_their_replicas_under_the_network_goal() -> None:
+    snap = hot_snapshot(7)
+    before = loads(snap)
+    coldest = min(before, key=lambda b: (before[b]["bytes"], b))
+    res = plan(snap, "rebalance", engine="local", exclude_brokers=[coldest])
+    after = check_common(snap, res, goal="rebalance", exclude_brokers=[coldest])
+    held = {(t["name"], p["partition"]) for t in snap["topics"] for p in t["partitions"] if coldest in p["replicas"]}
+    held_after = {(t["name"], p["partition"]) for t in after["topics"] for p in t["partitions"]
+                  if coldest in p["replicas"]}
+    assert held_after == held
+    assert _rate_balance(after)[0] < _rate_balance(snap)[0]
+
+
+def test_without_produce_rates_the_plan_is_the_disk_goals_alone() -> None:
+    snap = hot_snapshot(7)
+    for t in snap["topics"]:
+        for p in t["partitions"]:
+            p["bytes_in_per_sec"] = 0.0
+    on = plan(snap, "rebalance", engine="local")
+    off = plan(snap, "rebalance", engine="local", balance_network_in=False)
+    assert on.plan.to_json() == off.plan.to_json()
+    assert on.summary["data_to_move_bytes"] == off.summary["data_to_move_bytes"] > 0
+    assert on.summary["balance"]["network_in"] == {"before": 1.0, "after": 1.0}
+
+
+@pytest.mark.parametrize("option, value", [("network_in_tolerance", -0.1), ("balance_network_in", "yes")])
+def test_network_options_are_checked(option: str, value: object) -> None:
+    with pytest.raises(GoalError, match=option):
+        make_options("rebalance", **{option: value})
