@@ -223,6 +223,19 @@ def test_progress_left_is_what_the_steps_in_flight_lack_as_observed_plus_the_que
     assert view.bytes_moved == 100 and view.bytes_total == view.bytes_moved + view.bytes_left
 
 
+def test_a_rate_is_measured_once_progress_has_two_samples_apart_and_survives_a_resume():
+    steps = chain("t", 0, [(1, 2), (3, 2)])
+    ex = MoveExecutor(steps, ExecutionLimits())
+    take(ex)
+    ex.progress(now=1.0)
+    assert not ex.rate_measured() and ex.progress(now=1.0).eta_seconds is None
+    ex.progress(now=11.0)
+    assert ex.rate_measured()
+    again = MoveExecutor(steps, ExecutionLimits())
+    again.load_state(json.loads(json.dumps(ex.state_json())))
+    assert again.rate_measured()
+
+
 def _one_receiver(sizes: list[int]) -> list[StepMove]:
     """Partitions of leader 1 each copied to broker 2 (one step each)."""
     return [s for p, size in enumerate(sizes) for s in chain("t", p, [(1,), (2,)], size=size)]

@@ -48,6 +48,10 @@ class ProgressReporting(StepStates):
             broker_throttles=self.rate_control.summary() if self.rate_control else {},
             throttle_change=self.rate_control.last_change() if self.rate_control else "")
 
+    def rate_measured(self) -> bool:
+        """Whether progress has two samples apart in time, so a rate and an ETA can be shown."""
+        return len(self._rate_samples) >= 2 and self._rate_samples[-1][0] > self._rate_samples[0][0]
+
     def _watch_left(self, i: int) -> int:
         """Bytes step ``i`` still lacks: as last observed, or all of it before its first observation."""
         w = self.watches[i]

@@ -157,15 +157,17 @@ class ReassignmentExecuteOperator(RunStepOperator):
         from kafka_reassign.throttle.guard import expected_throttle
 
         from kafka_reassign_airflow.record_store import VariableRecordStore
-        from kafka_reassign_airflow.triggers.reassignment import ReassignmentWatchTrigger
+        from kafka_reassign_airflow.triggers.reassignment import ReassignmentWatchTrigger, first_refresh_seconds
 
         # The trigger checks (read-only) that this stays in place and wakes us when it does not.
         spec = {**ex.watch_spec(), "throttle": expected_throttle(VariableRecordStore().get(context["run_id"])),
                 # Held back (paused, or outside the windows): with nothing in flight the trigger
                 # sleeps until the window opens, or a minute when paused (the pause is re-read).
                 "reopens_at": ex.reopens_at(time.time()), "paused": ex.paused, "held": ex.hold_reason}
+        # Moves in flight but no rate yet (the run has just started): save progress soon.
+        refresh = None if ex.rate_measured() or not ex.watches else first_refresh_seconds(poll)
         return ReassignmentWatchTrigger(kafka_conn_id=self.kafka_conn_id, spec=spec, poll_interval=poll,
-                                        run_id=context["run_id"])
+                                        run_id=context["run_id"], refresh_seconds=refresh)
 
     def _finish(self, view: ProgressView) -> dict[str, Any]:
         if view.outcome != "done":

@@ -40,9 +40,17 @@ THROTTLE_CHECK_EVERY = 3
 #: Seconds between two progress saves while nothing else wakes the task (the trigger cannot
 #: write to the metadata DB itself: the woken task saves and defers again).
 PROGRESS_REFRESH_SECONDS = 60.0
+#: The first save of a run's progress comes this soon (or one poll, if longer): a rate and an
+#: ETA need two samples apart, and a person who has just started a run wants them in seconds.
+FIRST_REFRESH_SECONDS = 10.0
 #: Wakes of the next-wake schedule that go to the task at once, with the reason logged.
 _WAKE_TASK = {"refill": "a broker is running low on moves in flight: room for more",
               "opens": "the maintenance window opens: new moves may start"}
+
+
+def first_refresh_seconds(poll_interval: float) -> float:
+    """How soon the task is woken to save progress while the run has no rate yet."""
+    return min(PROGRESS_REFRESH_SECONDS, max(FIRST_REFRESH_SECONDS, poll_interval))
 
 
 class ReassignmentWatchTrigger(BaseTrigger):
