@@ -35,7 +35,7 @@ from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.cluster import Cluster
 from kafka_reassign.planning.spark.eta import cluster_moves, network_of, plan_eta
-from kafka_reassign.planning.spark.targets import moved_over_bound
+from kafka_reassign.planning.spark.targets import count_balance, moved_over_bound
 
 Placement = Sequence[tuple[Sequence[int], Sequence[str]]]
 
@@ -53,13 +53,6 @@ def _stats(values: dict[int, float], caps: dict[int, float]) -> tuple[float, flo
     avg = sum(utils) / len(utils)
     sd = math.sqrt(sum((u - avg) ** 2 for u in utils) / len(utils))
     return max(utils) / mean, (sd / avg if avg else 0.0)
-
-
-def _count_balance(values: dict[int, int] | dict[int, float]) -> float:
-    if not values:
-        return 1.0
-    mean = sum(values.values()) / len(values)
-    return (max(values.values()) / mean) if mean else 1.0
 
 
 @dataclass
@@ -105,10 +98,10 @@ def balance_figures(cluster: Cluster, before: Mapping[str, Mapping[int, float]],
     bal_after, cv_after = _stats({b: after["bytes"].get(b, 0.0) for b in live}, caps)
     figures = {
         "balance_before": bal_before, "balance_after": bal_after, "cv_before": cv_before, "cv_after": cv_after,
-        "replica_count_balance_before": _count_balance({b: before["count"].get(b, 0) for b in caps}),
-        "replica_count_balance_after": _count_balance({b: after["count"].get(b, 0) for b in live}),
-        "leader_balance_before": _count_balance({b: before["leaders"].get(b, 0) for b in caps}),
-        "leader_balance_after": _count_balance({b: after["leaders"].get(b, 0) for b in live}),
+        "replica_count_balance_before": count_balance(before["count"], list(caps)),
+        "replica_count_balance_after": count_balance(after["count"], live),
+        "leader_balance_before": count_balance(before["leaders"], list(caps)),
+        "leader_balance_after": count_balance(after["leaders"], live),
     }
     return {k: round(v, 4) for k, v in figures.items()}
 

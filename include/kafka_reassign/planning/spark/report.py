@@ -29,13 +29,14 @@ Definitions (also in the README):
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kafka_reassign.planning.estimate import PlannedMove
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.eta import plan_eta
 from kafka_reassign.planning.spark.loads import Loads
-from kafka_reassign.planning.spark.targets import BrokerInfo, Targets, accepted_lower_bound, moved_over_bound
+from kafka_reassign.planning.spark.targets import (BrokerInfo, Targets, accepted_lower_bound, count_balance,
+                                                   moved_over_bound)
 
 if TYPE_CHECKING:  # pandas is imported where the frames are made
     import pandas as pd
@@ -46,13 +47,6 @@ def disk_balance(bytes_: dict[int, float], brokers: dict[int, BrokerInfo], ids: 
     cap = sum(brokers[b].capacity for b in ids)
     mean = sum(bytes_[b] for b in ids) / cap if cap else 0.0
     return max((bytes_[b] / brokers[b].capacity for b in ids), default=0.0) / mean if mean else 1.0
-
-
-def count_balance(values: Mapping[int, float], ids: list[int]) -> float:
-    """max / mean over ``ids`` of a count or a rate (a broker without a value counts 0; 1.0 when
-    every value is 0, e.g. no produce rate known)."""
-    mean = sum(values.get(b, 0.0) for b in ids) / len(ids) if ids else 0.0
-    return max(values.get(b, 0.0) for b in ids) / mean if mean > 0 else 1.0
 
 
 def _movement(changes: pd.DataFrame) -> tuple[int, float, int]:

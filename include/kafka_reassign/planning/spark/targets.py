@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from kafka_reassign.planning.spark.search import GroupQuotas
 
@@ -172,6 +173,13 @@ def accepted_lower_bound(brokers: dict[int, BrokerInfo], t: Targets, loads: dict
     mean = ends_live / capacity if capacity else 0.0
     edge = {b: mean * brokers[b].capacity * (1 + tolerance) for b in t.placeable}
     return sum(max(0.0, loads.get(b, 0.0) - edge.get(b, 0.0)) for b in set(t.placeable) | t.drained)
+
+
+def count_balance(values: Mapping[int, float], ids: list[int]) -> float:
+    """max / mean over ``ids`` of a count or a rate (a broker without a value counts 0; 1.0 when
+    every value is 0, e.g. no produce rate known)."""
+    mean = sum(values.get(b, 0.0) for b in ids) / len(ids) if ids else 0.0
+    return max(values.get(b, 0.0) for b in ids) / mean if mean > 0 else 1.0
 
 
 def moved_over_bound(moved: float, bound: float | None, reached: bool = True) -> float | None:
