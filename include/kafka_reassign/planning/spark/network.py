@@ -7,16 +7,23 @@ sheds its replicas with the most produce rate per byte first, each to the receiv
 least network in that stays under the limit:
 
 * a plain move when the receiver has disk room, else
-* a swap: the receiver sends back a replica of about the same size and a lower rate (the
-  smallest that fits), so both brokers' bytes stay put.
+* a swap: the receiver sends back a replica of about the same size and a lower rate, so both
+  brokers' bytes stay put.
+
+A replica the disk search is already moving onto a hot broker is redirected instead (the move
+gets another receiver: no extra copy), so the two goals share one set of copies where they can.
+A move that copies data must pay for it: the produce rate it shifts is at least the cluster's
+mean rate per byte times the bytes it copies (moving average replicas only trades disk for
+network in).
 
 It never undoes the disk goal: no broker ends above the fullest utilisation the disk search left
 or half the balance tolerance above the mean, whichever is higher (never above ``1 +
 balance_tolerance`` times the mean, nor its hard cap), so disk stays within its tolerance. Every rule of the search holds: a broker never gets a second replica of
 a partition, a partition never spans fewer racks, only the goal's receivers gain replicas
 (placeable brokers; add-brokers: the new ones), excluded topics stay, and a replica the disk
-search moved is not moved again (its partition's other replicas may be, once). It runs on the driver over the moves and a few candidate
-replicas per broker (:meth:`~.data.SparkData.net_candidates`), so both engines give one plan;
+search moved is only redirected, and each replica moves at most once. It runs on the driver over the moves and a few candidate
+replicas per broker (:meth:`~.data.SparkData.net_candidates`) and the search's own moves, so both
+engines give one plan;
 a snapshot without produce rates skips it (the plan is the disk goal's alone).
 
 Candidates (``CANDIDATE_ORDER``): on a hot broker, highest rate / size first (most traffic per
@@ -37,12 +44,16 @@ CANDIDATE_ORDER = "hot: -rate/max(size, 1), size, topic, partition; cold: rate/m
 #: candidate replicas fetched per broker (hot brokers shed from them, cold ones swap back from them)
 PER_BROKER = 400
 SWEEPS = 8
-#: partners a swap looks at on each side of the replica's size, per receiver
-SWAP_SCAN = 64
+#: receivers tried per replica (least network in first), and swap partners looked at on each
+#: side of the replica's size per receiver: bounded so the pass stays moves-sized
+RECEIVERS = 24
+SWAP_SCAN = 16
 
 
-@dataclass
+@dataclass(eq=False)
 class Replica:
+    """A replica the pass may move; ``via`` >= 0: the search already moves it (row of its moves)."""
+
     topic: str
     partition: int
     pos: int
@@ -51,6 +62,15 @@ class Replica:
     rate: float
     replicas: tuple[int, ...]  # after the search's moves of the partition
     orig: tuple[int, ...]      # in the snapshot
+    via: int = -1
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return self.topic, self.partition, self.pos
+
+    def copied(self) -> float:
+        """Bytes a move of it adds to the plan (a redirected search move adds none)."""
+        return 0.0 if self.via >= 0 else self.size
 
 
 @dataclass
@@ -60,6 +80,7 @@ class NetState:
     :param upper: network in no broker may be pushed above (and hot brokers shed down to)
     :param ceil: bytes a broker may hold at most after the pass
     :param receivers: brokers that may gain a replica
+    :param density: the cluster's produce rate per byte (what a copied byte must shift at least)
     """
 
     bytes: dict[int, float]
@@ -68,28 +89,41 @@ class NetState:
     ceil: dict[int, float]
     receivers: set[int]
     rack: dict[int, str]
-    touched: set[tuple[str, int]] = field(default_factory=set)
+    density: float
+    touched: set[tuple[str, int, int]] = field(default_factory=set)
+    now: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
+    redirect: dict[int, int] = field(default_factory=dict)
 
     def may_take(self, r: Replica, b: int) -> bool:
-        """Broker ``b`` may receive ``r``: a receiver, holding the partition neither before nor
-        after the search, no rack lost against either list (the leader stage applies the
-        search's move and this one in position order, so each must pass on its own)."""
-        if b not in self.receivers or b in r.replicas or b in r.orig or (r.topic, r.partition) in self.touched:
+        """Broker ``b`` may receive ``r``: a receiver that holds the partition at no point (the
+        snapshot, the search's moves, this pass's), into ``r``'s rack or a rack the partition
+        never uses: the leader stage applies a partition's moves one by one in position order,
+        and no order then loses a rack or repeats a broker."""
+        now = self.now.get((r.topic, r.partition), r.replicas)
+        if b not in self.receivers or b in now or b in r.orig or r.key in self.touched:
             return False
-        return all(len({self.rack[x] for x in reps if x != r.broker} | {self.rack[b]})
-                   >= len({self.rack[x] for x in reps}) for reps in {r.replicas, r.orig})
+        rack = self.rack[b]
+        return rack == self.rack[r.broker] or rack not in {self.rack[x] for x in now + r.orig}
+
+    def worth(self, gain: float, copied: float) -> bool:
+        return gain > 0 and gain >= copied * self.density
 
     def room(self, b: int) -> float:
         return self.ceil[b] - self.bytes[b]
 
-    def apply(self, r: Replica, dst: int) -> tuple:
-        """Move ``r`` to ``dst`` in the counters; the move row (search.MOVE_COLUMNS)."""
+    def apply(self, r: Replica, dst: int) -> list[tuple]:
+        """Move ``r`` to ``dst`` in the counters; the new move row (none for a redirect)."""
         self.bytes[r.broker] -= r.size
         self.net[r.broker] -= r.rate
         self.bytes[dst] += r.size
         self.net[dst] += r.rate
-        self.touched.add((r.topic, r.partition))
-        return (r.topic, r.partition, r.pos, r.broker, dst, r.size, r.rate)
+        self.touched.add(r.key)
+        now = self.now.get((r.topic, r.partition), r.replicas)
+        self.now[(r.topic, r.partition)] = now[:r.pos] + (dst,) + now[r.pos + 1:]
+        if r.via >= 0:
+            self.redirect[r.via] = dst
+            return []
+        return [(r.topic, r.partition, r.pos, r.broker, dst, r.size, r.rate, list(r.orig))]
 
 
 def mid_loads(before: Loads, moves: Any) -> tuple[dict[int, float], dict[int, float]]:
@@ -112,109 +146,145 @@ def net_state(brokers: dict[int, BrokerInfo], t: Targets, byt: dict[int, float],
     live = [b for b, x in brokers.items() if x.alive and b not in t.drained]
     total_net = sum(net.get(b, 0.0) for b in live)
     cap = sum(brokers[b].capacity for b in live)
-    if total_net <= 0 or cap <= 0:
+    total_bytes = sum(byt[b] for b in live)
+    if total_net <= 0 or cap <= 0 or total_bytes <= 0:
         return None
-    mean_util = sum(byt[b] for b in live) / cap
+    mean_util = total_bytes / cap
     # the fullest utilisation the disk search left, or half the tolerance if that is higher (the
     # search's own "balanced" band): room for swaps of unequal sizes, disk still within tolerance
     top_util = min(max(max(byt[b] / brokers[b].capacity for b in live), mean_util * (1 + disk_tolerance / 2)),
                    mean_util * (1 + disk_tolerance))
     ceil = {b: min(hard_cap[b], max(byt[b], top_util * brokers[b].capacity)) for b in t.placeable}
     return NetState(dict(byt), {b: net.get(b, 0.0) for b in brokers}, total_net / len(live) * (1 + tolerance),
-                    ceil, set(t.receivers), {b: x.rack for b, x in brokers.items()})
+                    ceil, set(t.receivers), {b: x.rack for b, x in brokers.items()}, total_net / total_bytes)
 
 
-def _rows(frame: Any, side: dict[int, str], moved: dict[tuple[str, int], dict[int, int]]) -> dict[int, list[Replica]]:
-    """Candidates per broker in rank order, with the search's moves applied to their replica
-    lists (a replica the search moves itself is left out).
+def _search_moves(moves: Any) -> dict[tuple[str, int], dict[int, int]]:
+    """(topic, partition) -> {position: new broker} of the search's moves."""
+    out: dict[tuple[str, int], dict[int, int]] = {}
+    for t, p, pos, dst in zip(moves["topic"], moves["partition"], moves["pos"], moves["dst"]):
+        out.setdefault((str(t), int(p)), {})[int(pos)] = int(dst)
+    return out
 
-    :param moved: (topic, partition) -> {position: new broker} of the search's moves
+
+def _after(orig: tuple[int, ...], done: dict[int, int]) -> tuple[int, ...]:
+    return tuple(done.get(i, x) for i, x in enumerate(orig))
+
+
+def candidates(frame: Any, moves: Any, side: dict[int, str]) -> dict[int, list[Replica]]:
+    """Per broker of ``side``: the engine's candidates (a replica the search moves itself left
+    out) and the search's moves onto it (``via``).
+
+    :param frame: the engine's candidates (data.NET_COLUMNS)
     """
+    moved = _search_moves(moves)
     out: dict[int, list[Replica]] = {b: [] for b in side}
-    ordered = frame.sort_values(["broker", "rank"], kind="mergesort")
-    for t, p, pos, b, size, rate, reps in zip(ordered["topic"], ordered["partition"], ordered["pos"],
-                                              ordered["broker"], ordered["size_bytes"], ordered["rate"],
-                                              ordered["replicas"]):
+    for t, p, pos, b, size, rate, reps in zip(frame["topic"], frame["partition"], frame["pos"], frame["broker"],
+                                              frame["size_bytes"], frame["rate"], frame["replicas"]):
         orig = tuple(int(x) for x in reps)
         done = moved.get((str(t), int(p)), {})
         if int(pos) not in done:
-            now = tuple(done.get(i, x) for i, x in enumerate(orig))
-            out[int(b)].append(Replica(str(t), int(p), int(pos), int(b), float(size), float(rate), now, orig))
+            out[int(b)].append(Replica(str(t), int(p), int(pos), int(b), float(size), float(rate),
+                                       _after(orig, done), orig))
+    for i, (t, p, pos, dst, size, rate, reps) in enumerate(zip(
+            moves["topic"], moves["partition"], moves["pos"], moves["dst"], moves["size_bytes"],
+            moves["bytes_in_per_sec"], moves["replicas"])):
+        if int(dst) in side:
+            orig = tuple(int(x) for x in reps)
+            out[int(dst)].append(Replica(str(t), int(p), int(pos), int(dst), float(size), float(rate),
+                                         _after(orig, moved[(str(t), int(p))]), orig, i))
     return out
 
 
 def _plain(s: NetState, x: Replica, order: list[int]) -> int | None:
     """The receiver with the least network in that takes ``x`` as it is (disk room, under the limit)."""
+    if not s.worth(x.rate, x.copied()):
+        return None
     for b in order:
         if s.net[b] + x.rate <= s.upper and x.size <= s.room(b) and s.may_take(x, b):
             return b
     return None
 
 
-def _swap(s: NetState, x: Replica, order: list[int], cold: dict[int, list[Replica]]) -> tuple[int, Replica] | None:
+@dataclass
+class Pool:
+    """A cold broker's candidates sorted by size (entries stay; moved ones fail ``may_take``)."""
+
+    items: list[Replica]
+    sizes: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.items.sort(key=lambda y: (y.size, y.via < 0, y.rate, y.topic, y.partition, y.pos))
+        self.sizes = [y.size for y in self.items]
+
+    def near(self, size: float) -> list[Replica]:
+        """Up to 2 x SWAP_SCAN entries around ``size``, closest first."""
+        mid = bisect_left(self.sizes, size)
+        window = self.items[max(0, mid - SWAP_SCAN):mid + SWAP_SCAN]
+        return sorted(window, key=lambda y: (abs(y.size - size), y.size))
+
+
+def _swap(s: NetState, x: Replica, order: list[int], pools: dict[int, Pool]) -> tuple[int, Replica] | None:
     """(receiver, replica it sends back): the partner of a lower rate closest in size to ``x``
     that keeps both brokers under their byte ceilings and the receiver under the network limit
     (closest, so both keep their disk room for the next swaps)."""
     a = x.broker
     for b in order:
-        pool = cold.get(b, [])
-        if not pool or not s.may_take(x, b):
+        if b not in pools or not s.may_take(x, b):
             continue
         lo, hi = x.size - s.room(b), x.size + s.room(a)
-        mid = bisect_left([y.size for y in pool], x.size)
-        near = sorted(range(max(0, mid - SWAP_SCAN), min(len(pool), mid + SWAP_SCAN)),
-                      key=lambda i: (abs(pool[i].size - x.size), i))
-        for y in (pool[i] for i in near):
-            if lo <= y.size <= hi and y.rate < x.rate and s.net[b] + x.rate - y.rate <= s.upper \
-                    and s.may_take(y, a):
+        for y in pools[b].near(x.size):
+            if lo <= y.size <= hi and s.net[b] + x.rate - y.rate <= s.upper \
+                    and s.worth(x.rate - y.rate, x.copied() + y.copied()) and s.may_take(y, a):
                 return b, y
     return None
 
 
-def _shed(s: NetState, a: int, xs: list[Replica], pools: dict[int, list[Replica]]) -> list[tuple]:
+def _shed(s: NetState, a: int, xs: list[Replica], pools: dict[int, Pool]) -> list[tuple]:
     """One sweep of hot broker ``a``'s candidates: moves and swaps until it is under the limit."""
     out: list[tuple] = []
     for x in xs:
         if s.net[a] <= s.upper:
             break
-        if x.rate <= 0 or (x.topic, x.partition) in s.touched:
+        if x.key in s.touched or not s.worth(x.rate, 0.0):
             continue
-        order = sorted((b for b in pools if s.net[b] < s.upper), key=lambda b: (s.net[b], b))
+        order = sorted((b for b in pools if s.net[b] < s.upper), key=lambda b: (s.net[b], b))[:RECEIVERS]
         dst = _plain(s, x, order)
         if dst is not None:
-            out.append(s.apply(x, dst))
+            out += s.apply(x, dst)
             continue
         hit = _swap(s, x, order, pools)
         if hit is not None:
             b, y = hit
-            out += [s.apply(x, b), s.apply(y, a)]
-            pools[b].remove(y)
+            out += s.apply(x, b) + s.apply(y, a)
     return out
 
 
 def balance_network(s: NetState, hot: dict[int, list[Replica]], cold: dict[int, list[Replica]]) -> list[tuple]:
-    """The pass's moves (search.MOVE_COLUMNS rows): sweeps over the hot brokers, hottest first,
-    until a sweep changes nothing (a candidate that fitted nowhere may fit once other swaps
-    freed disk room).
+    """The pass's new move rows (search.MOVE_COLUMNS; redirects go to ``s.redirect``): sweeps
+    over the hot brokers, hottest first, until a sweep changes nothing (a candidate that fitted
+    nowhere may fit once other swaps freed disk room).
 
-    :param hot: hot broker -> its candidates in rank order
-    :param cold: cold broker -> its candidates (sorted here by size)
+    :param hot: hot broker -> its candidates (redirects first, then by rate per byte)
+    :param cold: cold broker -> its candidates
     """
-    pools = {b: sorted(rs, key=lambda y: (y.size, y.rate, y.topic, y.partition)) for b, rs in cold.items()}
+    pools = {b: Pool(list(rs)) for b, rs in cold.items()}
+    order = {b: sorted(xs, key=lambda x: (x.via < 0, -x.rate / max(x.size, 1.0), x.size, x.topic, x.partition, x.pos))
+             for b, xs in hot.items()}
     out: list[tuple] = []
     for _ in range(SWEEPS):
-        done = len(out)
-        for a in sorted(hot, key=lambda b: (-s.net[b], b)):
-            out += _shed(s, a, hot[a], pools)
-        if len(out) == done:
+        done = len(out), len(s.redirect)
+        for a in sorted(order, key=lambda b: (-s.net[b], b)):
+            out += _shed(s, a, order[a], pools)
+        if (len(out), len(s.redirect)) == done:
             break
     return out
 
 
 def network_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before: Loads, moves: Any,
                   hard_cap: dict[int, float], opts: Any) -> Any:
-    """The search's moves plus the network-in pass's (unchanged when the pass is off, there is
-    no produce rate, or no broker is above the limit).
+    """The search's moves, some redirected, plus the network-in pass's (unchanged when the pass
+    is off, there is no produce rate, or no broker is above the limit).
 
     :param engine: SparkData or LocalData (for the candidate replicas)
     :param opts: PlanOptions (balance_network_in, network_in_tolerance, balance_tolerance, exclude_topics)
@@ -232,13 +302,11 @@ def network_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, befor
         return moves
     side = {b: "cold" for b in s.receivers if s.net[b] < s.upper}
     side.update({b: "hot" for b in hot})
-    frame = engine.net_candidates(side, PER_BROKER, set(opts.exclude_topics))
-    moved: dict[tuple[str, int], dict[int, int]] = {}
-    for x, p, pos, dst in zip(moves["topic"], moves["partition"], moves["pos"], moves["dst"]):
-        moved.setdefault((str(x), int(p)), {})[int(pos)] = int(dst)
-    rows = _rows(frame, side, moved)
-    extra = balance_network(s, {b: rows[b] for b in hot},
-                            {b: rs for b, rs in rows.items() if side[b] == "cold"})
-    if not extra:
+    rows = candidates(engine.net_candidates(side, PER_BROKER, set(opts.exclude_topics)), moves, side)
+    extra = balance_network(s, {b: rows[b] for b in hot}, {b: rs for b, rs in rows.items() if side[b] == "cold"})
+    if not extra and not s.redirect:
         return moves
+    moves = moves.copy()
+    for i, dst in s.redirect.items():
+        moves.iat[i, moves.columns.get_loc("dst")] = dst
     return pd.concat([moves, pd.DataFrame(extra, columns=list(MOVE_COLUMNS))], ignore_index=True)

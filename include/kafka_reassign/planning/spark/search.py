@@ -27,10 +27,10 @@ from typing import Any
 
 #: share of the balance tolerance a receiver may go above its quota for a replica nothing else fits
 RECEIVER_GIVE = 0.4
-# bytes_in_per_sec travels along so the driver knows the produce rate each move shifts (network in)
-MOVE_COLUMNS = ("topic", "partition", "pos", "src", "dst", "size_bytes", "bytes_in_per_sec")
+# the produce rate and the replicas travel along for the network-in pass on the driver (:mod:`.network`)
+MOVE_COLUMNS = ("topic", "partition", "pos", "src", "dst", "size_bytes", "bytes_in_per_sec", "replicas")
 MOVE_SCHEMA = ("topic string, partition int, pos int, src int, dst int, size_bytes double, "
-               "bytes_in_per_sec double")
+               "bytes_in_per_sec double, replicas array<int>")
 
 
 @dataclass
@@ -266,5 +266,5 @@ def _shed(src: int, rows: list[tuple], q: GroupQuotas, inp: SearchInputs,
         used.update((dst, -1 - pos))  # the receiver, and the position (moved once)
         left -= size
         count_left -= 1
-        out.append((topic, int(part), pos, src, dst, size, float(rate)))
+        out.append((topic, int(part), pos, src, dst, size, float(rate), reps))
     return out
