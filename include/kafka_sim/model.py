@@ -84,6 +84,9 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._flow_rec: dict[tuple[str, int], float] = {}  # flows' bytes/s recorded per quota
         self._meters: dict[tuple[str, int], Any] = {}  # QuotaMeter per (side, broker)
         self._quota_keys: list[tuple[str, int]] = []  # quotas the current plan's flows cross
+        # per quota: its meter, (version, bound, mode) and the next event found for them
+        self._kept_events: dict[tuple[str, int], tuple[Any, tuple[int, float, int], float]] = {}
+        self.replan_all = False  # True: nothing kept between plans (tests compare the two)
         self._flow_cache: dict[Partition, list[Any]] = {}  # flows of each active partition
         self._fresh: OrderedSet[Partition] = OrderedSet()  # flushed since the last zero-time check
         self._lag_cache: dict[int, float] = {}

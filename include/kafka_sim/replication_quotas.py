@@ -140,15 +140,33 @@ class ReplicationQuotas:
         return max(0.0, meter.bound_rate(bound) - self._steady_rec.get(key, 0.0) - unheld)
 
     def _quota_event(self, key: tuple[str, int]) -> float:
-        """When a quota next changes mode: an open one is spent, an overrun one recovers."""
+        """When a quota next changes mode: an open one is spent, an overrun one recovers.
+
+        The mode is decided afresh (the bytes in the window now); the event time is kept while
+        the meter's course (its version), the bound and the mode stay the same and the event is
+        ahead. Between events most quotas' courses do not change (a re-plan changes the rates of
+        the flows an event touched), and finding a crossing sweeps the whole window, which at
+        every re-plan for every quota was the rehearsal's hot spot. A kept crossing equals a
+        recomputed one up to rounding (the sweep started later); not kept while a lump is in the
+        window, where the sweep's answer can depend on when it starts (QuotaMeter.cross_at).
+        """
         bound = self._bound(key)
         if math.isinf(bound):
             return math.inf
         meter = self._meters[key]
         allowance = meter.allowance(bound)
         band = meter.band(bound)
-        if allowance > band:
-            return meter.cross_at(self._t, bound, 0.0)
-        if allowance < -band:
-            return meter.cross_at(self._t, bound, -band * 0.5)
-        return meter.break_at(self._t)  # at the bound until what leaves the window changes
+        mode = 1 if allowance > band else -1 if allowance < -band else 0
+        kept = self._kept_events.get(key)
+        if (kept is not None and kept[0] is meter and kept[1] == (meter.version, bound, mode)
+                and self._t < kept[2] and not self.replan_all):
+            return kept[2]
+        if mode > 0:
+            event = meter.cross_at(self._t, bound, 0.0)
+        elif mode < 0:
+            event = meter.cross_at(self._t, bound, -band * 0.5)
+        else:
+            event = meter.break_at(self._t)  # at the bound until what leaves the window changes
+        if meter.t is not None and meter._lump_at < meter.ts[0]:
+            self._kept_events[key] = (meter, (meter.version, bound, mode), event)
+        return event

@@ -67,13 +67,15 @@ def _digest(m: ClusterModel) -> list[str]:
     return out
 
 
-def trace(seed: int) -> dict:
+def trace(seed: int, replan_all: bool = False) -> dict:
     """Run the scenario: finish order and per-step state of every replica.
 
     :param seed: the scenario's random seed
+    :param replan_all: the model keeps nothing between plans (ClusterModel.replan_all)
     """
     snap, moves = _scenario(seed)
     m = manual(snap)
+    m.replan_all = replan_all
     _throttle(m, 10 * MB)
     pending, moving, finished, states = list(moves), set(), [], []
     while pending or moving:
