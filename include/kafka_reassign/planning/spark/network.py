@@ -48,6 +48,9 @@ SWEEPS = 8
 #: side of the replica's size per receiver: bounded so the pass stays moves-sized
 RECEIVERS = 24
 SWAP_SCAN = 16
+#: a hot broker gives up for the sweep after this many candidates in a row fit nowhere (the
+#: next ones carry less rate per byte; e.g. unequal disks whose network in cannot even out)
+MAX_MISSES = 64
 
 
 @dataclass(eq=False)
@@ -224,7 +227,7 @@ class Pool:
         return sorted(window, key=lambda y: (abs(y.size - size), y.size))
 
 
-def _swap(s: NetState, x: Replica, order: list[int], pools: dict[int, Pool]) -> tuple[int, Replica] | None:
+def _swap(s: NetState, x: Replica, order: list[int], pools: dict[int, Pool]) -> tuple[int, Replica | None] | None:
     """(receiver, replica it sends back): the partner of a lower rate closest in size to ``x``
     that keeps both brokers under their byte ceilings and the receiver under the network limit
     (closest, so both keep their disk room for the next swaps)."""
@@ -243,20 +246,20 @@ def _swap(s: NetState, x: Replica, order: list[int], pools: dict[int, Pool]) -> 
 def _shed(s: NetState, a: int, xs: list[Replica], pools: dict[int, Pool]) -> list[tuple]:
     """One sweep of hot broker ``a``'s candidates: moves and swaps until it is under the limit."""
     out: list[tuple] = []
+    misses = 0
     for x in xs:
-        if s.net[a] <= s.upper:
+        if s.net[a] <= s.upper or misses >= MAX_MISSES:
             break
         if x.key in s.touched or not s.worth(x.rate, 0.0):
             continue
         order = sorted((b for b in pools if s.net[b] < s.upper), key=lambda b: (s.net[b], b))[:RECEIVERS]
         dst = _plain(s, x, order)
-        if dst is not None:
-            out += s.apply(x, dst)
+        hit = (dst, None) if dst is not None else _swap(s, x, order, pools)
+        if hit is None:
+            misses += 1
             continue
-        hit = _swap(s, x, order, pools)
-        if hit is not None:
-            b, y = hit
-            out += s.apply(x, b) + s.apply(y, a)
+        misses = 0
+        out += s.apply(x, hit[0]) + (s.apply(hit[1], a) if hit[1] is not None else [])
     return out
 
 
