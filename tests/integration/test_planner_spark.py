@@ -90,6 +90,22 @@ def test_spark_reads_the_snapshot_file_and_agrees_with_the_local_engine(spark, l
     assert any("above the mean utilisation" in w for w in s["warnings"])
 
 
+def test_network_in_goal_gives_the_same_plan_on_spark_and_local(spark, tmp_path):
+    """Hot topics (30x the produce rate): the network-in pass (candidates from each engine, the
+    pass on the driver) gives one plan, within the network-in tolerance."""
+    s = generate_snapshot(GenerateOptions(brokers=12, racks=3, topics=16, partitions=24, skew=1.0, seed=7))
+    for i, t in enumerate(s["topics"]):
+        for p in t["partitions"]:
+            p["bytes_in_per_sec"] = (30.0 if i < 2 else 1.0) * 1000 * (1 + p["partition"] % 3)
+    path = str(write_snapshot_lines(s, tmp_path / "hot.jsonl"))
+    on_spark = plan_file(path, "rebalance", spark=spark)
+    local = plan_file(path, "rebalance", engine="local")
+    assert on_spark.plan.to_json() == local.plan.to_json()
+    net = on_spark.summary["balance"]["network_in"]
+    assert net == local.summary["balance"]["network_in"]
+    assert net["before"] > 2.0 and net["after"] <= 1.10
+
+
 def test_same_plan_on_local1_and_local2(spark, lines, tmp_path):
     import kafka_reassign.planning.spark.spark_job as job
 
