@@ -54,7 +54,7 @@ class QuotaMeter:
     """
 
     __slots__ = ("window", "min_span", "aged", "t", "rate", "first", "ts", "cs", "version", "_break", "_never",
-                 "_lump_at")
+                 "_lump_at", "_allowance")
 
     def __init__(self, samples: int = DEFAULT_SAMPLES, sample_seconds: float = DEFAULT_SAMPLE_SECONDS,
                  aged: bool = False) -> None:
@@ -74,6 +74,7 @@ class QuotaMeter:
         self._break: tuple[int, float] | None = None  # version, time
         self._never: tuple[int, float, float] | None = None  # version, bound, level that never cross
         self._lump_at = -math.inf  # time of the last lump recorded
+        self._allowance: tuple[float | None, int, float, float] = (None, -1, 0.0, 0.0)  # t, version, bound, value
 
     # -- the cumulative curve
     def _cum(self, x: float, left: bool = False) -> float:
@@ -209,7 +210,12 @@ class QuotaMeter:
 
         :param bound: the quota in bytes/s
         """
-        return bound * self.span - self.total
+        kept = self._allowance
+        if kept[0] == self.t and kept[1] == self.version and kept[2] == bound:
+            return kept[3]  # asked again before anything changed (a plan asks twice per quota)
+        value = bound * self.span - self.total
+        self._allowance = (self.t, self.version, bound, value)
+        return value
 
     def band(self, bound: float) -> float:
         """Allowance within which the quota counts as at its bound (half a sample's worth).
@@ -253,6 +259,11 @@ class QuotaMeter:
         """Seconds until the allowance's slope next changes (inf if never)."""
         if self.t is None:
             return math.inf
+        if self.aged:
+            # _breaks' first: the breakpoints are in time order, and so are their exits
+            now, w, ts = self.t, self.window, self.ts
+            k = bisect.bisect_right(ts, 1e-12, key=lambda th: th + w - now)
+            return ts[k] + w - now if k < len(ts) else math.inf
         breaks = self._breaks(self.t)
         return breaks[0] if breaks else math.inf
 
@@ -329,6 +340,8 @@ class QuotaMeter:
             # rate * window before the window holds current-rate bytes alone: it stays above
             # the level (far beyond rounding), as the sweep would find break after break
             return math.inf
+        if up and side + self._least_net_leaving(now, rate) > _EPS_BYTES:
+            return math.inf  # the same argument with what leaves the window counted too
         d0, a0 = 0.0, side  # the last break and the allowance just after it
         k = 0
         while k < n:
@@ -349,6 +362,28 @@ class QuotaMeter:
                     return d0
             k = j + 1
         return math.inf
+
+    def _least_net_leaving(self, now: float, rate: float) -> float:
+        """Least, over the time ahead, of the bytes that left the window minus those recorded since ``now``.
+
+        An aged meter's allowance ``d`` seconds ahead is the allowance now plus that difference,
+        so when the allowance now exceeds minus this least value it never falls to zero on the
+        current course. Between breakpoints the difference is linear, and from a window ahead on
+        the window holds current-rate bytes alone, so the breakpoints in the window (before a
+        lump, its lower side) and the window's end are its only candidates: one pass over the
+        breakpoints, without the sweep's evaluation of the allowance at each.
+
+        :param now: the meter's time
+        :param rate: the current recording rate
+        """
+        ts, cs = self.ts, self.cs
+        tail = now - self.window
+        c_tail = self._cum(tail)
+        least = min(0.0, (self._cum(now) - c_tail) - rate * self.window)
+        k = bisect.bisect_right(ts, tail)
+        if k < len(ts):
+            least = min(least, min(map(lambda t, c: (c - c_tail) - rate * (t - tail), ts[k:], cs[k:])))
+        return least
 
     def _cum_near(self, x: float, k: int, j: int, left: bool) -> float:
         """``_cum(x, left)`` for ``x`` within rounding of ``ts[k] == ... == ts[j]``, without bisecting."""
