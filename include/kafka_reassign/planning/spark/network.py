@@ -50,7 +50,7 @@ RECEIVERS = 24
 SWAP_SCAN = 16
 #: a hot broker gives up for the sweep after this many candidates in a row fit nowhere (the
 #: next ones carry less rate per byte; e.g. unequal disks whose network in cannot even out)
-MAX_MISSES = 64
+MAX_MISSES = 16
 
 
 @dataclass(eq=False)
