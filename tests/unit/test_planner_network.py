@@ -6,14 +6,15 @@ import pytest
 
 from kafka_reassign.errors import GoalError
 from kafka_reassign.planning.spark import make_options, plan
-from test_planner_goals import TOL, _rate_balance, apply_plan, balance, check_common, gen, loads
+from test_planner_goals import (TOL, _rate_balance, apply_plan, balance, check_common, gen, loads, partitions,
+                                with_new_brokers)
 
 NET_TOL = 0.10
 
 
-def hot_snapshot(seed: int = 7) -> dict:
-    """12 brokers in 3 racks; two of 16 topics take 30x the produce rate of the rest."""
-    snap = gen(brokers=12, topics=16, partitions=24, skew=1.0, seed=seed)
+def hot_snapshot(seed: int = 7, racks: int = 3) -> dict:
+    """12 brokers; two of 16 topics take 30x the produce rate of the rest."""
+    snap = gen(brokers=12, racks=racks, topics=16, partitions=24, skew=1.0, seed=seed)
     for i, t in enumerate(snap["topics"]):
         for p in t["partitions"]:
             p["bytes_in_per_sec"] = (30.0 if i < 2 else 1.0) * 1000 * (1 + p["partition"] % 3)
@@ -66,3 +67,24 @@ def test_without_produce_rates_the_plan_is_the_disk_goals_alone() -> None:
 def test_network_options_are_checked(option: str, value: object) -> None:
     with pytest.raises(GoalError, match=option):
         make_options("rebalance", **{option: value})
+
+
+def test_add_brokers_with_hot_topics_still_fills_only_the_new_brokers() -> None:
+    snap = with_new_brokers(hot_snapshot(7), [13, 14, 15])
+    res = plan(snap, "add-brokers", engine="local", brokers=[13, 14, 15])
+    after = check_common(snap, res, goal="add-brokers", brokers=(13, 14, 15))
+    before_p = partitions(snap)
+    for key, p in partitions(after).items():
+        assert set(p["replicas"]) - set(before_p[key]["replicas"]) <= {13, 14, 15}, key
+    assert _rate_balance(after)[0] < _rate_balance(snap)[0]
+
+
+def test_remove_brokers_with_hot_topics_drains_and_spreads_the_produce() -> None:
+    snap = hot_snapshot(5, racks=4)  # 4 racks for RF 3: replicas may change rack
+    res = plan(snap, "remove-brokers", engine="local", brokers=[2, 7])
+    after = check_common(snap, res, goal="remove-brokers", brokers=(2, 7))
+    assert all(not {2, 7} & set(p["replicas"]) for p in partitions(after).values())
+    off = plan(snap, "remove-brokers", engine="local", brokers=[2, 7], balance_network_in=False)
+    assert res.summary["balance"]["network_in"]["after"] < off.summary["balance"]["network_in"]["after"]
+    assert res.summary["balance"]["network_in"]["after"] <= 1 + NET_TOL
+    assert res.summary["data_to_move_bytes"] >= res.summary["lower_bound_bytes"] > 0
