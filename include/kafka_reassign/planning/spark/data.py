@@ -173,14 +173,15 @@ class SparkData:
         return out.toPandas()
 
     @_quiet
-    def net_candidates(self, side: dict[int, str], per_broker: int, exclude_topics: set[str]) -> Any:
-        """Each broker's first ``per_broker`` replicas in :data:`network.CANDIDATE_ORDER`.
+    def net_candidates(self, side: dict[int, tuple[str, int]], exclude_topics: set[str]) -> Any:
+        """Each broker's first replicas in :data:`network.CANDIDATE_ORDER`.
 
-        :param side: broker -> "hot" (sheds produce rate) or "cold" (takes it)
+        :param side: broker -> ("hot" (sheds produce rate) or "cold" (takes it), how many)
         """
         from pyspark.sql import Window, functions as F
 
-        sides = self.spark.createDataFrame(sorted(side.items()), "broker int, side string")
+        sides = self.spark.createDataFrame([(b, x, n) for b, (x, n) in sorted(side.items())],
+                                           "broker int, side string, most int")
         r = (self.parts.select("topic", "partition", "size_bytes", "replicas",
                                F.coalesce(F.col("bytes_in_per_sec"), F.lit(0.0)).alias("rate"),
                                F.posexplode("replicas").alias("pos", "broker"))
@@ -190,7 +191,7 @@ class SparkData:
         density = F.col("rate") / F.greatest(F.col("size_bytes"), F.lit(1.0))
         key = F.when(F.col("side") == "hot", -density).otherwise(density)
         w = Window.partitionBy("broker").orderBy(key, "size_bytes", "topic", "partition")
-        return (r.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= per_broker)
+        return (r.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= F.col("most"))
                 .select(*NET_COLUMNS).toPandas())
 
     def close(self) -> None:
@@ -311,18 +312,19 @@ class LocalData:
         out = [choose_leaders(g, inputs) for _, g in parts.groupby("lgrp", sort=True)]
         return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=list(CHANGE_COLUMNS))
 
-    def net_candidates(self, side: dict[int, str], per_broker: int, exclude_topics: set[str]) -> Any:
+    def net_candidates(self, side: dict[int, tuple[str, int]], exclude_topics: set[str]) -> Any:
         import numpy as np
 
         r = self._replicas()
         r = r[r["broker"].isin(list(side)) & ~r["topic"].isin(exclude_topics)].copy()
         r["rate"] = r["bytes_in_per_sec"].fillna(0.0).astype(float)
         density = r["rate"] / np.maximum(r["size_bytes"].astype(float), 1.0)
-        hot = np.array([side[b] == "hot" for b in r["broker"]], dtype=bool)
+        hot = np.array([side[b][0] == "hot" for b in r["broker"]], dtype=bool)
         r["key"] = np.where(hot, -density, density)
         r = r.sort_values(["broker", "key", "size_bytes", "topic", "partition"], kind="mergesort")
         r["rank"] = r.groupby("broker").cumcount() + 1
-        return r[r["rank"] <= per_broker][list(NET_COLUMNS)].reset_index(drop=True)
+        most = np.array([side[b][1] for b in r["broker"]])
+        return r[r["rank"].to_numpy() <= most][list(NET_COLUMNS)].reset_index(drop=True)
 
     def close(self) -> None:
         pass

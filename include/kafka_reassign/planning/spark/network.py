@@ -12,9 +12,9 @@ least network in that stays under the limit:
 
 A replica the disk search is already moving onto a hot broker is redirected instead (the move
 gets another receiver: no extra copy), so the two goals share one set of copies where they can.
-A move that copies data must pay for it: the produce rate it shifts is at least the cluster's
-mean rate per byte times the bytes it copies (moving average replicas only trades disk for
-network in).
+A move that copies data must pay for it: the produce rate it shifts is at least twice the
+cluster's mean rate per byte times the bytes it copies (moving replicas of about average rate
+per byte only trades disk for network in, e.g. on unequal disks).
 
 It never undoes the disk goal: no broker ends above the fullest utilisation the disk search left
 or half the balance tolerance above the mean, whichever is higher (never above ``1 +
@@ -32,6 +32,7 @@ the coldest per byte), then smallest.
 """
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,12 +42,13 @@ from kafka_reassign.planning.spark.search import MOVE_COLUMNS
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
 
 CANDIDATE_ORDER = "hot: -rate/max(size, 1), size, topic, partition; cold: rate/max(size, 1), size, topic, partition"
-#: candidate replicas fetched per broker (hot brokers shed from them, cold ones swap back from them)
+#: candidate replicas fetched per cold broker (partners for swaps), and at least per hot broker
 PER_BROKER = 400
 SWEEPS = 8
-#: receivers tried per replica (least network in first), and swap partners looked at on each
-#: side of the replica's size per receiver: bounded so the pass stays moves-sized
-RECEIVERS = 24
+#: a copy must shift this many times the cluster's mean produce rate per byte it copies
+WORTH = 2.0
+#: swap partners looked at on each side of the replica's size, per receiver (every receiver
+#: under the limit is tried, least network in first: a cap there left hot brokers stuck)
 SWAP_SCAN = 16
 #: a hot broker gives up for the sweep after this many candidates in a row fit nowhere (the
 #: next ones carry less rate per byte; e.g. unequal disks whose network in cannot even out)
@@ -109,7 +111,7 @@ class NetState:
         return rack == self.rack[r.broker] or rack not in {self.rack[x] for x in now + r.orig}
 
     def worth(self, gain: float, copied: float) -> bool:
-        return gain > 0 and gain >= copied * self.density
+        return gain > 0 and gain >= WORTH * copied * self.density
 
     def room(self, b: int) -> float:
         return self.ceil[b] - self.bytes[b]
@@ -162,6 +164,12 @@ def net_state(brokers: dict[int, BrokerInfo], t: Targets, byt: dict[int, float],
                     ceil, set(t.receivers), {b: x.rack for b, x in brokers.items()}, total_net / total_bytes)
 
 
+def hot_candidates(count: int, net: float, upper: float) -> int:
+    """Candidates to fetch for a hot broker: twice the share of its replicas that carries the
+    produce it must shed (its densest come first, so fewer usually do), at least PER_BROKER."""
+    return max(PER_BROKER, min(count, math.ceil(2 * count * (net - upper) / net)))
+
+
 def _search_moves(moves: Any) -> dict[tuple[str, int], dict[int, int]]:
     """(topic, partition) -> {position: new broker} of the search's moves."""
     out: dict[tuple[str, int], dict[int, int]] = {}
@@ -174,7 +182,7 @@ def _after(orig: tuple[int, ...], done: dict[int, int]) -> tuple[int, ...]:
     return tuple(done.get(i, x) for i, x in enumerate(orig))
 
 
-def candidates(frame: Any, moves: Any, side: dict[int, str]) -> dict[int, list[Replica]]:
+def candidates(frame: Any, moves: Any, side: dict[int, Any]) -> dict[int, list[Replica]]:
     """Per broker of ``side``: the engine's candidates (a replica the search moves itself left
     out) and the search's moves onto it (``via``).
 
@@ -252,7 +260,7 @@ def _shed(s: NetState, a: int, xs: list[Replica], pools: dict[int, Pool]) -> lis
             break
         if x.key in s.touched or not s.worth(x.rate, 0.0):
             continue
-        order = sorted((b for b in pools if s.net[b] < s.upper), key=lambda b: (s.net[b], b))[:RECEIVERS]
+        order = sorted((b for b in pools if s.net[b] < s.upper), key=lambda b: (s.net[b], b))
         dst = _plain(s, x, order)
         hit = (dst, None) if dst is not None else _swap(s, x, order, pools)
         if hit is None:
@@ -303,10 +311,10 @@ def network_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, befor
     hot = [b for b in t.placeable if s.net[b] > s.upper]
     if not hot:
         return moves
-    side = {b: "cold" for b in s.receivers if s.net[b] < s.upper}
-    side.update({b: "hot" for b in hot})
-    rows = candidates(engine.net_candidates(side, PER_BROKER, set(opts.exclude_topics)), moves, side)
-    extra = balance_network(s, {b: rows[b] for b in hot}, {b: rs for b, rs in rows.items() if side[b] == "cold"})
+    side = {b: ("cold", PER_BROKER) for b in s.receivers if s.net[b] < s.upper}
+    side.update({b: ("hot", hot_candidates(before.count.get(b, 0), s.net[b], s.upper)) for b in hot})
+    rows = candidates(engine.net_candidates(side, set(opts.exclude_topics)), moves, side)
+    extra = balance_network(s, {b: rows[b] for b in hot}, {b: rs for b, rs in rows.items() if side[b][0] == "cold"})
     if not extra and not s.redirect:
         return moves
     moves = moves.copy()
