@@ -1,0 +1,31 @@
+"""A follower-side quota meter's quick "never crosses" agrees with the break-by-break walk.
+
+seconds_to_cross answers "never" without the walk when a lower bound of the allowance (the
+bytes of the last window plus a sample, moving as an aged meter's do) stays above the level
+(QuotaMeter._stays_above); every such answer must be the walk's too.
+"""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from test_sim_quota_events import MB, _random_history
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_quick_never_is_the_walks_answer(seed):
+    rng = random.Random(100 + seed)
+    quick = asked = 0
+    for _ in range(150):
+        bound = rng.choice([1 * MB, 2 * MB, 5 * MB])
+        for meter, _t in _random_history(rng, aged=False, bound=bound):
+            if meter.t is None:
+                continue
+            for level in (0.0, -bound / 4):
+                asked += 1
+                if meter._stays_above(bound, level):
+                    quick += 1
+                    assert math.isinf(meter._walk_to_cross(bound, level))
+    assert quick > 1_000 and quick < asked  # the bound answers often, and not always
