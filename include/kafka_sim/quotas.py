@@ -293,24 +293,7 @@ class QuotaMeter:
                 (bound * self.min_span - level) / self.rate
         if self.aged:
             return self._sweep_to_cross(bound, level)
-        if self._stays_above(bound, level):
-            return math.inf
         return self._walk_to_cross(bound, level)
-
-    def _stays_above(self, bound: float, level: float) -> bool:
-        """A follower-side meter's allowance stays above ``level`` on its course (far beyond rounding).
-
-        Once the meter is a window old its span stays between the window and the window plus a
-        sample, so its allowance is at least ``bound * window`` minus the bytes recorded over the
-        last window plus a sample; that lower bound moves as an aged meter's allowance does
-        (:meth:`_least_net_leaving`), without the walk's break-by-break evaluation.
-        """
-        now, first = self.t, self.first
-        if now is None or first is None or now - first < self.window:
-            return False
-        wide = self.window + self.min_span + 1e-6  # the walk looks just before a purge too
-        floor = bound * (self.window - 1e-6) - (self._cum(now) - self._cum(now - wide)) - level
-        return floor + self._least_net_leaving(now, self.rate, wide) > _EPS_BYTES
 
     def _walk_to_cross(self, bound: float, level: float) -> float:
         """seconds_to_cross of an open meter, from break to break (any sensor)."""
@@ -357,7 +340,7 @@ class QuotaMeter:
             # rate * window before the window holds current-rate bytes alone: it stays above
             # the level (far beyond rounding), as the sweep would find break after break
             return math.inf
-        if up and side + self._least_net_leaving(now, rate, w) > _EPS_BYTES:
+        if up and side + self._least_net_leaving(now, rate) > _EPS_BYTES:
             return math.inf  # the same argument with what leaves the window counted too
         d0, a0 = 0.0, side  # the last break and the allowance just after it
         k = 0
@@ -380,8 +363,8 @@ class QuotaMeter:
             k = j + 1
         return math.inf
 
-    def _least_net_leaving(self, now: float, rate: float, window: float) -> float:
-        """Least, over the time ahead, of the bytes that left a ``window`` minus those recorded since ``now``.
+    def _least_net_leaving(self, now: float, rate: float) -> float:
+        """Least, over the time ahead, of the bytes that left the window minus those recorded since ``now``.
 
         An aged meter's allowance ``d`` seconds ahead is the allowance now plus that difference,
         so when the allowance now exceeds minus this least value it never falls to zero on the
@@ -392,12 +375,11 @@ class QuotaMeter:
 
         :param now: the meter's time
         :param rate: the current recording rate
-        :param window: seconds the bytes stay (an aged meter's window)
         """
         ts, cs = self.ts, self.cs
-        tail = now - window
+        tail = now - self.window
         c_tail = self._cum(tail)
-        least = min(0.0, (self._cum(now) - c_tail) - rate * window)
+        least = min(0.0, (self._cum(now) - c_tail) - rate * self.window)
         k = bisect.bisect_right(ts, tail)
         if k < len(ts):
             least = min(least, min(map(lambda t, c: (c - c_tail) - rate * (t - tail), ts[k:], cs[k:])))
