@@ -35,7 +35,9 @@ def test_execute_throttles_while_moving_then_restores(runs, real_bootstrap, loca
     """Rates on every broker that sends or receives, the replica lists of the moves in flight on
     the topic; the moves land where the plan says; every config is back to its prior value."""
     bs, brokers = real_bootstrap, local_kafka.brokers
-    topic = loaded_topic(bs, topic_name("exec"), {0: [1, 2, 3], 1: [2, 3, 1]}, 6)
+    # Larger than the burst an idle quota lets through at once (Kafka's 11 one-second samples:
+    # about 10 s of the rate), so each move stays in flight for seconds under 1 MB/s.
+    topic = loaded_topic(bs, topic_name("exec"), {0: [1, 2, 3], 1: [2, 3, 1]}, 16)
     targets = {0: [4, 2, 3], 1: [5, 3, 1]}
     before = throttle_configs(bs, brokers, [topic])
     proc = runs(*execute_args(bs, write_plan(tmp_path, plan_parts(topic, targets)), tmp_path / "rec", "thr",
@@ -44,7 +46,7 @@ def test_execute_throttles_while_moving_then_restores(runs, real_bootstrap, loca
     want = {**{f"broker {b}": {LEADER_RATE: rate, FOLLOWER_RATE: rate} for b in (1, 2, 3, 4, 5)},
             f"topic {topic}": {LEADER_REPLICAS: ("0:1,0:2,0:3,1:1,1:2,1:3", "DYNAMIC_TOPIC_CONFIG"),
                                FOLLOWER_REPLICAS: ("0:4,1:5", "DYNAMIC_TOPIC_CONFIG")}}
-    # Read while both moves are in flight (6 MB at 1 MB/s: seconds): the throttle is really on Kafka.
+    # Read while both moves are in flight: the throttle is really on Kafka.
     during = wait_until(lambda: len(ours_in_flight(bs, topic)) == 2 and throttle_configs(bs, brokers, [topic]) == want
                         and proc.poll() is None, 90, "both moves in flight under our throttle", proc=proc)
     assert during

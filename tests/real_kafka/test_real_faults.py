@@ -35,7 +35,8 @@ def test_broker_killed_mid_move_then_restarted(runs, real_bootstrap, local_kafka
     """kill -9 of the receiving broker mid-copy, then its restart within the stall window: the run
     completes (the tool's rule), restores its throttle and leaves the others' values as they were."""
     bs, brokers = real_bootstrap, local_kafka.brokers
-    topic = loaded_topic(bs, topic_name("kill"), {0: [1, 2, 3]}, 8)
+    # More than the ~10 s of the rate an idle quota lets through at once: still copying at the kill.
+    topic = loaded_topic(bs, topic_name("kill"), {0: [1, 2, 3]}, 20)
     theirs = {"6": {LEADER_RATE: "7000000"}, "2": {FOLLOWER_RATE: "3000000"}}  # one idle broker, one we lower
     for b, values in theirs.items():
         alter(bs, "broker", b, values)
