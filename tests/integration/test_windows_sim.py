@@ -39,7 +39,9 @@ class TimedAdmin(RecordingAdmin):
 
 def _run(cluster: Any, params: dict, **kwargs: Any) -> tuple[Any, TimedAdmin, list[Any]]:
     views: list[Any] = []
-    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+    # A short deadline per try: now and then a kafka-python call to the simulator gets no answer
+    # (seen in CI; the deadline closes that client and retries), and this test is about windows.
+    with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers, call_timeout_seconds=5.0) as admin:
         rec = TimedAdmin(admin, cluster)
         result = run_reassignment(rec, plan_to_456(len(SIZES)), params, MemoryRecordStore(),
                                   on_progress=views.append, on_event=lambda m: None, clock=cluster.sim_time,
