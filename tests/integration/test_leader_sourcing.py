@@ -52,14 +52,38 @@ def decommission(sim_cluster):
     return cluster, plan, current, target
 
 
-def watched_run(cluster: Any, plan: dict, params: dict) -> tuple[Any, Leaders]:
-    """``run_reassignment`` of ``plan`` while :class:`Leaders` samples the cluster."""
+class CallLog:
+    """A real KafkaAdmin that notes each request it sends, in order, with the run's clock."""
+
+    def __init__(self, admin: KafkaAdmin, clock: Any) -> None:
+        self._admin, self._clock = admin, clock
+        self.calls: list[tuple[float, str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._admin, name)
+        if not callable(method):
+            return method
+
+        def noted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append((self._clock(), name, args[0] if args else None))
+            return method(*args, **kwargs)
+        return noted
+
+
+def watched_run(cluster: Any, plan: dict, params: dict, calls: list | None = None) -> tuple[Any, Leaders]:
+    """``run_reassignment`` of ``plan`` while :class:`Leaders` samples the cluster.
+
+    :param calls: filled with (simulated time, admin method, first argument) of every request
+    """
     watch = Leaders(cluster, len(plan["partitions"]))
     with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        logged = CallLog(admin, cluster.sim_time)
         watch.start()
         try:
-            result = run_reassignment(admin, plan, params, MemoryRecordStore(), exec_store=MemoryExecutionStore(),
+            result = run_reassignment(logged, plan, params, MemoryRecordStore(), exec_store=MemoryExecutionStore(),
                                       on_event=lambda m: None)
+            if calls is not None:
+                calls += logged.calls
         finally:
             watch.done.set()
             watch.join(5)
@@ -68,8 +92,10 @@ def watched_run(cluster: Any, plan: dict, params: dict) -> tuple[Any, Leaders]:
 
 def test_copies_come_from_the_chosen_sources_and_the_plan_leaders_come_back(decommission):
     cluster, plan, current, target = decommission
-    result, watch = watched_run(cluster, plan, {**PARAMS, "leader_sourcing": True})
+    calls: list = []
+    result, watch = watched_run(cluster, plan, {**PARAMS, "leader_sourcing": True}, calls)
     assert result.progress is not None and result.progress.outcome == "done"
+    _assert_each_lead_step_is_elected_at_once(result, calls)
     lead_steps = [s for s in result.prepared.steps if s.is_leader_only]
     sourced = {s.partition: s.target[0] for s in lead_steps}
     assert sourced and all(current[p][0] == 8 or b != current[p][0] for p, b in sourced.items())
@@ -84,6 +110,24 @@ def test_copies_come_from_the_chosen_sources_and_the_plan_leaders_come_back(deco
         st = cluster.partition_state("t", p)
         assert st["replicas"] == replicas and st["leader"] == replicas[0], (p, st)
     assert result.progress.leader_changes >= 2 * len(lead_steps)
+
+
+def _assert_each_lead_step_is_elected_at_once(result: Any, calls: list) -> None:
+    """Kafka completes a lead step as it accepts it: one listing confirms it and the election
+    follows in the same refill, with no wait for the next check or poll in between."""
+    lead = {(s.topic, s.partition): tuple(s.target) for s in result.prepared.steps if s.is_leader_only}
+    checked = 0
+    for n, (t, name, targets) in enumerate(calls):
+        if name != "alter_partition_reassignments":
+            continue
+        for key in [k for k, v in targets.items() if v is not None and tuple(v) == lead.get(k)]:
+            m = next(m for m in range(n + 1, len(calls))
+                     if calls[m][1] == "elect_preferred_leaders" and key in list(calls[m][2]))
+            between = [name for _, name, _ in calls[n + 1:m]]
+            assert between == ["list_partition_reassignments"], (key, between)
+            assert calls[m][0] - t < 0.5, (key, t, calls[m][0])  # simulated seconds
+            checked += 1
+    assert checked == len(lead) > 0
 
 
 def test_sourcing_off_moves_no_leader_before_the_copy(decommission):
