@@ -251,6 +251,17 @@ def test_large_steps_do_not_crowd_a_broker_beyond_its_byte_budget():
     assert take(ex) == []  # nothing moved yet: still over the budget
 
 
+def test_a_broker_busy_sending_still_takes_a_copy_in():
+    # Broker 2 sends 300 MB to broker 3 (over its outbound budget of 250 MB) and 1 sends 300 MB to 2:
+    # Kafka throttles 2's outbound and inbound replication separately, so both start; a second
+    # copy out of broker 2 waits.
+    limits = ExecutionLimits(max_movements_per_broker=20, budget_seconds=10.0, strategy="largest-first")
+    steps = [*chain("t", 0, [(2,), (3,)], size=300_000_000), *chain("t", 1, [(1,), (2,)], size=300_000_000),
+             *chain("t", 2, [(2,), (4,)], size=100_000_000)]
+    ex = MoveExecutor(steps, limits, throttle_rate=25_000_000)
+    assert sorted(ex.steps[i].partition for i in take(ex)) == [0, 1]
+
+
 def test_small_steps_fill_the_budget_up_to_the_count_cap():
     limits = ExecutionLimits(max_movements_per_broker=30, budget_seconds=10.0)
     ex = MoveExecutor(_one_receiver([5_000_000] * 100), limits, throttle_rate=25_000_000)

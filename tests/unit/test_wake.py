@@ -5,7 +5,8 @@ import pytest
 
 from kafka_reassign.execution.outcome import StepWatch
 from kafka_reassign.execution.wake import (CHECK_GAP_SECONDS, FlightItem, WakeRule, broker_left, bytes_left_now,
-                                           due_times, low_water_time, next_check, step_rates)
+                                           due_times, lane_broker, low_water_time, next_check, step_rates,
+                                           throttle_lanes)
 
 RATE = 10_000_000.0
 
@@ -16,6 +17,21 @@ def test_a_step_moves_at_its_smallest_share_of_the_throttle():
     items = {0: FlightItem((1, 4), 50e6, 0.0), 1: FlightItem((1, 5), 50e6, 0.0), 2: FlightItem((2, 5), 50e6, 0.0)}
     assert step_rates(items, RATE) == {0: 5e6, 1: 5e6, 2: 5e6}
     assert step_rates({0: FlightItem((1, 4), 1.0, 0.0)}, RATE) == {0: RATE}
+
+
+def test_a_broker_sends_and_receives_on_two_throttles():
+    # Kafka's leader (outbound) and follower (inbound) quotas are separate: broker 4 receiving
+    # from 1 and sending to 5 moves both copies at the full rate; two copies out of 4 share one.
+    lanes = [throttle_lanes((1, 4), copies=True), throttle_lanes((4, 5), copies=True)]
+    assert lanes == [(~1, 4), (~4, 5)] and [lane_broker(k) for k in (~4, 4)] == [4, 4]
+    assert step_rates({0: FlightItem(lanes[0], 1.0, 0.0), 1: FlightItem(lanes[1], 1.0, 0.0)}, RATE) == {0: RATE, 1: RATE}
+    out_twice = {0: FlightItem((~4, 1), 1.0, 0.0), 1: FlightItem((~4, 5), 1.0, 0.0)}
+    assert step_rates(out_twice, RATE) == {0: RATE / 2, 1: RATE / 2}
+    # A broker's own rate (the adaptive throttle) applies to both of its lanes.
+    assert step_rates(out_twice, RATE, {4: 4e6}) == {0: 2e6, 1: 2e6}
+    assert low_water_time({~4: 8e6}, [~4], RATE, 5e6, 0.0, {4: 4e6}) == pytest.approx(1.5)
+    # A log-dir move stays inside its broker: one lane, the broker's own.
+    assert throttle_lanes((3,), copies=False) == (3,)
 
 
 def test_due_times_and_bytes_left_now_follow_the_rates():

@@ -24,7 +24,7 @@ from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepWatch, o
 from kafka_reassign.execution.progress import RECENT_DONE_ROWS
 from kafka_reassign.execution.rate_control import rate_control_for
 from kafka_reassign.execution.steps import StepMove
-from kafka_reassign.execution.wake import FlightItem, WakeRule
+from kafka_reassign.execution.wake import FlightItem, WakeRule, throttle_lanes
 from kafka_reassign.execution.windows import format_instant, parse_windows
 from kafka_reassign.throttle.replica_lists import ReplicaThrottle
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
@@ -274,8 +274,12 @@ class StepStates:
         rate = self.move_rate
         return WakeRule(rate=rate, low_water=rate * self.limits.budget_seconds / 2.0,
                         held_back=tuple(sorted(self._held_back)),
-                        brokers={i: self.data[i] for i in self.watches},
+                        brokers={i: self.lanes(i) for i in self.watches},
                         planned={i: self.step_bytes[i] for i in self.watches}, per_broker=self.broker_rates)
+
+    def lanes(self, i: int) -> tuple[int, ...]:
+        """The throttle lanes step ``i``'s bytes pass (:func:`~kafka_reassign.execution.wake.throttle_lanes`)."""
+        return throttle_lanes(self.data[i], bool(self.steps[i].adding))
 
     def wake_at(self, now: float) -> tuple[float | None, float | None]:
         """(next cheap check for a step due to finish, when a broker holding steps back runs low)."""

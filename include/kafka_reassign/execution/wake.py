@@ -34,7 +34,7 @@ CHECK_GAP_SECONDS = 1.0
 class FlightItem:
     """One step in flight as the wake schedule sees it.
 
-    :param brokers: the brokers its bytes go through (the sending leader and the receivers)
+    :param brokers: the throttle lanes its bytes pass (:func:`throttle_lanes`)
     :param bytes_left: bytes left at ``observed_at``
     :param observed_at: when ``bytes_left`` was read (the submission time before a first poll)
     """
@@ -46,6 +46,28 @@ class FlightItem:
 
 #: broker -> bytes/s it moves, where it differs from the run's rate (the adaptive throttle)
 BrokerRates = Mapping[int, float]
+
+
+def throttle_lanes(brokers: Sequence[int], copies: bool) -> tuple[int, ...]:
+    """The throttles a step's bytes pass, as *lanes*: the sender's outbound one as ``~broker``
+    (negative), each receiver's inbound one as the broker id.
+
+    Kafka throttles a broker's leader side (what it sends to followers) and its follower side
+    (what it fetches) with two separate quotas, so a broker sending one copy and receiving
+    another moves both at full rate: counting them as one resource halved its share and held
+    a sender's inbound work back behind its outbound.
+
+    :param brokers: the sender first, then the receivers (:func:`~kafka_reassign.execution.book.data_brokers`)
+    :param copies: the step copies between brokers (False: a log-dir move, inside each broker)
+    """
+    if not copies or not brokers:
+        return tuple(brokers)
+    return (~brokers[0], *brokers[1:])
+
+
+def lane_broker(lane: int) -> int:
+    """The broker of a lane of :func:`throttle_lanes`."""
+    return lane if lane >= 0 else ~lane
 
 
 def step_rates(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerRates | None = None
@@ -60,7 +82,7 @@ def step_rates(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerR
         for b in it.brokers:
             sharing[b] = sharing.get(b, 0) + 1
     of = per_broker or {}
-    return {i: (min(of.get(b, rate) / sharing[b] for b in it.brokers) if it.brokers else rate)
+    return {i: (min(of.get(lane_broker(b), rate) / sharing[b] for b in it.brokers) if it.brokers else rate)
             for i, it in items.items()}
 
 
@@ -81,7 +103,7 @@ def due_times(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerRa
 
 def broker_left(items: Mapping[int, FlightItem], rate: float, now: float,
                 per_broker: BrokerRates | None = None) -> dict[int, float]:
-    """Broker -> bytes its steps in flight still move through it (projected to ``now``)."""
+    """Lane -> bytes the steps in flight still move through it (projected to ``now``)."""
     left = bytes_left_now(items, rate, now, per_broker)
     out: dict[int, float] = {}
     for i, it in items.items():
@@ -92,14 +114,13 @@ def broker_left(items: Mapping[int, FlightItem], rate: float, now: float,
 
 def low_water_time(left: Mapping[int, float], brokers: Iterable[int], rate: float, low_water: float,
                    now: float, per_broker: BrokerRates | None = None) -> float | None:
-    """When the first of ``brokers`` gets down to its low water (None: no broker).
+    """When the first of ``brokers`` (lanes) gets down to its low water (None: no lane).
 
-    A broker drains at its rate while it has work, whatever the number of steps sharing it; its
-    low water is ``low_water`` scaled by its rate over ``rate`` (the same seconds of work).
+    A lane drains at its broker's rate while it has work, whatever the number of steps sharing
+    it; its low water is ``low_water`` scaled by that rate over ``rate`` (the same seconds of work).
     """
-    of = per_broker or {}
-    times = [now + max(0.0, left.get(b, 0.0) - low_water * of.get(b, rate) / rate) / of.get(b, rate)
-             for b in brokers if of.get(b, rate) > 0] if rate > 0 else []
+    of = {b: of_rate for b in brokers if (of_rate := (per_broker or {}).get(lane_broker(b), rate)) > 0}
+    times = [now + max(0.0, left.get(b, 0.0) - low_water * r / rate) / r for b, r in of.items()] if rate > 0 else []
     return min(times, default=None)
 
 
@@ -122,8 +143,8 @@ class WakeRule:
 
     :param rate: bytes/s one broker moves
     :param low_water: bytes in flight below which a held-back broker should get more work
-    :param held_back: brokers the window held eligible steps back from for their bytes in flight
-    :param brokers: step index -> the brokers its bytes go through
+    :param held_back: lanes the window held eligible steps back from for their bytes in flight
+    :param brokers: step index -> the throttle lanes its bytes pass (:func:`throttle_lanes`)
     :param planned: step index -> its planned bytes (bytes left before a first observation)
     :param per_broker: brokers moving at another rate than ``rate`` (the adaptive throttle)
     """

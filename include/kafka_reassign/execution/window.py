@@ -14,7 +14,7 @@ from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.execution.cluster_io import classify, elect_leaders, submit
 from kafka_reassign.execution.outcome import Outcome, StepWatch
 from kafka_reassign.execution.step_state import IN_FLIGHT, StepStates, log
-from kafka_reassign.execution.wake import broker_left
+from kafka_reassign.execution.wake import broker_left, lane_broker
 from kafka_reassign.throttle.record import note_submitted
 
 
@@ -24,8 +24,9 @@ class AdmissionWindow(StepStates):
     def pick(self, now: float | None = None) -> list[int]:
         """The eligible steps that fit the caps now, in strategy order (slots are taken).
 
-        Besides the counts, every broker its bytes go through (the sender and the receivers)
-        must have less than ``budget_seconds`` of the throttle in flight. Many small steps then
+        Besides the counts, every throttle its bytes pass (the sender's outbound one and each
+        receiver's inbound one: separate quotas in Kafka) must have less than ``budget_seconds``
+        of its rate in flight. Many small steps then
         fill a broker's share of the throttle until the next wake, and a broker that has enough
         work does not take more that would only split its throttle thinner: the moves already on
         it, a long chain of steps among them, keep their pace. (Admitting a step when only one
@@ -55,14 +56,15 @@ class AdmissionWindow(StepStates):
                     continue
                 if self.steps[i].moves_leader and self.leader_load >= cap_l:
                     continue
-                busy = [b for b in self.data[i]
-                        if left.get(b, 0.0) >= per_broker.get(b, rate) * self.limits.budget_seconds]
+                lanes = self.lanes(i)
+                busy = [k for k in lanes
+                        if left.get(k, 0.0) >= per_broker.get(lane_broker(k), rate) * self.limits.budget_seconds]
                 if busy:
                     self._held_back.update(busy)
                     continue
                 self._hold(i, +1)
-                for b in self.data[i]:
-                    left[b] = left.get(b, 0.0) + self.step_bytes[i]
+                for k in lanes:
+                    left[k] = left.get(k, 0.0) + self.step_bytes[i]
                 chosen.append(i)
                 if len(chosen) >= room:
                     return chosen
