@@ -23,6 +23,7 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import DAG, Param, TriggerRule, task
 
 from kafka_reassign.fleet import FleetEntry
+from kafka_reassign.planning.goal_order import resources_over
 from kafka_reassign_airflow.fleet import Fleet, load_fleet, planning_pool, rebalance_dag_id
 from kafka_reassign_airflow.operators.workflow import PLAN_TASK_ID, planning_tasks, reassignment_tasks
 from kafka_reassign_airflow.params import dag_schedule, reassign_params
@@ -42,8 +43,9 @@ DOC_MD = """
    writes `PLAN.json`, `PLAN.summary.json` and `PLAN.chart.png` there and logs the summary line.
    `planner_engine: local` runs the same job in the worker without Spark (small clusters).
 3. **should_rebalance** reads the summary file and stops the run *quietly* (every later task
-   skipped, run = success) when the disk balance (fullest broker's utilisation / mean
-   utilisation, 1.0 = perfect) is at or under `balance_threshold`, or when the plan moves nothing.
+   skipped, run = success) when every balanced resource (disk: fullest broker's utilisation /
+   mean utilisation, 1.0 = perfect; and each other distribution goal of `balance_goals`) is at
+   or under `balance_threshold`, or when the plan moves nothing.
 4. With `require_approval` on, **approve_plan** waits for a person to press *Approve* or
    *Reject* in the Airflow UI (Required actions); the body shows the plan summary. Reject
    skips the reassignment; no answer within 12 hours counts as Reject.
@@ -86,11 +88,14 @@ def _params(entry: FleetEntry, fleet: Fleet) -> dict[str, Param]:
         params["throttle_bytes_per_sec"].value = entry.throttle_bytes_per_sec
     if entry.maintenance_windows is not None:
         params["maintenance_windows"].value = list(entry.maintenance_windows)
+    if entry.balance_goals is not None:
+        params["balance_goals"].value = list(entry.balance_goals)
     params.update({
         "balance_threshold": Param(
             entry.balance_threshold or 1.10, type="number", minimum=1.0, title="Balance threshold",
-            description="Act only when the fullest broker's disk utilisation is more than this times the "
-                        "mean (1.10 = 10% above the mean). At or under it the run stops quietly.",
+            description="Act only when a balanced resource (disk utilisation, and each other distribution "
+                        "goal of the balance goals: network in, leader count, leader bytes in) has a broker "
+                        "more than this times the mean (1.10 = 10% above). At or under it the run stops quietly.",
             section="When to act"),
         "require_approval": Param(
             bool(entry.require_approval), type="boolean", title="Require approval",
@@ -127,12 +132,16 @@ def should_rebalance(params: dict[str, Any], ti: Any = None) -> bool:
     if moves == 0:
         print(f"Nothing to move (balance {before}); stopping quietly.")
         return False
-    if before is not None and float(before) <= threshold:
-        print(f"Disk balance {float(before):.3f} <= threshold {threshold:.3f}: within bounds, "
+    # a summary of before the goal list carries the disk figure only
+    balance = summary.get("balance") or {"disk": {"before": before}}
+    over = resources_over(balance, summary.get("balance_goals") or ("disk",), threshold)
+    if not over:
+        print(f"Every balanced resource <= threshold {threshold:.3f} (disk {before}): within bounds, "
               f"not moving anything ({moves} partition move(s) were possible).")
         return False
-    print(f"Disk balance {before} > threshold {threshold}: rebalancing {moves} partition(s), "
-          f"{summary.get('data_to_move_bytes')} bytes, balance after {summary.get('balance_after')}.")
+    print(f"Over threshold {threshold}: {', '.join(f'{k} {v:.3f}' for k, v in over.items())}; rebalancing "
+          f"{moves} partition(s), {summary.get('data_to_move_bytes')} bytes, disk balance after "
+          f"{summary.get('balance_after')}.")
     return True
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from kafka_reassign.param_rows import CliFlag, DagField, ParamValue, RunParam
+from kafka_reassign.planning.goal_order import BALANCE_GOALS, DEFAULT_BALANCE_GOALS
 
 if TYPE_CHECKING:
     import argparse
@@ -115,6 +116,18 @@ RUN_PARAMS: tuple[RunParam, ...] = (
                      description="For the goal disk-threshold: move replicas off every log dir above this "
                                  "percentage of its capacity, the least data possible, until it is under; "
                                  "dirs already under it only receive (and stay under it).")),
+    RunParam(
+        # The balancing plans' goals (planning/goal_order.py): a row so the DAG form, the CLI and
+        # the planner flags all take it from here; the default is the plans of before the list.
+        "balance_goals", tuple, DEFAULT_BALANCE_GOALS,
+        "balance goals, highest priority first (repeat the flag or give a comma list; hard goals first): "
+        + ", ".join(g.name for g in BALANCE_GOALS), planner=True,
+        cli=CliFlag("--balance-goal", metavar="GOAL"),
+        dag=DagField("Balance goals (priority order)", WHAT, description=(
+            "What rebalance, add-brokers and remove-brokers even out, highest priority first: hard goals "
+            "(rack-aware, capacity: always kept) then distribution goals (disk, network-in, leader-count, "
+            "leader-bytes-in), each within its tolerance. A lower goal never pushes a higher one out of "
+            "its tolerance; a goal left out is off (disk must stay)."))),
     RunParam(  # a planning input, read by the snapshot (cluster/capacities.py)
         "log_dir_capacity_bytes", tuple, (),
         "log dir capacity for the planner instead of the volume size brokers report: SIZE (every dir), "
@@ -426,6 +439,8 @@ def run_values_from_args(args: "argparse.Namespace") -> dict[str, Any]:
     for param in RUN_PARAMS:
         # a list, as a repeated flag gives it (a command without the flag: the empty default)
         value = getattr(args, param.name, list(param.default) if isinstance(param.default, tuple) else param.default)
+        if isinstance(param.default, tuple) and not value:  # a repeated flag not given: its default list
+            value = list(param.default)
         values[param.name] = None if getattr(args, f"no_{param.name}", False) else value
         if param.old_name:
             values[param.old_name] = getattr(args, param.old_name, None)
@@ -440,8 +455,10 @@ def planner_flags(limits: Mapping[str, Any]) -> list[str]:
     args: list[str] = []
     for name, value in limits.items():
         param = PARAMS_BY_NAME.get(name)
-        if value is not None and param is not None and param.planner and param.cli is not None:
-            args += [param.cli.flag, str(value)]
+        if value is None or param is None or not param.planner or param.cli is None:
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:  # a list: the flag repeats
+            args += [param.cli.flag, str(item)]
     return args
 
 

@@ -22,13 +22,15 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from kafka_reassign.errors import ReassignError
+from kafka_reassign.planning.goal_order import goal_names, order_problems
 
 #: Connection ids become part of DAG ids (``kafka_rebalance__<conn_id>``): same alphabet.
 _CONN_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 #: Entry keys and the types they take (bool is not an int here).
 _KEYS: dict[str, tuple[type, ...]] = {"conn_id": (str,), "schedule": (str, type(None)),
                                       "balance_threshold": (int, float), "throttle_bytes_per_sec": (int,),
-                                      "require_approval": (bool,), "maintenance_windows": (list,)}
+                                      "require_approval": (bool,), "maintenance_windows": (list,),
+                                      "balance_goals": (list,)}
 
 
 class FleetConfigError(ReassignError):
@@ -41,10 +43,12 @@ class FleetEntry:
 
     :param conn_id: Airflow connection id of the cluster
     :param schedule: cron expression or preset of its scheduled rebalance; "none" = only when triggered
-    :param balance_threshold: act when the fullest broker's disk use is over this times the mean
+    :param balance_threshold: act when a balanced resource's fullest broker is over this times the
+        mean (disk, and each other distribution goal of ``balance_goals``)
     :param throttle_bytes_per_sec: replication throttle of its rebalance moves
     :param require_approval: wait for a person's approval before moving
     :param maintenance_windows: when its rebalance may start new moves (``maintenance_windows`` param)
+    :param balance_goals: its rebalance's goals, highest priority first (``balance_goals`` param)
     """
 
     conn_id: str
@@ -53,6 +57,7 @@ class FleetEntry:
     throttle_bytes_per_sec: int | None = None
     require_approval: bool | None = None
     maintenance_windows: tuple[str, ...] | None = None
+    balance_goals: tuple[str, ...] | None = None
 
     @property
     def schedule_off(self) -> bool:
@@ -106,7 +111,9 @@ def _shape_problems(raw: object) -> list[str]:
     rate = raw.get("throttle_bytes_per_sec")
     if isinstance(rate, int) and not isinstance(rate, bool) and rate <= 0:
         problems.append(f"throttle_bytes_per_sec must be over 0, not {rate}")
-    return problems + _window_problems(raw.get("maintenance_windows"))
+    goals = raw.get("balance_goals")
+    goal_problems = order_problems(goal_names(goals)) if isinstance(goals, list) else []
+    return problems + _window_problems(raw.get("maintenance_windows")) + [str(p) for p in goal_problems]
 
 
 def _window_problems(windows: object) -> list[str]:
@@ -133,7 +140,8 @@ def _entry(raw: str | dict[str, object]) -> FleetEntry:
                       balance_threshold=float(threshold) if isinstance(threshold, (int, float)) else None,
                       throttle_bytes_per_sec=rate if isinstance(rate, int) else None,
                       require_approval=approval if isinstance(approval, bool) else None,
-                      maintenance_windows=tuple(str(w) for w in windows) if isinstance(windows, list) else None)
+                      maintenance_windows=tuple(str(w) for w in windows) if isinstance(windows, list) else None,
+                      balance_goals=goal_names(goals) if isinstance(goals := data.get("balance_goals"), list) else None)
 
 
 def _airflow_problems(entry: FleetEntry, checks: FleetChecks) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 from kafka_reassign import defaults as D
 from kafka_reassign.errors import ParamError, Problem
+from kafka_reassign.planning.goal_order import DEFAULT_BALANCE_GOALS, goal_names, order_problems
 
 
 # -- run parameters ------------------------------------------------------------------------
@@ -57,6 +58,8 @@ class ReassignParams:
     :param throttle_max_bytes_per_sec: the adaptive throttle's ceiling
     :param broker_network_capacity_bytes_per_sec: a broker's link for the adaptive throttle
     :param broker_network_capacities: ``BROKER=RATE`` entries for brokers whose link differs
+    :param balance_goals: the balancing plans' goals, highest priority first (planning only;
+        :mod:`kafka_reassign.planning.goal_order`)
     """
 
     throttle_bytes_per_sec: int | None = D.THROTTLE_BYTES_PER_SEC
@@ -86,6 +89,7 @@ class ReassignParams:
     throttle_max_bytes_per_sec: int = D.THROTTLE_MAX_BYTES_PER_SEC
     broker_network_capacity_bytes_per_sec: int | None = None
     broker_network_capacities: tuple[str, ...] = ()
+    balance_goals: tuple[str, ...] = DEFAULT_BALANCE_GOALS
 
     def to_json(self) -> dict[str, Any]:
         # Plain JSON: a tuple (the maintenance windows) as the list it reads back as.
@@ -178,6 +182,14 @@ def _entries_param(problems: list[Problem], key: str, v: Any, name: str) -> tupl
     return tuple(v or ())
 
 
+def _goals_param(problems: list[Problem], v: Any) -> tuple[str, ...]:
+    """The goal list: known names, no repeats, hard goals first (:func:`~kafka_reassign.planning.goal_order.order_problems`)."""
+    names = goal_names(v)
+    found = order_problems(names)
+    problems.extend(found)
+    return DEFAULT_BALANCE_GOALS if found else names
+
+
 #: List parameters whose entries a parser checks (the others are maintenance windows).
 _PARSED_LISTS = frozenset({"log_dir_capacity_bytes", "broker_network_capacities"})
 
@@ -191,6 +203,8 @@ def _check(problems: list[Problem], key: str, v: Any, param: D.RunParam) -> Any:
     if param.kind is tuple:
         if param.name in _PARSED_LISTS:
             return _entries_param(problems, key, v, param.name)
+        if param.name == "balance_goals":
+            return _goals_param(problems, v)
         return _windows_param(problems, key, v)
     if param.kind is bool:
         return _bool_param(problems, key, v)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from kafka_reassign import defaults as D
 from kafka_reassign.errors import AssignorError
+from kafka_reassign.planning.goal_order import DEFAULT_BALANCE_GOALS
 
 if TYPE_CHECKING:  # pragma: no cover
     from kafka_reassign.planning.spark.cluster import Assignment, Cluster, Partition
@@ -63,6 +64,10 @@ class PlanOptions:
     :param balance_network_in: balancing goals also even out network in (produce received as
         leader or follower) after the disk balance, when the snapshot has produce rates
     :param network_in_tolerance: a broker's network in may end this much above the mean
+    :param leader_bytes_in_tolerance: a broker's leader bytes in (produce it leads) may end this
+        much above the mean (goal leader-bytes-in)
+    :param balance_goals: the balance goals by name, highest priority first
+        (:mod:`~kafka_reassign.planning.goal_order`); the switches above follow from it
     :param topic_spread_slack: replicas of one topic per broker allowed above the even share
     :param throttle_bytes_per_sec: replication throttle for the time estimate (None = NIC speed)
     :param timeout_seconds: the planning Spark jobs are cancelled after this long (an error
@@ -91,6 +96,9 @@ class PlanOptions:
     balance_network_in: bool = True
     throttle_bytes_per_sec: float | None = None
     log_dir_throttle_bytes_per_sec: float | None = None
+    balance_leader_bytes_in: bool = False
+    leader_bytes_in_tolerance: float = 0.10
+    balance_goals: tuple[str, ...] = DEFAULT_BALANCE_GOALS
     max_partition_movements: int = D.MAX_PARTITION_MOVEMENTS
     max_movements_per_broker: int = D.MAX_MOVEMENTS_PER_BROKER
     max_leader_movements: int = D.MAX_LEADER_MOVEMENTS

@@ -84,6 +84,8 @@ def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
              "log_dir_throttle_bytes_per_sec", "max_partition_movements", "max_movements_per_broker",
              "max_leader_movements", "disk_threshold_percent", "assignor", "engine", "spark_master", "timeout_seconds"]
     out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    if getattr(args, "balance_goals", None):  # the flag repeats; without it the default list
+        out["balance_goals"] = args.balance_goals
     out.update(getattr(args, "options_json", None) or {})
     return out
 

@@ -37,6 +37,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_reassign.planning.goal_order import ranks_above
 from kafka_reassign.planning.spark.loads import Loads
 from kafka_reassign.planning.spark.search import MOVE_COLUMNS
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
@@ -305,7 +306,9 @@ def network_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, befor
     if not opts.balance_network_in:
         return moves
     byt, net = mid_loads(before, moves)
-    s = net_state(brokers, t, byt, net, hard_cap, opts.network_in_tolerance, opts.balance_tolerance)
+    # listed above disk, network in is bound by the capacity ceiling only (goal_order)
+    disk_tol = opts.balance_tolerance if ranks_above(opts.balance_goals, "disk", "network-in") else math.inf
+    s = net_state(brokers, t, byt, net, hard_cap, opts.network_in_tolerance, disk_tol)
     if s is None:
         return moves
     hot = [b for b in t.placeable if s.net[b] > s.upper]

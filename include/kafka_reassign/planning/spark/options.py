@@ -8,6 +8,7 @@ from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.errors import GoalError, Problem
 from kafka_reassign.planning.spark.goals import GOALS
 from kafka_reassign.planning.spark.goals.disk_threshold import percent_problem
+from kafka_reassign.planning.goal_order import BALANCE_GOALS, goal_names, order_problems, switches
 
 #: the goals that run on Spark (kafka_reassign.planning.spark.flow); the others run on the driver
 BALANCING_GOALS: tuple[str, ...] = ("rebalance", "add-brokers", "remove-brokers")
@@ -43,6 +44,8 @@ def make_options(goal: str, **options: Any) -> PlanOptions:
             except (TypeError, ValueError):
                 problems.append(Problem(k, f"must be broker ids, got {v!r}", "bad_option"))
                 continue
+        elif k == "balance_goals":
+            v = goal_names(v)
         elif k in _TUPLE_STR:
             if isinstance(v, str):
                 v = [x for x in v.split(",") if x.strip()]
@@ -50,6 +53,7 @@ def make_options(goal: str, **options: Any) -> PlanOptions:
         kwargs[k] = v
     opts = PlanOptions(**{k: v for k, v in kwargs.items() if k in known})
     problems += _value_problems(opts)
+    problems += _resolve_goals(opts, set(kwargs), goal)
     pct_problem = percent_problem(opts.disk_threshold_percent)
     if pct_problem is not None and (goal == "disk-threshold" or opts.disk_threshold_percent is not None):
         problems.append(pct_problem)
@@ -70,7 +74,8 @@ def _value_problems(opts: PlanOptions) -> list[Problem]:
         v = getattr(opts, name)
         if not isinstance(v, (int, float)) or not 0 < v <= 1:
             problems.append(Problem(name, f"must be in (0, 1], got {v!r}", "bad_option"))
-    for name in ("balance_tolerance", "count_tolerance", "leader_tolerance", "network_in_tolerance"):
+    for name in ("balance_tolerance", "count_tolerance", "leader_tolerance", "network_in_tolerance",
+                 "leader_bytes_in_tolerance"):
         v = getattr(opts, name)
         if not isinstance(v, (int, float)) or v < 0:
             problems.append(Problem(name, f"must be a number >= 0, got {v!r}", "bad_option"))
@@ -87,3 +92,23 @@ def _value_problems(opts: PlanOptions) -> list[Problem]:
         if v is not None and (not isinstance(v, (int, float)) or v <= 0):
             problems.append(Problem(name, f"must be a positive number of bytes/s, got {v!r}", "bad_option"))
     return problems
+
+
+def _resolve_goals(opts: PlanOptions, given: set[str], goal: str) -> list[Problem]:
+    """Set the goal switches from ``balance_goals`` (one place decides); a switch given by name (as
+    before the list existed: ``balance_network_in=False``) drops its goal or adds it last.
+
+    :param given: the option names the caller gave
+    :param goal: the plan's kind (the list is checked for the balancing ones)
+    """
+    names = list(opts.balance_goals)
+    for g in BALANCE_GOALS:
+        on = getattr(opts, g.switch) if g.switch in given else None
+        if on is False and g.name in names:
+            names.remove(g.name)
+        elif on is True and g.name not in names:
+            names.append(g.name)
+    opts.balance_goals = tuple(names)
+    for switch, on in switches(names).items():
+        setattr(opts, switch, on)
+    return order_problems(names, moves_data=goal in BALANCING_GOALS)

@@ -1,0 +1,107 @@
+"""The balance goals by name in a priority order (planning/goal_order.py): the list reaches the
+planner from the options, the CLI, the run parameters and the fleet; bad lists are refused with
+one line naming the problem before Spark starts, and nothing is written."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_reassign import defaults
+from kafka_reassign.errors import GoalError, ParamError
+from kafka_reassign.fleet import FleetChecks, FleetConfigError, parse_fleet
+from kafka_reassign.planning.goal_order import DEFAULT_BALANCE_GOALS, order_problems, resources_over
+from kafka_reassign.planning.spark import command as planner_cli
+from kafka_reassign.planning.spark import make_options
+from kafka_reassign.planning.validate import validate_params
+from test_planner_inputs import tiny
+
+OK = FleetChecks(lambda conn: True, lambda schedule: None, lambda conn: None)
+
+
+@pytest.mark.parametrize("names, needle", [
+    (["rack-aware", "disk", "cpu"], "unknown goal 'cpu': the known goals are rack-aware, capacity, disk, "
+                                    "network-in, leader-count, leader-bytes-in"),
+    (["disk", "rack-aware"], "distribution goal 'disk' is above hard goal 'rack-aware': hard goals come first"),
+    (["capacity", "disk", "leader-count", "disk"], "goal 'disk' is listed more than once"),
+    (["rack-aware", "network-in"], "keep 'disk' in the list"),
+])
+def test_bad_lists_are_one_line_each_naming_the_problem(names: list[str], needle: str) -> None:
+    problems = order_problems(names)
+    assert len(problems) == 1 and "\n" not in str(problems[0])
+    assert needle in str(problems[0]) and problems[0].entry == "balance_goals"
+    with pytest.raises(GoalError, match="balance_goals: "):
+        make_options("rebalance", balance_goals=names)
+    with pytest.raises(ParamError, match="balance_goals: "):
+        validate_params({"balance_goals": names})
+
+
+def test_the_default_list_is_the_plans_of_before_and_the_list_sets_the_switches() -> None:
+    opts = make_options("rebalance")
+    assert opts.balance_goals == DEFAULT_BALANCE_GOALS == validate_params({}).balance_goals
+    assert (opts.balance_network_in, opts.balance_leaders, opts.balance_leader_bytes_in) == (True, True, False)
+    opts = make_options("rebalance", balance_goals="capacity,disk,leader-bytes-in,leader-count")
+    assert opts.balance_goals == ("capacity", "disk", "leader-bytes-in", "leader-count")
+    assert (opts.balance_network_in, opts.balance_leaders, opts.balance_leader_bytes_in) == (False, True, True)
+    # a switch given by name (as before the list) drops its goal or adds it last
+    assert "network-in" not in make_options("rebalance", balance_network_in=False).balance_goals
+    assert make_options("rebalance", balance_leader_bytes_in=True).balance_goals[-1] == "leader-bytes-in"
+    # hard goals need not be listed (they are rules every plan keeps); plan kinds that move no data
+    # through the search may leave disk out
+    assert make_options("rebalance", balance_goals=["disk"]).balance_leaders is False
+    assert make_options("rack-repair", balance_goals=["leader-count"]).balance_goals == ("leader-count",)
+
+
+def test_cli_flag_repeats_and_reaches_the_planner_flags() -> None:
+    flags = defaults.planner_flags({"balance_goals": ["disk", "leader-bytes-in"]})
+    assert flags == ["--balance-goal", "disk", "--balance-goal", "leader-bytes-in"]
+    parser = planner_cli.argparse.ArgumentParser()
+    planner_cli.add_arguments(parser)
+    args = parser.parse_args(["--snapshot", "s", "--goal", "rebalance", "--out", "o", *flags])
+    assert planner_cli.options_from_args(args)["balance_goals"] == ["disk", "leader-bytes-in"]
+    plain = parser.parse_args(["--snapshot", "s", "--goal", "rebalance", "--out", "o"])
+    assert "balance_goals" not in planner_cli.options_from_args(plain)  # the default list applies
+
+
+def test_cli_refuses_a_bad_list_before_spark_starts_and_writes_nothing(tmp_path, capsys, monkeypatch) -> None:
+    from kafka_reassign.planning.spark import spark_session
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark must not start for a bad goal list")
+
+    monkeypatch.setattr(spark_session, "get_spark", no_spark)
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(tiny()))
+    out = tmp_path / "PLAN.json"
+    rc = planner_cli.main(["--snapshot", str(snap), "--goal", "rebalance", "--out", str(out),
+                           "--balance-goal", "disk", "--balance-goal", "rack-aware"])
+    assert rc == planner_cli.EXIT_BAD_INPUT
+    assert "distribution goal 'disk' is above hard goal 'rack-aware'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [snap]
+
+
+def test_capacity_below_the_load_with_no_way_out_is_refused_and_nothing_written(tmp_path, capsys) -> None:
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(tiny()))  # 9 GB on 600 GB: 1.5%
+    out = tmp_path / "PLAN.json"
+    rc = planner_cli.main(["--snapshot", str(snap), "--goal", "rebalance", "--out", str(out), "--engine", "local",
+                           "--capacity-ceiling", "0.01"])
+    assert rc == planner_cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "the data needs 1.5% of the placeable brokers' capacity, above capacity_ceiling=1%" in err
+    assert list(tmp_path.iterdir()) == [snap]
+
+
+def test_fleet_entry_chooses_its_goals_and_bad_ones_are_named() -> None:
+    [entry] = parse_fleet(json.dumps([{"conn_id": "k1", "balance_goals": ["disk", "leader-bytes-in"]}]), OK)
+    assert entry.balance_goals == ("disk", "leader-bytes-in")
+    with pytest.raises(FleetConfigError, match=r"fleet entry 1 \(k1\): balance_goals: unknown goal 'cpu'"):
+        parse_fleet(json.dumps([{"conn_id": "k1", "balance_goals": ["disk", "cpu"]}]), OK)
+
+
+def test_the_threshold_acts_on_any_listed_resource_above_it() -> None:
+    balance = {"disk": {"before": 1.02}, "network_in": {"before": 1.30}, "leaders": {"before": 1.05},
+               "leader_bytes_in": {"before": 2.5}}
+    assert resources_over(balance, DEFAULT_BALANCE_GOALS, 1.10) == {"network-in": 1.30}
+    assert resources_over(balance, ("disk", "leader-bytes-in"), 1.10) == {"leader-bytes-in": 2.5}
+    assert resources_over(balance, ("rack-aware", "disk", "leader-count"), 1.10) == {}
