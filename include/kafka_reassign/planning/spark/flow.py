@@ -28,7 +28,7 @@ from kafka_reassign.errors import ConstraintError, GoalError
 from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
 from kafka_reassign.planning.spark.guard import check_task_sizes, deadline
-from kafka_reassign.planning.spark.leaders import LeaderInputs, duplicates_in, leader_groups
+from kafka_reassign.planning.spark.leaders import LEADER_GOALS, LeaderInputs, duplicates_in, leader_groups
 from kafka_reassign.planning.spark.loads import Loads, broker_infos, loads_after, loads_from_frame, open_log_dirs
 from kafka_reassign.planning.spark.finish import ordered_plan, rule_problems
 from kafka_reassign.planning.spark.network import network_moves
@@ -179,8 +179,10 @@ def search_moves(engine: Any, run: Run, targets: Targets, quotas: dict, flows: d
 def apply_and_lead(engine: Any, run: Run, moves: Any, targets: Targets, totals: dict[str, float]) -> Any:
     """Stage 5: moves applied and leaders chosen, one Spark task per partition group."""
     opts = run.opts
-    inputs = LeaderInputs(eligible=set(targets.placeable) if opts.balance_leaders else set(),
-                          fixed=run.exclude, slack=SLACK * 4, balance=opts.balance_leaders,
+    order = tuple(g for g in opts.balance_goals if g in LEADER_GOALS)  # their priority order
+    inputs = LeaderInputs(eligible=set(targets.placeable) if order else set(),
+                          fixed=run.exclude, slack=SLACK * 4, balance=bool(order), order=order,
+                          count_tolerance=opts.leader_tolerance, bytes_tolerance=opts.leader_bytes_in_tolerance,
                           groups=leader_groups(int(totals["partitions"]), len(targets.placeable)),
                           gainers=set(opts.brokers) if opts.goal == "add-brokers" else None,
                           rack={b: x.rack for b, x in run.brokers.items()}, placeable=set(targets.placeable))

@@ -8,6 +8,13 @@ per-broker quota of its group's share of the mean leader count (plus a small sla
 partition keeps its current first replica while that broker is under quota, the rest go to the
 replica with the fewest leaders so far. Reordering replicas moves no data. Only partitions whose
 replica list changes are returned (the plan's rows), so the driver receives moves, not replicas.
+
+The leader-bytes-in goal (Cruise Control's LeaderBytesInDistributionGoal) evens the produce rate
+each broker leads the same way: a broker above its group's share x (1 + tolerance) hands its
+hottest partitions to the in-sync replica leading the least, never pushing that one above the
+share. The two leader goals run in the order of ``balance_goals``; the lower one never pushes a
+broker above the higher one's limit (the sum of the groups' limits is the cluster's: each
+group's share is its part of the mean).
 """
 from __future__ import annotations
 
@@ -18,6 +25,8 @@ from typing import Any
 #: brackets the names of duplicated partitions in the error a task raises (read by the driver)
 DUPLICATE_MARK = "@@duplicate-partition-rows@@"
 MAX_LEADER_GROUPS = 16
+#: the goals this stage balances (planning/goal_order.py names)
+LEADER_GOALS = ("leader-count", "leader-bytes-in")
 LEADERS_PER_BROKER_PER_GROUP = 200
 
 
@@ -42,6 +51,10 @@ class LeaderInputs:
     :param balance: choose leaders (False: only apply the moves)
     :param gainers: brokers that may gain leadership by a reorder (None = every eligible one;
         add-brokers gives the new brokers only, so nothing else changes on the old ones)
+    :param order: the leader goals (leader-count, leader-bytes-in) to balance, highest priority first
+    :param count_tolerance: leader-bytes-in ranked lower never pushes a leader count above the
+        group's share x (1 + this)
+    :param bytes_tolerance: the leader-bytes-in goal's limit: the group's share x (1 + this)
     """
 
     eligible: set[int]
@@ -52,6 +65,9 @@ class LeaderInputs:
     gainers: set[int] | None = None
     rack: dict[int, str] = field(default_factory=dict)
     placeable: set[int] = field(default_factory=set)
+    order: tuple[str, ...] = ("leader-count",)
+    count_tolerance: float = 0.10
+    bytes_tolerance: float = 0.10
 
 
 def duplicates_in(error: BaseException) -> list[str]:
@@ -90,8 +106,9 @@ def choose_leaders(pdf: Any, inp: LeaderInputs) -> Any:
     rows = [(t, int(p), [int(x) for x in r], _apply_moves([int(x) for x in r], mp, md, inp.rack), float(s))
             for t, p, r, mp, md, s in zip(pdf["topic"], pdf["partition"], pdf["replicas"],
                                           pdf["mpos"], pdf["mdst"], pdf["size_bytes"])]
+    rates = [float(r) if r == r and r is not None else 0.0 for r in pdf["bytes_in_per_sec"]]
     if inp.balance and rows:
-        _balance(rows, inp)
+        _balance(rows, rates, inp)
     now = {(t, int(p)): (float(rate) if rate == rate and rate is not None else 0.0,
                          int(lead) if lead == lead and lead is not None else -1,
                          float(remote) if remote == remote and remote is not None else 0.0)
@@ -117,8 +134,29 @@ def row_problem(orig: list[int], final: list[int], inp: LeaderInputs) -> str | N
     return None
 
 
-def _balance(rows: list[tuple], inp: LeaderInputs) -> None:
-    quota = math.ceil(len(rows) / max(1, len(inp.eligible)) * (1 + inp.slack))
+def _balance(rows: list[tuple], rates: list[float], inp: LeaderInputs) -> None:
+    """The leader goals of ``inp.order`` one after the other on one group's rows."""
+    share = len(rows) / max(1, len(inp.eligible))
+    quota = math.ceil(share * (1 + inp.slack))
+    by_count, by_bytes = "leader-count" in inp.order, "leader-bytes-in" in inp.order
+    if by_count and (not by_bytes or inp.order.index("leader-count") < inp.order.index("leader-bytes-in")):
+        count = _count_pass(rows, inp, quota)
+        if by_bytes:  # the count goal ranks higher: no broker pushed above its limit
+            _even_bytes(rows, inp, LeaderBytes.of(rows, rates, inp),
+                        (count, math.floor(share * (1 + inp.count_tolerance))))
+    elif by_bytes:
+        lbi = LeaderBytes.of(rows, rates, inp)
+        _even_bytes(rows, inp, lbi, None)
+        if by_count:  # it ranks lower: it only hands over where leader bytes in stay in limit
+            tally: dict[int, int] = {}
+            for row in rows:
+                tally[row[3][0]] = tally.get(row[3][0], 0) + 1
+            _repair(rows, inp, tally, quota, lbi)
+
+
+def _count_pass(rows: list[tuple], inp: LeaderInputs, quota: int) -> dict[int, int]:
+    """Leader counts to the quota: first replicas kept while under it, the rest to the replica
+    with the fewest leaders, then the repair sweeps; the counts."""
     count: dict[int, int] = {}
     deferred = []
     for i, (_, _, orig, final, _) in enumerate(rows):
@@ -138,12 +176,14 @@ def _balance(rows: list[tuple], inp: LeaderInputs) -> None:
         count[best] = count.get(best, 0) + 1
         _lead(final, best)
     _repair(rows, inp, count, quota)
+    return count
 
 
 REPAIR_SWEEPS = 8
 
 
-def _repair(rows: list[tuple], inp: LeaderInputs, count: dict[int, int], quota: int) -> None:
+def _repair(rows: list[tuple], inp: LeaderInputs, count: dict[int, int], quota: int,
+            lbi: "LeaderBytes | None" = None) -> None:
     """Sweeps that hand leadership from a broker above quota to a replica with at least two
     fewer leaders (which may itself end above quota and hand on in the next sweep): each hand-over
     lowers the sum of squared counts, so chains of brokers resolve in a few sweeps. Only the
@@ -159,13 +199,15 @@ def _repair(rows: list[tuple], inp: LeaderInputs, count: dict[int, int], quota: 
                 orig, final = rows[i][2], rows[i][3]
                 under = [] if count[lead] <= quota or orig[0] in inp.fixed else [
                     b for b in final[1:] if b in inp.eligible and count.get(b, 0) < count[lead] - 1
-                    and (inp.gainers is None or b in inp.gainers)]
+                    and (inp.gainers is None or b in inp.gainers) and (lbi is None or lbi.fits(b, i))]
                 if not under:
                     keep.append(i)
                     continue
                 best = min(under, key=lambda b: (count.get(b, 0), final.index(b)))
                 count[lead] -= 1
                 count[best] = count.get(best, 0) + 1
+                if lbi is not None:
+                    lbi.hand(i, lead, best)
                 _lead(final, best)
                 led.setdefault(best, []).append(i)
                 changed = True
@@ -178,3 +220,89 @@ def _lead(final: list[int], broker: int) -> None:
     """Make ``broker`` the preferred leader (first replica)."""
     j = final.index(broker)
     final[0], final[j] = final[j], final[0]
+
+
+@dataclass
+class LeaderBytes:
+    """The produce rate each broker leads in one group, and the leader-bytes-in limit.
+
+    :param rates: per row, its partition's produce rate
+    :param cap: no broker may be pushed above this (the group's share x (1 + tolerance))
+    """
+
+    rates: list[float]
+    cap: float
+    load: dict[int, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, rows: list[tuple], rates: list[float], inp: LeaderInputs) -> "LeaderBytes":
+        load: dict[int, float] = {}
+        for row, rate in zip(rows, rates):
+            load[row[3][0]] = load.get(row[3][0], 0.0) + rate
+        return cls(rates, sum(rates) / max(1, len(inp.eligible)) * (1 + inp.bytes_tolerance), load)
+
+    def fits(self, b: int, i: int) -> bool:
+        return self.load.get(b, 0.0) + self.rates[i] <= self.cap
+
+    def hand(self, i: int, src: int, dst: int) -> None:
+        self.load[src] -= self.rates[i]
+        self.load[dst] = self.load.get(dst, 0.0) + self.rates[i]
+
+
+def _even_bytes(rows: list[tuple], inp: LeaderInputs, lbi: LeaderBytes,
+                counts: tuple[dict[int, int], int] | None) -> None:
+    """Brokers above the leader-bytes-in limit, most loaded first, hand their hottest partitions to
+    the in-sync replica leading the least that stays under the limit. When the leader-count goal
+    ranks higher (``counts`` = (counts, limit)) no broker goes above that limit: a receiver at it
+    hands a colder partition back (a swap, counts unchanged). Sweeps until none changes anything."""
+    led: dict[int, list[int]] = {}
+    for i, row in enumerate(rows):
+        if row[2][0] not in inp.fixed and row[3][0] not in inp.fixed:
+            led.setdefault(row[3][0], []).append(i)
+    for _ in range(REPAIR_SWEEPS):
+        changed = False
+        for lead in sorted((b for b in led if lbi.load.get(b, 0.0) > lbi.cap), key=lambda b: (-lbi.load[b], b)):
+            for i in sorted(led[lead], key=lambda j: (-lbi.rates[j], j)):
+                if lbi.load[lead] <= lbi.cap:
+                    break
+                if rows[i][3][0] == lead and lbi.rates[i] > 0 and _hand_hot(rows, i, inp, lbi, counts, led):
+                    changed = True
+        if not changed:
+            return
+
+
+def _hand_hot(rows: list[tuple], i: int, inp: LeaderInputs, lbi: LeaderBytes,
+              counts: tuple[dict[int, int], int] | None, led: dict[int, list[int]]) -> bool:
+    """Row ``i`` (led by a broker above the limit) to the follower leading the least that takes it,
+    alone or with a swap back; whether it moved."""
+    final = rows[i][3]
+    lead = final[0]
+    for b in sorted((b for b in final[1:] if b in inp.eligible and (inp.gainers is None or b in inp.gainers)),
+                    key=lambda b: (lbi.load.get(b, 0.0), final.index(b))):
+        if counts is None or counts[0].get(b, 0) + 1 <= counts[1]:
+            if lbi.fits(b, i):
+                _hand(rows, i, b, lbi, counts, led)
+                return True
+            continue
+        # b is at the count limit: it hands back its coldest partition that lead holds and that fits
+        if inp.gainers is not None and lead not in inp.gainers:
+            continue
+        back = [j for j in led.get(b, []) if rows[j][3][0] == b and lead in rows[j][3]
+                and lbi.load[b] + lbi.rates[i] - lbi.rates[j] <= lbi.cap and lbi.rates[j] < lbi.rates[i]]
+        if back:
+            _hand(rows, i, b, lbi, counts, led)
+            _hand(rows, min(back, key=lambda j: (lbi.rates[j], j)), lead, lbi, counts, led)
+            return True
+    return False
+
+
+def _hand(rows: list[tuple], i: int, dst: int, lbi: LeaderBytes, counts: tuple[dict[int, int], int] | None,
+          led: dict[int, list[int]]) -> None:
+    """Make ``dst`` the preferred leader of row ``i`` in every tally."""
+    src = rows[i][3][0]
+    lbi.hand(i, src, dst)
+    if counts is not None:
+        counts[0][src] -= 1
+        counts[0][dst] = counts[0].get(dst, 0) + 1
+    _lead(rows[i][3], dst)
+    led.setdefault(dst, []).append(i)
