@@ -76,6 +76,8 @@ class PlanOptions:
         this percentage of its capacity
     :param max_task_replicas: most candidate replicas one search task (one rack) may hold; above
         it the plan stops with an error naming this option and the Spark memory settings
+    :param search_piece_replicas: candidate replicas per search task: racks are cut into pieces
+        of about this many (None = :data:`pieces.PIECE_REPLICAS`); lower it for more parallel tasks
     """
 
     goal: str = "rebalance"
@@ -107,6 +109,7 @@ class PlanOptions:
     spark_master: str | None = None
     timeout_seconds: float = 900.0
     max_task_replicas: int = 2_000_000
+    search_piece_replicas: int | None = None
     disk_threshold_percent: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -127,11 +127,32 @@ class SparkData:
         per = per.drop(columns=["kind"])
         return per, _totals(per), []
 
+    def _slot_keys(self, n: int) -> list[int]:
+        """Integers ``k_0..k_{n-1}`` that Spark's hash partitioning into ``n`` partitions sends to
+        partitions ``0..n-1`` (asked of Spark itself: ``pmod(hash(k), n)``), so repartitioning by
+        them gives each search piece a task of its own instead of hash collisions sharing one."""
+        from pyspark.sql import functions as F
+
+        keys: dict[int, int] = {}
+        span = 8 * n
+        while len(keys) < n:
+            ks = self.spark.range(span).select(F.col("id").cast("int").alias("k"))
+            for r in ks.select("k", F.pmod(F.hash("k"), F.lit(n)).alias("p")).collect():
+                keys.setdefault(int(r["p"]), int(r["k"]))
+            span *= 4
+        return [keys[i] for i in range(n)]
+
     def _candidates(self, limits: dict[int, tuple[str, float]], exclude_topics: set[str]) -> Any:
         from pyspark.sql import functions as F
 
-        lim = self.spark.createDataFrame([(b, g, float(x)) for b, (g, x) in limits.items()],
-                                         "broker int, grp string, max_size double")
+        # the pieces with most sources (most candidates) first: Spark starts tasks in partition order
+        sources: dict[str, int] = {}
+        for g, _ in limits.values():
+            sources[g] = sources.get(g, 0) + 1
+        names = sorted(sources, key=lambda g: (-sources[g], g))
+        slot = dict(zip(names, self._slot_keys(len(names)))) if names else {}
+        lim = self.spark.createDataFrame([(b, g, float(x), slot[g]) for b, (g, x) in limits.items()],
+                                         "broker int, grp string, max_size double, slot int")
         r = (self.parts.select("topic", "partition", "size_bytes", "crc", "replicas",
                                F.coalesce(F.col("bytes_in_per_sec"), F.lit(0.0)).alias("bytes_in_per_sec"),
                                F.posexplode("replicas").alias("pos", "broker"))
@@ -139,15 +160,19 @@ class SparkData:
         if exclude_topics:
             r = r.where(~F.col("topic").isin(sorted(exclude_topics)))
         return (r.where(F.col("size_bytes") <= F.col("max_size"))
-                .select("grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas", "crc",
+                .select("slot", "grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas", "crc",
                         "bytes_in_per_sec"))
 
     @_quiet
     def search(self, limits: dict[int, tuple[str, float]], exclude_topics: set[str],
                inputs: SearchInputs) -> Any:
-        """The moves, one Spark task per broker group."""
+        """The moves, one Spark task per search piece (a repartition to an explicit count, which
+        adaptive execution keeps: no two pieces share a task, none waits behind another)."""
         cand = self._candidates(limits, exclude_topics)
-        return cand.groupBy("grp").applyInPandas(_task(search_group, inputs), MOVE_SCHEMA).toPandas()
+        pieces = len({g for g, _ in limits.values()})
+        if pieces:
+            cand = cand.repartition(pieces, "slot")
+        return cand.groupBy("slot").applyInPandas(_task(search_group, inputs), MOVE_SCHEMA).toPandas()
 
     @_quiet
     def changes(self, moves: Any, exclude_topics: set[str], inputs: LeaderInputs) -> Any:

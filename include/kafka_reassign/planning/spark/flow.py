@@ -5,8 +5,8 @@
    unusable rows (unknown brokers, missing sizes...);
 3. loads per broker (a Spark aggregate) -> targets, lower bounds and each rack's quotas (driver,
    brokers-sized); infeasible goals and capacities stop here;
-4. the move search runs as one Spark task per rack (:mod:`.search`), refused up front if a task
-   would not fit; then the network-in pass on the driver (:mod:`.network`) adds moves (or swaps)
+4. the move search runs as one Spark task per piece of a rack (:mod:`.search`, :mod:`.pieces`),
+   refused up front if a task would not fit; then the network-in pass on the driver (:mod:`.network`) adds moves (or swaps)
    of hot replicas off the brokers receiving the most produce traffic;
 5. moves applied and leaders chosen as Spark tasks over partition groups (:mod:`.leaders`);
    only changed partitions come back;
@@ -32,6 +32,7 @@ from kafka_reassign.planning.spark.leaders import LEADER_GOALS, LeaderInputs, du
 from kafka_reassign.planning.spark.loads import Loads, broker_infos, loads_after, loads_from_frame, open_log_dirs
 from kafka_reassign.planning.spark.finish import ordered_plan, rule_problems
 from kafka_reassign.planning.spark.network import network_moves
+from kafka_reassign.planning.spark.pieces import PIECE_REPLICAS, split_quotas
 from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
 from kafka_reassign.planning.spark.report import build_summary
 from kafka_reassign.planning.spark.search import SearchInputs
@@ -153,13 +154,15 @@ def read_loads(engine: Any, run: Run) -> tuple[Loads, dict[str, float]]:
 
 
 def plan_targets(run: Run, before: Loads, totals: dict[str, float]) -> tuple[Targets, dict, dict]:
-    """Stage 3 (driver, brokers-sized): targets, bounds, feasibility, each rack's quotas."""
+    """Stage 3 (driver, brokers-sized): targets, bounds, feasibility, each rack's quotas cut
+    into the search's pieces."""
     opts, max_rf = run.opts, int(totals["max_rf"])
     targets = compute_targets(run.brokers, before.bytes, run.drain, run.exclude, totals["partition_bytes"], max_rf)
     if opts.goal == "add-brokers":
         targets = fill_only(targets, run.brokers, before.bytes, set(opts.brokers))
     check_feasible(opts, run.brokers, targets, max_rf)
     quotas, flows = group_quotas(targets, before.bytes, before.count, hard_caps(run), opts.balance_tolerance)
+    quotas = split_quotas(quotas, before.count, targets.group, opts.search_piece_replicas or PIECE_REPLICAS)
     check_task_sizes(task_sizes(quotas, before.count), opts.max_task_replicas)
     return targets, quotas, flows
 
@@ -169,11 +172,12 @@ def hard_caps(run: Run) -> dict[int, float]:
 
 
 def search_moves(engine: Any, run: Run, targets: Targets, quotas: dict, flows: dict) -> Any:
-    """Stage 4: the move search, one Spark task per rack."""
-    limits = {b: (targets.group[b], float("inf") if b in run.drain else q.sources[b] + q.slack.get(b, 0.0))
-              for q in quotas.values() for b in q.sources}
+    """Stage 4: the move search, one Spark task per piece of a rack (:mod:`.pieces`)."""
+    limits = {b: (name, float("inf") if b in run.drain else q.sources[b] + q.slack.get(b, 0.0))
+              for name, q in quotas.items() for b in q.sources}
     racks = {b: x.rack for b, x in run.brokers.items()}
-    return engine.search(limits, run.exclude_topics, SearchInputs(quotas, racks, targets.group, flows))
+    piece = {b: name for b, (name, _) in limits.items()}
+    return engine.search(limits, run.exclude_topics, SearchInputs(quotas, racks, targets.group, flows, piece))
 
 
 def apply_and_lead(engine: Any, run: Run, moves: Any, targets: Targets, totals: dict[str, float]) -> Any:
@@ -246,4 +250,5 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
     plan, after = run.timed("reconcile_s", reconcile, run, before, targets, changes)
     summary = summarise(run, targets, before, after, changes, plan)
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
+    summary["search_pieces"] = len(quotas)
     return plan, summary

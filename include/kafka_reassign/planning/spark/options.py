@@ -87,6 +87,9 @@ def _value_problems(opts: PlanOptions) -> list[Problem]:
         v = getattr(opts, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             problems.append(Problem(name, f"must be an integer >= 1, got {v!r}", "bad_option"))
+    v = opts.search_piece_replicas
+    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+        problems.append(Problem("search_piece_replicas", f"must be an integer >= 1, got {v!r}", "bad_option"))
     for name in ("throttle_bytes_per_sec", "log_dir_throttle_bytes_per_sec", "timeout_seconds"):
         v = getattr(opts, name)
         if v is not None and (not isinstance(v, (int, float)) or v <= 0):

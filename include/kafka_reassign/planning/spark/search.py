@@ -1,4 +1,4 @@
-"""The move search of one broker group (a rack), run as a Spark task (``applyInPandas``).
+"""The move search of one broker group (a rack, or a piece of one), run as a Spark task (``applyInPandas``).
 
 Each group gets the replicas on its over-loaded brokers (``sources``, bytes to shed each) and
 byte quotas on under-loaded brokers: its own rack's (``local``) and slices of other racks'
@@ -14,6 +14,9 @@ independently and the driver only concatenates their moves:
   Every group computes the same owner from the same flows, so two groups never put two
   replicas of one partition into one rack, and exporters get candidates in proportion to
   what they must send. The leader stage still checks each partition's moves together.
+
+A group may be cut into pieces, each its own task (:mod:`.pieces`): they split the group's
+sources and quotas, and a partition with replicas in two pieces is moved by one of them only.
 
 Per source, candidates are taken largest first while they fit the bytes still to shed plus a
 small slack (first-fit decreasing); each goes to the receiver with most quota left that passes
@@ -66,6 +69,17 @@ class SearchInputs:
     rack: dict[int, str]
     group: dict[int, str]
     flows: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: source -> its piece of the group (:mod:`.pieces`), when groups are cut into pieces
+    piece: dict[int, str] = field(default_factory=dict)
+
+    def holds(self, brokers: list[int], src: int) -> bool:
+        """Whether ``src``'s piece may move the partition on ``brokers``: the piece of its
+        first replica on a source of ``src``'s group (pieces of one group never both move it)."""
+        me = self.group[src]
+        for b in brokers:
+            if b in self.piece and self.group[b] == me:
+                return self.piece[b] == self.piece.get(src)
+        return True
 
     def owner(self, groups: list[str], crc: int, into: str) -> str | None:
         """The group allowed to move a replica of the partition (in ``groups``) into ``into``."""
@@ -257,6 +271,8 @@ def _shed(src: int, rows: list[tuple], q: GroupQuotas, inp: SearchInputs,
         if -1 - pos in used:
             continue
         reps = [int(x) for x in reps]
+        if not inp.holds(reps, src):
+            continue
         hit = _dest(reps, pos, int(crc), size, q, inp, used, forced, pools)
         if hit is None:
             continue
