@@ -64,3 +64,12 @@ def test_add_brokers_hands_leadership_to_the_new_brokers_only() -> None:
     for e in res.plan.to_json()["partitions"]:
         new_lead = e["replicas"][0]
         assert new_lead == before[(e["topic"], e["partition"])] or new_lead in (13, 14, 15)
+
+
+def test_driver_goals_report_leader_bytes_in_before_and_after() -> None:
+    snap = hot_snapshot(5)
+    res = plan(snap, "replication-factor", engine="local", replication_factor=2,
+               topics=[snap["topics"][0]["name"]])
+    after = apply_plan(snap, res.plan.to_json())
+    assert res.summary["leader_bytes_in_balance_before"] == pytest.approx(_rate_balance(snap)[1], abs=1e-3)
+    assert res.summary["leader_bytes_in_balance_after"] == pytest.approx(_rate_balance(after)[1], abs=1e-3)

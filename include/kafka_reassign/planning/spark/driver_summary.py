@@ -15,6 +15,8 @@ Definitions (also in the README):
   disk-threshold: the bytes above the threshold on each log dir over it);
   ``moved_over_lower_bound`` = data_to_move_bytes / lower_bound_bytes.
 * ``leader_movements``: partitions whose preferred leader (first replica) changes.
+* ``leader_bytes_in_balance_before`` / ``_after``: the produce rate a broker leads, max / mean
+  (Cruise Control's leader bytes in; 1.0 when the snapshot has no produce rates).
 * ``balance`` = max broker disk utilisation / mean utilisation (bytes / capacity; mean =
   total bytes / total capacity) over the brokers that hold data after the plan (drained brokers
   are left out of ``balance_after``). 1.0 is perfect; 1.05 = the fullest broker is 5% above the
@@ -106,6 +108,24 @@ def balance_figures(cluster: Cluster, before: Mapping[str, Mapping[int, float]],
     return {k: round(v, 4) for k, v in figures.items()}
 
 
+def leader_bytes_in_figures(cluster: Cluster, final: Placement, drained: set[int]) -> dict[str, float]:
+    """Leader bytes in (the produce rate each broker leads) max / mean before and after, as the
+    balancing goals' summary reports it (1.0 when no rate is known).
+
+    :param final: each partition's (replicas, log dirs) after the plan, in cluster order
+    :param drained: brokers left out of the after-figure
+    """
+    before = {b: 0.0 for b in cluster.brokers}
+    after = dict(before)
+    for p, (reps, _) in zip(cluster.partitions, final):
+        before[p.replicas[0]] += p.bytes_in_per_sec or 0.0
+        if reps:
+            after[reps[0]] += p.bytes_in_per_sec or 0.0
+    live = [b for b in cluster.brokers if b not in drained]
+    return {"leader_bytes_in_balance_before": round(count_balance(before, list(cluster.brokers)), 4),
+            "leader_bytes_in_balance_after": round(count_balance(after, live), 4)}
+
+
 def build_summary(cluster: Cluster, opts: PlanOptions, final: Placement, reassignment: ReassignmentPlan,
                   before: dict[str, dict], after: dict[str, dict], lower_bound: float | None,
                   warnings: list[str], assignor: str, reached: bool = True) -> dict[str, Any]:
@@ -136,6 +156,7 @@ def build_summary(cluster: Cluster, opts: PlanOptions, final: Placement, reassig
         "batches": None, "batching": "none: the executor's sliding window of KIP-435 steps",
         "balance_metric": "max broker utilisation / mean utilisation (1.0 = perfect)",
         **balance_figures(cluster, before, after, drained),
+        **leader_bytes_in_figures(cluster, final, drained),
         "throttle_bytes_per_sec": opts.throttle_bytes_per_sec,
         "estimated_seconds": seconds,
         "warnings": warnings + stall_warnings,
