@@ -21,7 +21,7 @@ the wall time includes Python and Spark start). The parent generates the snapsho
 Targets (issue 10): 1 <= moved/bound <= 1.05, disk <= 1.05, leaders <= 1.10, 100% rack-safe, wall
 <= 30 s at 120k and <= 180 s at 1.5M; ``hot-traffic`` (issue 23, the network-in goal): network in
 max/mean <= 1.10 and moved/bound <= 1.10, the rest as above. ``PLANNER_BENCH_SIZES=120k`` skips
-the 1.5M runs (minutes on 2 cores); ``PLANNER_BENCH_SHAPES=skew,hot`` picks shapes; ``PLANNER_BENCH_STRESS=1`` adds a 3M
+the 1.5M runs (minutes on 2 cores); ``PLANNER_BENCH_GOALS=...`` plans with that ``balance_goals`` list; ``PLANNER_BENCH_SHAPES=skew,hot`` picks shapes; ``PLANNER_BENCH_STRESS=1`` adds a 3M
 replica run (no hang) and an over-the-limit run that must fail with a clear error.
 """
 from __future__ import annotations
@@ -81,7 +81,9 @@ def one(shape: str, size: str, work: Path) -> dict[str, Any]:
     brokers, topics, parts = SIZES[size]
     s = generate(shape, topics, parts, brokers, work / f"{shape}-{size}.jsonl")
     out = work / f"{shape}-{size}.plan.json"
-    wall, summary, err = run_plan(s.path, s.goal, s.options, out)
+    goals = os.environ.get("PLANNER_BENCH_GOALS")  # a balance_goals list, e.g. to add leader-bytes-in
+    options = {**s.options, "extra": {**s.options.get("extra", {}), "balance_goals": goals}} if goals else s.options
+    wall, summary, err = run_plan(s.path, s.goal, options, out)
     row: dict[str, Any] = {"shape": shape, "size": size, "replicas": int(s.replicas.size), "wall_s": round(wall, 1)}
     if summary is None:
         return {**row, "error": err.strip().splitlines()[-1] if err.strip() else "no summary"}
@@ -92,7 +94,7 @@ def one(shape: str, size: str, work: Path) -> dict[str, Any]:
     return {**row, "moved_over_bound": round(mine["moved"] / bound, 4),
             "disk_after": round(mine["balance"], 4), "leaders_after": round(mine["leader_balance"], 4),
             "disk_before": summary["balance_before"], "rack_safe": round(safe, 4),
-            "network_in": summary["balance"]["network_in"],
+            "network_in": summary["balance"]["network_in"], "leader_bytes_in": summary["balance"]["leader_bytes_in"],
             "replica_moves": summary["replica_movements"], "timings": summary["timings"],
             "rr_moved_over_bound": round(rr["moved"] / bound, 2), "rr_disk_after": round(rr["balance"], 4),
             "rr_leaders_after": round(rr["leader_balance"], 4)}

@@ -12,7 +12,7 @@ from kafka_reassign.errors import GoalError, ParamError
 from kafka_reassign.fleet import FleetChecks, FleetConfigError, parse_fleet
 from kafka_reassign.planning.goal_order import DEFAULT_BALANCE_GOALS, order_problems, resources_over
 from kafka_reassign.planning.spark import command as planner_cli
-from kafka_reassign.planning.spark import make_options
+from kafka_reassign.planning.spark import make_options, plan
 from kafka_reassign.planning.validate import validate_params
 from test_planner_inputs import tiny
 
@@ -105,3 +105,17 @@ def test_the_threshold_acts_on_any_listed_resource_above_it() -> None:
     assert resources_over(balance, DEFAULT_BALANCE_GOALS, 1.10) == {"network-in": 1.30}
     assert resources_over(balance, ("disk", "leader-bytes-in"), 1.10) == {"leader-bytes-in": 2.5}
     assert resources_over(balance, ("rack-aware", "disk", "leader-count"), 1.10) == {}
+
+
+def test_network_in_above_disk_is_bound_by_the_capacity_ceiling_only() -> None:
+    from test_planner_goals import check_common
+    from test_planner_network import hot_snapshot
+
+    snap = hot_snapshot(7)
+    tight = {"engine": "local", "network_in_tolerance": 0.03}
+    below = plan(snap, "rebalance", balance_goals="disk,network-in", **tight).summary["balance"]
+    above_res = plan(snap, "rebalance", balance_goals="network-in,disk", **tight)
+    check_common(snap, above_res, goal="rebalance")  # rules and the capacity ceiling still hold
+    above = above_res.summary["balance"]
+    assert above["network_in"]["after"] < below["network_in"]["after"]
+    assert below["disk"]["after"] <= 1.04 < above["disk"]["after"]  # disk gave way to the higher goal
