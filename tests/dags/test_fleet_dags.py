@@ -15,7 +15,8 @@ REBALANCE_FILE = "kafka_rebalance.py"
 RECONCILER_FILE = "kafka_throttle_reconciler.py"
 THREE = [{"conn_id": "kafka_eu1", "schedule": "0 2 * * *", "balance_threshold": 1.2},
          {"conn_id": "kafka_us1", "schedule": "30 4 * * 1", "throttle_bytes_per_sec": 5_000_000,
-          "require_approval": True, "maintenance_windows": ["Mon 04:30-08:00 UTC"]},
+          "require_approval": True, "maintenance_windows": ["Mon 04:30-08:00 UTC"],
+          "balance_goals": ["rack-aware", "capacity", "disk", "leader-bytes-in", "leader-count"]},
          {"conn_id": "kafka_ap1"}]
 
 
@@ -58,6 +59,9 @@ def test_three_clusters_give_three_rebalance_dags_with_their_own_schedules(fleet
     assert us1.params["throttle_bytes_per_sec"] == 5_000_000 and us1.params["require_approval"] is True
     assert ap1.params["balance_threshold"] == 1.10 and ap1.params["require_approval"] is False
     assert us1.params["maintenance_windows"] == ["Mon 04:30-08:00 UTC"] and ap1.params["maintenance_windows"] == []
+    assert us1.params["balance_goals"] == ["rack-aware", "capacity", "disk", "leader-bytes-in", "leader-count"]
+    assert ap1.params["balance_goals"] == ["rack-aware", "capacity", "disk", "network-in", "leader-count"]
+    assert us1.task_dict["plan"].limits["balance_goals"] == "{{ params.get('balance_goals') }}"
     for dag in (eu1, us1, ap1):
         assert dag.task_dict["plan"].pool == "kafka_reassign_planning"
         assert dag.task_dict["prepare"].options["kafka_conn_id"] == "{{ params.kafka_conn_id }}"
