@@ -260,12 +260,33 @@ class QuotaMeter:
         if self.t is None:
             return math.inf
         if self.aged:
-            # _breaks' first: the breakpoints are in time order, and so are their exits
-            now, w, ts = self.t, self.window, self.ts
-            k = bisect.bisect_right(ts, 1e-12, key=lambda th: th + w - now)
-            return ts[k] + w - now if k < len(ts) else math.inf
+            k = self._next_leaving()
+            return self.ts[k] + self.window - self.t if k < len(self.ts) else math.inf
         breaks = self._breaks(self.t)
         return breaks[0] if breaks else math.inf
+
+    def _next_leaving(self) -> int:
+        """Index of an open aged meter's next breakpoint to leave the window (``len(ts)``: none)."""
+        # _breaks' first: the breakpoints are in time order, and so are their exits
+        now, w = self.t, self.window
+        assert now is not None
+        return bisect.bisect_right(self.ts, 1e-12, key=lambda th: th + w - now)
+
+    def break_step(self) -> float:
+        """By how much the allowance's slope changes at the next break, in bytes/s.
+
+        Infinite where the allowance jumps or the break is not a breakpoint leaving the window:
+        a follower-side sensor (its breaks are sample purges) and a lump leaving.
+        """
+        if self.t is None or not self.aged:
+            return math.inf
+        k, ts, cs = self._next_leaving(), self.ts, self.cs
+        n = len(ts)
+        if k >= n or (k > 0 and ts[k - 1] == ts[k]) or (k + 1 < n and ts[k + 1] == ts[k]):
+            return math.inf
+        before = (cs[k] - cs[k - 1]) / (ts[k] - ts[k - 1]) if k > 0 else 0.0
+        after = (cs[k + 1] - cs[k]) / (ts[k + 1] - ts[k]) if k + 1 < n else self.rate
+        return abs(after - before)
 
     def _breaks(self, now: float) -> list[float]:
         """Future times (as offsets from ``now``) where the allowance's slope changes or jumps."""

@@ -67,16 +67,17 @@ def _digest(m: ClusterModel) -> list[str]:
     return out
 
 
-def trace(seed: int, replan_all: bool = False) -> dict:
+def trace(seed: int, replan_all: bool = False, throttle: float = 10 * MB) -> dict:
     """Run the scenario: finish order and per-step state of every replica.
 
     :param seed: the scenario's random seed
     :param replan_all: the model keeps nothing between plans (ClusterModel.replan_all)
+    :param throttle: every broker's leader and follower replication throttle, bytes/s
     """
     snap, moves = _scenario(seed)
     m = manual(snap)
     m.replan_all = replan_all
-    _throttle(m, 10 * MB)
+    _throttle(m, throttle)
     pending, moving, finished, states = list(moves), set(), [], []
     while pending or moving:
         while pending and len(moving) < WINDOW:
