@@ -21,6 +21,7 @@ from typing import Any, Mapping
 from urllib.parse import unquote
 
 from kafka_reassign import defaults as D
+from kafka_reassign.planning.goal_order import goal_names, order_problems
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,8 @@ def conf_problems(dag_id: str, defaults: Mapping[str, Any], conf: Mapping[str, A
         problems.append("goal 'replication-factor' needs 'replication_factor', e.g. 3")
     if goal == "disk-threshold" and "disk_threshold_percent" in defaults and merged.get("disk_threshold_percent") is None:
         problems.append("goal 'disk-threshold' needs 'disk_threshold_percent', e.g. 80")
+    if conf.get("balance_goals") is not None:  # refused at the trigger, before a task (or Spark) starts
+        problems += [str(p) for p in order_problems(goal_names(conf["balance_goals"]))]
     return problems
 
 

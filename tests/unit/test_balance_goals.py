@@ -119,3 +119,15 @@ def test_network_in_above_disk_is_bound_by_the_capacity_ceiling_only() -> None:
     above = above_res.summary["balance"]
     assert above["network_in"]["after"] < below["network_in"]["after"]
     assert below["disk"]["after"] <= 1.04 < above["disk"]["after"]  # disk gave way to the higher goal
+
+
+def test_a_dag_trigger_with_a_bad_list_is_refused_before_the_run_is_created() -> None:
+    from kafka_reassign_airflow.conf_check import conf_problems
+    from kafka_reassign_airflow.params import reassign_params
+
+    dag_defaults = {name: param.value for name, param in reassign_params().items()}
+    conf = {"goal": "rebalance", "balance_goals": ["leader-count", "capacity", "disk"]}
+    assert conf_problems("kafka_reassign", dag_defaults, conf) == [
+        "balance_goals: distribution goal 'leader-count' is above hard goal 'capacity': hard goals come first "
+        "(as in Cruise Control)"]
+    assert conf_problems("kafka_reassign", dag_defaults, {"goal": "rebalance", "balance_goals": ["disk"]}) == []
