@@ -87,7 +87,8 @@ def short_move(sim_cluster: Any, monkeypatch: pytest.MonkeyPatch):
 
 def test_a_finished_step_wakes_the_task_long_before_the_poll_interval(short_move):
     cluster, spec = short_move
-    assert spec["wake"]["rate"] == 1_000_000 and spec["wake"]["brokers"] == {next(iter(spec["steps"])): [1, 4]}
+    # The step's lanes: leader 1's outbound throttle (~1) and broker 4's inbound one.
+    assert spec["wake"]["rate"] == 1_000_000 and spec["wake"]["brokers"] == {next(iter(spec["steps"])): [~1, 4]}
     listings_before = sum(n for (api, _), n in cluster.request_counts.items() if api == 46)
     trigger = ReassignmentWatchTrigger(kafka_conn_id="kafka_default", spec=spec, poll_interval=60, run_id="r",
                                        refresh_seconds=0)
