@@ -49,10 +49,11 @@ TARGET_NETWORK_IN, TARGET_TRAFFIC_RATIO = 1.10, 1.10
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_plan(path: Path, goal: str, options: dict[str, Any], out: Path) -> tuple[float, dict | None, str]:
+def run_plan(path: Path, goal: str, options: dict[str, Any], out: Path,
+             master: str = "local[2]") -> tuple[float, dict | None, str]:
     """One `kafka-reassign plan` in its own process; (wall seconds, summary or None, stderr)."""
     cmd = [sys.executable, "-m", "kafka_reassign.planning.spark.command", "--snapshot", str(path), "--goal", goal,
-           "--out", str(out), "--no-chart", "--spark-master", "local[2]"]
+           "--out", str(out), "--no-chart", "--spark-master", master]
     if options.get("brokers"):
         cmd += ["--brokers", ",".join(str(b) for b in options["brokers"])]
     if options.get("extra"):

@@ -106,6 +106,23 @@ def test_network_in_goal_gives_the_same_plan_on_spark_and_local(spark, tmp_path)
     assert net["before"] > 2.0 and net["after"] <= 1.10
 
 
+def test_search_in_pieces_on_spark_gives_the_local_engines_plan(spark, tmp_path):
+    """More search tasks than racks, each piece alone in a Spark partition of its own."""
+    from kafka_reassign.planning.spark.data import SparkData
+
+    s = generate_snapshot(GenerateOptions(brokers=18, racks=3, topics=20, partitions=30, skew=1.0, seed=9))
+    path = str(write_snapshot_lines(s, tmp_path / "pieces.jsonl"))
+    cut = plan_file(path, "rebalance", spark=spark, search_piece_replicas=150)
+    local = plan_file(path, "rebalance", engine="local", search_piece_replicas=150)
+    assert cut.summary["search_pieces"] == local.summary["search_pieces"] > 3
+    assert cut.plan.to_json() == local.plan.to_json() and cut.plan.moves
+    data = SparkData(spark, path, header_of(s))
+    keys = data._slot_keys(7)
+    data.close()
+    slots = spark.createDataFrame([(k,) for k in keys], "slot int").repartition(7, "slot")
+    assert slots.rdd.glom().map(len).collect() == [1] * 7
+
+
 def test_same_plan_on_local1_and_local2(spark, lines, tmp_path):
     import kafka_reassign.planning.spark.spark_job as job
 
