@@ -21,7 +21,7 @@ OK = FleetChecks(lambda conn: True, lambda schedule: None, lambda conn: None)
 
 @pytest.mark.parametrize("names, needle", [
     (["rack-aware", "disk", "cpu"], "unknown goal 'cpu': the known goals are rack-aware, capacity, disk, "
-                                    "network-in, leader-count, leader-bytes-in"),
+                                    "network-in, topic-spread, leader-count, leader-bytes-in"),
     (["disk", "rack-aware"], "distribution goal 'disk' is above hard goal 'rack-aware': hard goals come first"),
     (["capacity", "disk", "leader-count", "disk"], "goal 'disk' is listed more than once"),
     (["rack-aware", "network-in"], "keep 'disk' in the list"),
@@ -50,6 +50,18 @@ def test_the_default_list_is_the_plans_of_before_and_the_list_sets_the_switches(
     # through the search may leave disk out
     assert make_options("rebalance", balance_goals=["disk"]).balance_leaders is False
     assert make_options("rack-repair", balance_goals=["leader-count"]).balance_goals == ("leader-count",)
+
+
+def test_topic_spread_is_off_by_default_and_listed_turns_it_on() -> None:
+    assert "topic-spread" not in DEFAULT_BALANCE_GOALS
+    assert make_options("rebalance").balance_topic_spread is False
+    opts = make_options("rebalance", balance_goals="disk,network-in,topic-spread,leader-count")
+    assert (opts.balance_topic_spread, opts.balance_network_in, opts.balance_leaders) == (True, True, True)
+    assert make_options("rebalance", balance_topic_spread=True).balance_goals[-1] == "topic-spread"
+    with pytest.raises(GoalError, match="'topic-spread' is above hard goal 'capacity'"):
+        make_options("rebalance", balance_goals="topic-spread,capacity,disk")
+    # its figure is an excess count, not max / mean: the threshold never reads it
+    assert resources_over({"disk": {"before": 1.0}}, ("disk", "topic-spread"), 1.10) == {}
 
 
 def test_cli_flag_repeats_and_reaches_the_planner_flags() -> None:

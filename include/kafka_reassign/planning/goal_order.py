@@ -10,6 +10,8 @@ not push the higher one's resource out of its tolerance:
 
 * disk and network-in both move data: network-in after disk keeps every broker within the disk
   tolerance; listed above disk, it is bound by the capacity ceiling only;
+* topic-spread moves data too: after disk and network-in it keeps every broker within the disk
+  limits of the network-in pass and network in within its tolerance;
 * leader-count and leader-bytes-in both choose preferred leaders (a reorder, no data moved): the
   lower one keeps the higher one's brokers within its tolerance.
 
@@ -36,7 +38,8 @@ class BalanceGoal:
     :param kind: HARD (a rule) or DISTRIBUTION (balanced within a tolerance)
     :param switch: the PlanOptions switch the list sets (None: always on)
     :param tolerance: the PlanOptions field holding its tolerance or limit
-    :param resource: its key in the summary's ``balance`` (None: a rule, nothing to even)
+    :param resource: its key in the summary's ``balance`` (None: a rule, or topic-spread, whose
+        figure is the summary's ``topic_spread``, an excess count rather than max / mean)
     :param description: one line for help and docs
     """
 
@@ -57,6 +60,9 @@ BALANCE_GOALS: tuple[BalanceGoal, ...] = (
                 "every broker's disk utilisation within balance_tolerance of the mean, least data moved"),
     BalanceGoal("network-in", DISTRIBUTION, "balance_network_in", "network_in_tolerance", "network_in",
                 "produce received (as leader or follower) within network_in_tolerance of the mean"),
+    BalanceGoal("topic-spread", DISTRIBUTION, "balance_topic_spread", "topic_spread_slack", None,
+                "each topic's replicas per broker at most topic_spread_slack above its even share "
+                "(redirects, swaps, moves; off by default)"),
     BalanceGoal("leader-count", DISTRIBUTION, "balance_leaders", "leader_tolerance", "leaders",
                 "preferred-leader counts within leader_tolerance of the mean (reorders, no data moved)"),
     BalanceGoal("leader-bytes-in", DISTRIBUTION, "balance_leader_bytes_in", "leader_bytes_in_tolerance",
@@ -64,7 +70,8 @@ BALANCE_GOALS: tuple[BalanceGoal, ...] = (
                 "produce led within leader_bytes_in_tolerance of the mean (reorders, no data moved)"),
 )
 GOALS_BY_NAME: dict[str, BalanceGoal] = {g.name: g for g in BALANCE_GOALS}
-#: today's plans: every goal but leader-bytes-in (off by default so existing plans stay the same)
+#: today's plans: every goal but leader-bytes-in and topic-spread (off by default so existing plans
+#: stay the same; list topic-spread after network-in to turn it on)
 DEFAULT_BALANCE_GOALS: tuple[str, ...] = ("rack-aware", "capacity", "disk", "network-in", "leader-count")
 
 

@@ -69,6 +69,7 @@ class PlanOptions:
     :param balance_goals: the balance goals by name, highest priority first
         (:mod:`~kafka_reassign.planning.goal_order`); the switches above follow from it
     :param topic_spread_slack: replicas of one topic per broker allowed above the even share
+        (goal topic-spread, switch ``balance_topic_spread``: off unless listed)
     :param throttle_bytes_per_sec: replication throttle for the time estimate (None = NIC speed)
     :param timeout_seconds: the planning Spark jobs are cancelled after this long (an error
         names this option)
@@ -94,7 +95,7 @@ class PlanOptions:
     topic_spread_slack: int = 1
     balance_counts: bool = True
     balance_leaders: bool = True
-    balance_topic_spread: bool = True
+    balance_topic_spread: bool = False
     balance_network_in: bool = True
     throttle_bytes_per_sec: float | None = None
     log_dir_throttle_bytes_per_sec: float | None = None

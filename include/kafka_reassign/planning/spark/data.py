@@ -8,7 +8,9 @@ returning small pandas frames (brokers-, groups- or moves-sized) to the driver:
 * :meth:`search` - the move search, one task per broker group (:func:`search.search_group`);
 * :meth:`changes` - moves applied and leaders chosen, one task per partition group
   (:func:`leaders.choose_leaders`), returning only partitions whose replica list changes;
-* :meth:`net_candidates` - a few replicas per broker for the network-in pass (:mod:`.network`).
+* :meth:`net_candidates` - a few replicas per broker for the network-in pass (:mod:`.network`);
+* :meth:`topic_counts`, :meth:`topic_candidates` - replicas per (topic, broker) and the replicas
+  of crowded pairs, for the topic-spread goal (:mod:`.spread`).
 
 The same pandas functions run in the Spark tasks and in the local engine, so the two agree.
 """
@@ -219,8 +221,38 @@ class SparkData:
         return (r.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= F.col("most"))
                 .select(*NET_COLUMNS).toPandas())
 
+    @_quiet
+    def topic_counts(self, exclude_topics: set[str]) -> Any:
+        """Replicas per (topic, broker) of the movable topics (the topic-spread goal's counts)."""
+        from pyspark.sql import functions as F
+
+        r = self.parts.select("topic", F.explode("replicas").alias("broker"))
+        if exclude_topics:
+            r = r.where(~F.col("topic").isin(sorted(exclude_topics)))
+        return r.groupBy("topic", "broker").agg(F.count("*").alias("replicas")).toPandas()
+
+    @_quiet
+    def topic_candidates(self, pairs: set[tuple[str, int]]) -> Any:
+        """Every replica of ``pairs`` (topic, broker) in the snapshot, as :data:`NET_COLUMNS`."""
+        from pyspark.sql import functions as F
+
+        if not pairs:
+            return _no_candidates()
+        wanted = self.spark.createDataFrame(sorted(pairs), "topic string, broker int")
+        r = (self.parts.select("topic", "partition", "size_bytes", "replicas",
+                               F.coalesce(F.col("bytes_in_per_sec"), F.lit(0.0)).alias("rate"),
+                               F.posexplode("replicas").alias("pos", "broker"))
+             .join(F.broadcast(wanted), ["topic", "broker"]))
+        return r.withColumn("rank", F.lit(0)).select(*NET_COLUMNS).toPandas()
+
     def close(self) -> None:
         self.parts.unpersist()
+
+
+def _no_candidates() -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(columns=list(NET_COLUMNS))
 
 
 def _totals(per: Any) -> dict[str, float]:
@@ -350,6 +382,20 @@ class LocalData:
         r["rank"] = r.groupby("broker").cumcount() + 1
         most = np.array([side[b][1] for b in r["broker"]])
         return r[r["rank"].to_numpy() <= most][list(NET_COLUMNS)].reset_index(drop=True)
+
+    def topic_counts(self, exclude_topics: set[str]) -> Any:
+        r = self._replicas()
+        r = r[~r["topic"].isin(exclude_topics)]
+        return r.groupby(["topic", "broker"], as_index=False).agg(replicas=("pos", "size"))
+
+    def topic_candidates(self, pairs: set[tuple[str, int]]) -> Any:
+        if not pairs:
+            return _no_candidates()
+        r = self._replicas()
+        r = r[[(t, b) in pairs for t, b in zip(r["topic"], r["broker"])]].copy()
+        r["rate"] = r["bytes_in_per_sec"].fillna(0.0).astype(float)
+        r["rank"] = 0
+        return r[list(NET_COLUMNS)].reset_index(drop=True)
 
     def close(self) -> None:
         pass

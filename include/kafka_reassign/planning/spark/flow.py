@@ -7,7 +7,8 @@
    brokers-sized); infeasible goals and capacities stop here;
 4. the move search runs as one Spark task per piece of a rack (:mod:`.search`, :mod:`.pieces`),
    refused up front if a task would not fit; then the network-in pass on the driver (:mod:`.network`) adds moves (or swaps)
-   of hot replicas off the brokers receiving the most produce traffic;
+   of hot replicas off the brokers receiving the most produce traffic, and the topic-spread pass
+   (:mod:`.spread`) those of topics crowding a broker;
 5. moves applied and leaders chosen as Spark tasks over partition groups (:mod:`.leaders`);
    only changed partitions come back;
 6. reconcile on the driver (:mod:`.reconcile`): every rule checked, log dirs, executor order;
@@ -29,7 +30,8 @@ from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
 from kafka_reassign.planning.spark.guard import check_task_sizes, deadline
 from kafka_reassign.planning.spark.leaders import LEADER_GOALS, LeaderInputs, duplicates_in, leader_groups
-from kafka_reassign.planning.spark.loads import Loads, broker_infos, loads_after, loads_from_frame, open_log_dirs
+from kafka_reassign.planning.spark.loads import (Loads, broker_infos, loads_after, loads_from_frame, open_log_dirs,
+                                                 topic_counts_from_frame)
 from kafka_reassign.planning.spark.finish import ordered_plan, rule_problems
 from kafka_reassign.planning.spark.network import network_moves
 from kafka_reassign.planning.spark.pieces import PIECE_REPLICAS, split_quotas
@@ -37,6 +39,7 @@ from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
 from kafka_reassign.planning.spark.report import build_summary
 from kafka_reassign.planning.spark.search import SearchInputs
 from kafka_reassign.planning.spark.snapshot_file import read_header
+from kafka_reassign.planning.spark.spread import spread_moves
 from kafka_reassign.planning.spark.targets import (SLACK, BrokerInfo, Targets, compute_targets, fill_only,
                                             group_quotas)
 
@@ -150,7 +153,9 @@ def read_loads(engine: Any, run: Run) -> tuple[Loads, dict[str, float]]:
     per, totals, problems = engine.loads()
     if problems:
         raise SnapshotError(problems)
-    return loads_from_frame(per, run.dirs), totals
+    loads = loads_from_frame(per, run.dirs)
+    loads.topic_count = topic_counts_from_frame(engine.topic_counts(run.exclude_topics))
+    return loads, totals
 
 
 def plan_targets(run: Run, before: Loads, totals: dict[str, float]) -> tuple[Targets, dict, dict]:
@@ -243,6 +248,8 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
             targets, quotas, flows = plan_targets(run, before, totals)
             moves = run.timed("search_s", search_moves, engine, run, targets, quotas, flows)
             moves = run.timed("network_in_s", network_moves, engine, run.brokers, targets, before, moves,
+                              hard_caps(run), opts)
+            moves = run.timed("topic_spread_s", spread_moves, engine, run.brokers, targets, before, moves,
                               hard_caps(run), opts)
             changes = run.timed("leaders_s", apply_and_lead, engine, run, moves, targets, totals)
     finally:

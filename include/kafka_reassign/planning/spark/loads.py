@@ -12,7 +12,8 @@ from kafka_reassign.planning.spark.targets import BrokerInfo
 class Loads:
     """Per broker: bytes, replicas, preferred leaders, the produce rate it leads (``bytes_in``:
     Cruise Control's leader bytes in) and the produce rate it receives as leader or follower
-    (``net_in``: network in); bytes per log dir."""
+    (``net_in``: network in); bytes per log dir; replicas per (topic, broker) of the movable
+    topics (``topic_count``: the topic-spread goal's)."""
 
     bytes: dict[int, float]
     count: dict[int, int]
@@ -20,10 +21,11 @@ class Loads:
     bytes_in: dict[int, float]
     dir_bytes: dict[tuple[int, str], float] = field(default_factory=dict)
     net_in: dict[int, float] = field(default_factory=dict)
+    topic_count: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def copy(self) -> "Loads":
         return Loads(dict(self.bytes), dict(self.count), dict(self.leaders), dict(self.bytes_in),
-                     dict(self.dir_bytes), dict(self.net_in))
+                     dict(self.dir_bytes), dict(self.net_in), dict(self.topic_count))
 
 
 def broker_infos(header: dict[str, Any]) -> tuple[dict[int, BrokerInfo], dict[int, list[tuple[str, float]]]]:
@@ -68,6 +70,20 @@ def loads_from_frame(per: Any, dirs: dict[int, list[tuple[str, float]]]) -> Load
     return out
 
 
+def topic_counts_from_frame(frame: Any) -> dict[tuple[str, int], int]:
+    """(topic, broker) -> replicas from the engine's ``topic_counts`` frame."""
+    return {(str(t), int(b)): int(n) for t, b, n in zip(frame["topic"], frame["broker"], frame["replicas"])}
+
+
+def _topic_after(after: Loads, frame: Any) -> None:
+    """Apply the changes' added / removed replicas to ``after.topic_count`` (movable topics only)."""
+    for col, sign in (("added", 1), ("removed", -1)):
+        x = frame[["topic", col]].explode(col).dropna(subset=[col])
+        for (t, b), n in x.groupby(["topic", x[col].astype(int)]).size().items():
+            key = (str(t), int(b))
+            after.topic_count[key] = after.topic_count.get(key, 0) + sign * int(n)
+
+
 def loads_after(before: Loads, changes: Any) -> Loads:
     """``before`` with every changed partition applied (bytes, replica counts, leaders), from
     the ``added`` / ``removed`` columns the leader tasks computed (vectorised: moves-sized)."""
@@ -83,6 +99,8 @@ def loads_after(before: Loads, changes: Any) -> Loads:
                 after.bytes[int(b)] += sign * float(total)
                 after.count[int(b)] += sign * int(n)
                 after.net_in[int(b)] = after.net_in.get(int(b), 0.0) + sign * float(rate)
+    if before.topic_count:
+        _topic_after(after, frame)
     old = frame["orig"].str[0].astype("Int64")
     new = frame["final"].str[0].astype("Int64")
     moved = old != new

@@ -146,21 +146,37 @@ def mid_loads(before: Loads, moves: Any) -> tuple[dict[int, float], dict[int, fl
     return byt, net
 
 
+def disk_ceilings(brokers: dict[int, BrokerInfo], t: Targets, byt: dict[int, float], hard_cap: dict[int, float],
+                  disk_tolerance: float) -> dict[int, float] | None:
+    """Bytes each placeable broker may hold after a driver pass (None when no live broker or no data):
+    the fullest utilisation the disk search left, or half the tolerance if that is higher (the
+    search's own "balanced" band: room for swaps of unequal sizes, disk still within tolerance),
+    never above ``1 + disk_tolerance`` times the mean nor the hard cap; a broker already above
+    keeps what it holds. The later passes (:mod:`.spread`) use the same limits.
+
+    :param byt: bytes per broker after the moves so far
+    :param disk_tolerance: balance_tolerance, or inf when the pass ranks above the disk goal
+    """
+    live = [b for b, x in brokers.items() if x.alive and b not in t.drained]
+    cap = sum(brokers[b].capacity for b in live)
+    total_bytes = sum(byt[b] for b in live)
+    if cap <= 0 or total_bytes <= 0:
+        return None
+    mean_util = total_bytes / cap
+    top_util = min(max(max(byt[b] / brokers[b].capacity for b in live), mean_util * (1 + disk_tolerance / 2)),
+                   mean_util * (1 + disk_tolerance))
+    return {b: min(hard_cap[b], max(byt[b], top_util * brokers[b].capacity)) for b in t.placeable}
+
+
 def net_state(brokers: dict[int, BrokerInfo], t: Targets, byt: dict[int, float], net: dict[int, float],
               hard_cap: dict[int, float], tolerance: float, disk_tolerance: float) -> NetState | None:
     """The pass's state, or None when there is no produce rate or no live broker."""
     live = [b for b, x in brokers.items() if x.alive and b not in t.drained]
     total_net = sum(net.get(b, 0.0) for b in live)
-    cap = sum(brokers[b].capacity for b in live)
-    total_bytes = sum(byt[b] for b in live)
-    if total_net <= 0 or cap <= 0 or total_bytes <= 0:
+    ceil = disk_ceilings(brokers, t, byt, hard_cap, disk_tolerance)
+    if total_net <= 0 or ceil is None:
         return None
-    mean_util = total_bytes / cap
-    # the fullest utilisation the disk search left, or half the tolerance if that is higher (the
-    # search's own "balanced" band): room for swaps of unequal sizes, disk still within tolerance
-    top_util = min(max(max(byt[b] / brokers[b].capacity for b in live), mean_util * (1 + disk_tolerance / 2)),
-                   mean_util * (1 + disk_tolerance))
-    ceil = {b: min(hard_cap[b], max(byt[b], top_util * brokers[b].capacity)) for b in t.placeable}
+    total_bytes = sum(byt[b] for b in live)
     return NetState(dict(byt), {b: net.get(b, 0.0) for b in brokers}, total_net / len(live) * (1 + tolerance),
                     ceil, set(t.receivers), {b: x.rack for b, x in brokers.items()}, total_net / total_bytes)
 
@@ -301,8 +317,6 @@ def network_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, befor
     :param engine: SparkData or LocalData (for the candidate replicas)
     :param opts: PlanOptions (balance_network_in, network_in_tolerance, balance_tolerance, exclude_topics)
     """
-    import pandas as pd
-
     if not opts.balance_network_in:
         return moves
     byt, net = mid_loads(before, moves)
@@ -318,6 +332,13 @@ def network_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, befor
     side.update({b: ("hot", hot_candidates(before.count.get(b, 0), s.net[b], s.upper)) for b in hot})
     rows = candidates(engine.net_candidates(side, set(opts.exclude_topics)), moves, side)
     extra = balance_network(s, {b: rows[b] for b in hot}, {b: rs for b, rs in rows.items() if side[b][0] == "cold"})
+    return with_pass(moves, s, extra)
+
+
+def with_pass(moves: Any, s: NetState, extra: list[tuple]) -> Any:
+    """The moves with a driver pass's redirects (``s.redirect``) and new rows (search.MOVE_COLUMNS)."""
+    import pandas as pd
+
     if not extra and not s.redirect:
         return moves
     moves = moves.copy()

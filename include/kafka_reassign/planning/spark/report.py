@@ -21,6 +21,9 @@ Definitions (also in the README):
   option ``balance_network_in``); its moves count in ``data_to_move_bytes`` like any other, so
   the disk goal's lower bound stays a lower bound.
   ``balance_before`` / ``balance_after`` are the disk figures.
+* ``topic_spread`` (before, after, slack): the largest excess of one topic's replicas on a
+  placeable broker over its even share ``ceil(replicas / placeable brokers)`` plus
+  ``topic_spread_slack``; 0 = every movable topic within its slack (:mod:`.spread`, goal topic-spread).
 * ``batches``: null - the planner no longer cuts batches; the executor's sliding window of
   KIP-435 steps decides at run time what runs together. The plan file is ordered for it.
 * ``estimated_seconds``: the run's own KIP-73 estimate (:mod:`.eta`, the same figure as the dry
@@ -35,6 +38,7 @@ from kafka_reassign.planning.estimate import PlannedMove
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.eta import plan_eta
 from kafka_reassign.planning.spark.loads import Loads
+from kafka_reassign.planning.spark.spread import topic_spread
 from kafka_reassign.planning.spark.targets import (BrokerInfo, Targets, accepted_lower_bound, count_balance,
                                                    moved_over_bound)
 
@@ -96,6 +100,9 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
         "batching": "none: the executor's sliding window of KIP-435 steps (plan in executor order)",
         "balance_metric": "max / mean per broker (disk: utilisation = bytes / capacity; 1.0 = perfect)",
         "balance": balance, "balance_goals": list(opts.balance_goals),
+        "topic_spread": {"before": topic_spread(before.topic_count, set(t.placeable), opts.topic_spread_slack),
+                         "after": topic_spread(after.topic_count, set(t.placeable), opts.topic_spread_slack),
+                         "slack": opts.topic_spread_slack},
         "balance_before": balance["disk"]["before"], "balance_after": balance["disk"]["after"],
         "replica_count_balance_before": balance["replicas"]["before"],
         "replica_count_balance_after": balance["replicas"]["after"],

@@ -1,0 +1,213 @@
+"""The topic-spread goal (Cruise Control's TopicReplicaDistributionGoal): after the data passes,
+no broker holds many more replicas of one topic than its even share.
+
+A topic's even share is ``ceil(its replicas / placeable brokers)``; a (topic, broker) pair above
+``even + topic_spread_slack`` is *crowded*. The plan's topic spread (:func:`topic_spread`) is the
+largest excess over even + slack (0: every topic within its slack), in the summary before and after.
+
+For each crowded pair, the pass moves that many of the topic's replicas off the broker, each to a
+receiver below even for the topic (fewest of the topic first, then least network in):
+
+* redirecting a move the search (or the network-in pass) already makes onto the broker: no extra copy;
+* else a swap with a replica of another topic of about the same size on the receiver, going the
+  other way (both brokers' bytes stay within their limits, the partner's topic not crowded by it);
+* else a plain move, only where the receiver's disk stays within its limit.
+
+It never undoes a higher goal: disk stays within the ceilings the network-in pass keeps
+(:func:`.network.disk_ceilings`), and network in under its limit when network-in ranks higher
+(a broker above it may only lose produce). Every rule of the network-in pass holds through its
+:class:`~.network.NetState` (receivers only, racks, no broker twice, each replica moved once);
+excluded topics are never candidates. Bounded: the engine returns the crowded pairs' replicas and,
+only when swaps are needed, a few partners per receiver; the pass indexes them by (topic, broker).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from kafka_reassign.planning.goal_order import ranks_above
+from kafka_reassign.planning.spark.loads import Loads
+from kafka_reassign.planning.spark.network import (PER_BROKER, SWEEPS, NetState, Pool, Replica, candidates,
+                                                   disk_ceilings, mid_loads, net_state, with_pass)
+from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
+
+Counts = dict[tuple[str, int], int]
+
+
+def even_shares(counts: Mapping[tuple[str, int], int], eligible: int) -> dict[str, int]:
+    """Topic -> ceil(its replicas / eligible brokers).
+
+    :param counts: (topic, broker) -> replicas
+    :param eligible: number of brokers that may hold replicas
+    """
+    totals: dict[str, int] = {}
+    for (topic, _), n in counts.items():
+        totals[topic] = totals.get(topic, 0) + n
+    return {t: math.ceil(n / max(eligible, 1)) for t, n in totals.items()}
+
+
+def topic_spread(counts: Mapping[tuple[str, int], int], eligible: set[int], slack: int) -> int:
+    """The largest excess of a topic's replicas on an eligible broker over even + slack (0 = all within).
+
+    :param eligible: the placeable brokers
+    """
+    even = even_shares(counts, len(eligible))
+    return max([n - even[t] - slack for (t, b), n in counts.items() if b in eligible] + [0])
+
+
+def moved_counts(counts: Counts, moves: Any) -> Counts:
+    """``counts`` with every move row applied (topic, src, dst)."""
+    out = dict(counts)
+    for t, src, dst in zip(moves["topic"], moves["src"], moves["dst"]):
+        out[(str(t), int(src))] = out.get((str(t), int(src)), 0) - 1
+        out[(str(t), int(dst))] = out.get((str(t), int(dst)), 0) + 1
+    return out
+
+
+class Spread:
+    """The pass's counters: (topic, broker) counts, even shares, the network-in state and limits.
+
+    :param s: the network-in pass's state (bytes, ceilings, network in, rules)
+    :param counts: (topic, broker) -> replicas after the moves so far
+    :param slack: topic_spread_slack
+    """
+
+    def __init__(self, s: NetState, counts: Counts, eligible: set[int], slack: int) -> None:
+        self.s, self.counts, self.slack = s, counts, slack
+        self.even = even_shares(counts, len(eligible))
+
+    def n(self, topic: str, b: int) -> int:
+        return self.counts.get((topic, b), 0)
+
+    def net_ok(self, b: int, delta: float) -> bool:
+        """Broker ``b`` may take ``delta`` more network in (a broker above the limit only sheds)."""
+        return delta <= 0 or self.s.net[b] + delta <= self.s.upper
+
+    def receivers(self, topic: str) -> list[int]:
+        """Receivers below even for the topic, fewest of it first, then least network in."""
+        return sorted((b for b in self.s.receivers if self.n(topic, b) < self.even[topic]),
+                      key=lambda b: (self.n(topic, b), self.s.net.get(b, 0.0), b))
+
+    def move(self, x: Replica, dst: int) -> list[tuple]:
+        self.counts[(x.topic, x.broker)] -= 1
+        self.counts[(x.topic, dst)] = self.n(x.topic, dst) + 1
+        return self.s.apply(x, dst)
+
+    def fits(self, x: Replica, b: int) -> bool:
+        """A plain move or redirect of ``x`` to ``b`` keeps every rule and limit."""
+        return x.size <= self.s.room(b) and self.net_ok(b, x.rate) and self.s.may_take(x, b)
+
+    def partner(self, x: Replica, b: int, pool: Pool) -> Replica | None:
+        """A replica of another topic on ``b``, closest in size to ``x``, that may go to ``x``'s
+        broker without crowding its topic there, both brokers within disk and network limits."""
+        a, s = x.broker, self.s
+        lo, hi = x.size - s.room(b), x.size + s.room(a)
+        for y in pool.near(x.size):
+            if y.topic != x.topic and lo <= y.size <= hi and y.topic in self.even \
+                    and self.n(y.topic, a) + 1 <= self.even[y.topic] + self.slack \
+                    and self.net_ok(b, x.rate - y.rate) and self.net_ok(a, y.rate - x.rate) \
+                    and s.may_take(x, b) and s.may_take(y, a):
+                return y
+        return None
+
+
+def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple] | None:
+    """Rows for one crowded replica, in the goal's order of preference: a redirect ([]), a swap,
+    a plain move; without ``pools`` redirects only. None when it fits nowhere."""
+    order = sp.receivers(x.topic)
+    if x.via >= 0:
+        for b in order:
+            if sp.fits(x, b):
+                return sp.move(x, b)
+    if pools is None:
+        return None
+    a = x.broker
+    for b in order:
+        y = sp.partner(x, b, pools[b]) if b in pools else None
+        if y is not None:
+            return sp.move(x, b) + sp.move(y, a)
+    for b in order:
+        if sp.fits(x, b):
+            return sp.move(x, b)
+    return None
+
+
+def spread_round(sp: Spread, crowded: dict[tuple[str, int], list[Replica]],
+                 pools: dict[int, Pool] | None) -> list[tuple]:
+    """One sweep over the crowded pairs (most crowded first): new move rows (redirects go to
+    ``sp.s.redirect``); without pools redirects only.
+
+    :param crowded: (topic, broker) -> its replicas there (search moves onto it first, then smallest)
+    """
+    out: list[tuple] = []
+    for (topic, a), xs in sorted(crowded.items(), key=lambda kv: (-sp.n(*kv[0]), kv[0])):
+        for x in xs:
+            if sp.n(topic, a) <= sp.even[topic] + sp.slack:
+                break
+            if x.key not in sp.s.touched:
+                out += _place(sp, x, pools) or []
+    return out
+
+
+def _state(brokers: dict[int, BrokerInfo], t: Targets, before: Loads, moves: Any, hard_cap: dict[int, float],
+           opts: Any) -> NetState | None:
+    """The network-in pass's state with the limits this goal keeps (None: no data)."""
+    byt, net = mid_loads(before, moves)
+    goals = opts.balance_goals
+    disk_tol = opts.balance_tolerance if ranks_above(goals, "disk", "topic-spread") else math.inf
+    net_tol = opts.network_in_tolerance if ranks_above(goals, "network-in", "topic-spread") else math.inf
+    s = net_state(brokers, t, byt, net, hard_cap, net_tol, disk_tol)
+    if s is None:  # no produce rate: network in is no limit
+        ceil = disk_ceilings(brokers, t, byt, hard_cap, disk_tol)
+        if ceil is None:
+            return None
+        s = NetState(dict(byt), {b: net.get(b, 0.0) for b in brokers}, math.inf, ceil, set(t.receivers),
+                     {b: x.rack for b, x in brokers.items()}, 0.0)
+    return s
+
+
+def crowded_replicas(engine: Any, sp: Spread, moves: Any, eligible: set[int]) -> dict[tuple[str, int], list[Replica]]:
+    """(topic, broker) above even + slack -> its replicas there (the engine's, minus those the
+    moves take off, plus the moves onto it), redirects first, then smallest."""
+    pairs = {(tp, b) for (tp, b), n in sp.counts.items() if b in eligible and n > sp.even[tp] + sp.slack}
+    side = {b: None for _, b in pairs}
+    out: dict[tuple[str, int], list[Replica]] = {}
+    for b, rs in candidates(engine.topic_candidates(pairs), moves, side).items():
+        for r in rs:
+            if (r.topic, b) in pairs:
+                out.setdefault((r.topic, b), []).append(r)
+    for xs in out.values():
+        xs.sort(key=lambda x: (x.via < 0, x.size, x.partition, x.pos))
+    return out
+
+
+def spread_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before: Loads, moves: Any,
+                 hard_cap: dict[int, float], opts: Any) -> Any:
+    """The moves so far, some redirected, plus the topic-spread pass's (unchanged when the goal
+    is off or every topic is within its slack).
+
+    :param engine: SparkData or LocalData (the crowded replicas, swap partners)
+    :param before: the snapshot's loads (``topic_count`` included)
+    :param opts: PlanOptions (balance_topic_spread, topic_spread_slack, balance_goals, tolerances)
+    """
+    eligible, slack = set(t.placeable), opts.topic_spread_slack
+    counts = moved_counts(before.topic_count, moves)
+    if not opts.balance_topic_spread or topic_spread(counts, eligible, slack) == 0:
+        return moves
+    s = _state(brokers, t, before, moves, hard_cap, opts)
+    if s is None:
+        return moves
+    sp = Spread(s, counts, eligible, slack)
+    exclude = set(opts.exclude_topics)
+    crowded = crowded_replicas(engine, sp, moves, eligible)
+    extra = spread_round(sp, crowded, None)
+    if topic_spread(sp.counts, eligible, slack) > 0:
+        side = {b: ("cold", PER_BROKER) for b in sorted({b for tp, _ in crowded for b in sp.receivers(tp)})}
+        found = candidates(engine.net_candidates(side, exclude), moves, side)
+        pools = {b: Pool(rs) for b, rs in found.items()}
+        for _ in range(SWEEPS):
+            more = spread_round(sp, crowded, pools)
+            extra += more
+            if not more:
+                break
+    return with_pass(moves, s, extra)

@@ -1,0 +1,105 @@
+"""The topic-spread goal (planning/spark/spread.py) on the local engine: topics crowding a few
+brokers end within their slack, without undoing the disk and network-in goals or breaking a rule."""
+from __future__ import annotations
+
+import pytest
+
+from kafka_reassign.errors import GoalError
+from kafka_reassign.planning.spark import make_options, plan
+from kafka_reassign.planning.spark.spread import topic_spread
+from test_planner_goals import TOL, _rate_balance, balance, check_common, partitions
+from test_planner_network import NET_TOL, hot_snapshot
+
+WITH_SPREAD = "rack-aware,capacity,disk,network-in,topic-spread,leader-count"
+CROWDED = 3  # topics whose every replica sits on one broker of each rack
+
+
+def crowded_snapshot(seed: int = 7) -> dict:
+    """hot_snapshot with topics 2..4 packed onto the first broker of each rack (24 replicas each
+    where the even share is 6)."""
+    snap = hot_snapshot(seed)
+    racks: dict[str, list[dict]] = {}
+    for b in snap["brokers"]:
+        racks.setdefault(b["rack"], []).append(b)
+    firsts = [min(bs, key=lambda b: b["id"]) for _, bs in sorted(racks.items())]
+    for t in snap["topics"][2:2 + CROWDED]:
+        for p in t["partitions"]:
+            k = p["partition"] % len(firsts)
+            order = firsts[k:] + firsts[:k]
+            p["replicas"] = [b["id"] for b in order]
+            p["leader"] = p["replicas"][0]
+            p["log_dirs"] = [b["log_dirs"][0]["path"] for b in order]
+    return snap
+
+
+def spread_of(snap: dict, skip_topic: str = "", skip_broker: int = -1) -> int:
+    """The measure (slack 1) recomputed from the snapshot itself, every broker but ``skip_broker``
+    placeable, every topic but ``skip_topic`` movable."""
+    counts = {k: n for k, n in _counts(snap).items() if k[0] != skip_topic}
+    return topic_spread(counts, {b["id"] for b in snap["brokers"]} - {skip_broker}, 1)
+
+
+def test_the_measure_is_the_largest_excess_over_even_plus_slack() -> None:
+    counts = {("a", 1): 5, ("a", 2): 1, ("b", 1): 1, ("b", 2): 1, ("b", 3): 1}
+    # a: 6 replicas on 3 brokers, even 2: broker 1 holds 5 = even + slack(1) + 2
+    assert topic_spread(counts, {1, 2, 3}, 1) == 2
+    assert topic_spread(counts, {1, 2, 3}, 3) == 0
+    assert topic_spread({("a", 1): 3}, {1, 2}, 1) == 0  # even 2, within slack
+
+
+@pytest.mark.parametrize("seed", [5, 7])
+def test_crowded_topics_end_within_slack_keeping_disk_network_and_racks(seed: int) -> None:
+    snap = crowded_snapshot(seed)
+    res = plan(snap, "rebalance", engine="local", balance_goals=WITH_SPREAD)
+    after = check_common(snap, res, goal="rebalance")  # racks, one replica per broker, capacity
+    s = res.summary
+    assert spread_of(snap) == s["topic_spread"]["before"] > 10
+    assert spread_of(after) == s["topic_spread"]["after"] == 0
+    assert balance(after) <= 1 + TOL + 1e-6
+    assert _rate_balance(after)[0] <= 1 + NET_TOL + 1e-9
+    assert s["data_to_move_bytes"] >= s["lower_bound_bytes"] > 0
+    # the disk and network goals alone leave the topics crowded
+    off = plan(snap, "rebalance", engine="local")
+    assert off.summary["topic_spread"]["after"] > 0
+
+
+def test_left_out_of_the_list_the_plan_is_todays() -> None:
+    snap = crowded_snapshot(7)
+    default = plan(snap, "rebalance", engine="local")
+    assert "topic-spread" not in default.summary["balance_goals"]
+    switched_off = plan(snap, "rebalance", engine="local", balance_goals=WITH_SPREAD, balance_topic_spread=False)
+    assert switched_off.plan.to_json() == default.plan.to_json()
+    listed = plan(snap, "rebalance", engine="local", balance_goals=WITH_SPREAD)
+    assert listed.plan.to_json() != default.plan.to_json()
+
+
+def test_excluded_topics_and_brokers_stay_put() -> None:
+    snap = crowded_snapshot(7)
+    crowded = [t["name"] for t in snap["topics"][2:2 + CROWDED]]
+    kept_topic = crowded[0]
+    kept_broker = snap["topics"][2]["partitions"][1]["replicas"][0]
+    res = plan(snap, "rebalance", engine="local", balance_goals=WITH_SPREAD,
+               exclude_topics=[kept_topic], exclude_brokers=[kept_broker])
+    after = check_common(snap, res, goal="rebalance", exclude_topics=[kept_topic], exclude_brokers=[kept_broker])
+    before_p, after_p = partitions(snap), partitions(after)
+    for key, p in after_p.items():
+        if key[0] == kept_topic:
+            assert p["replicas"] == before_p[key]["replicas"], key
+        assert (kept_broker in p["replicas"]) == (kept_broker in before_p[key]["replicas"]), key
+    assert spread_of(snap, kept_topic, kept_broker) == res.summary["topic_spread"]["before"] > 10
+    assert spread_of(after, kept_topic, kept_broker) == res.summary["topic_spread"]["after"] == 0
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True])
+def test_the_slack_is_checked(value: object) -> None:
+    with pytest.raises(GoalError, match="topic_spread_slack"):
+        make_options("rebalance", topic_spread_slack=value)
+
+
+def _counts(snap: dict) -> dict[tuple[str, int], int]:
+    out: dict[tuple[str, int], int] = {}
+    for t in snap["topics"]:
+        for p in t["partitions"]:
+            for b in p["replicas"]:
+                out[(t["name"], b)] = out.get((t["name"], b), 0) + 1
+    return out
