@@ -65,17 +65,20 @@ def get_spark(master: str | None = None, app_name: str = "kafka-reassign-planner
         return active
     builder = SparkSession.builder.appName(app_name)
     url = master or os.environ.get(MASTER_ENV)
+    if url is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        url = DEFAULT_MASTER  # not under spark-submit (which sets the master itself): a small local session
     if url:
         builder = builder.master(url)
-    elif "PYSPARK_GATEWAY_PORT" not in os.environ:
-        # not under spark-submit (which sets the master itself): a small local session
-        builder = builder.master(DEFAULT_MASTER)
+    if url and url.startswith("local"):
+        # a local session reads in two tasks; on a cluster (or under spark-submit's own
+        # settings) the default is the executors' cores, so the file is read and cached in as
+        # many parts as the cluster can work on at once
+        builder = builder.config("spark.default.parallelism", "2")
     builder = (builder
                # small and quick: no UI, few shuffle partitions, modest driver memory
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.default.parallelism", "2")
                .config("spark.driver.memory", driver_memory(input_bytes))
                # short jobs on few cores: the C1 compiler alone starts faster and leaves the
                # cores to the work (C2 threads compete with it on a 2-core machine)
