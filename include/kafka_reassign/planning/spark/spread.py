@@ -27,8 +27,8 @@ from typing import Any, Mapping
 
 from kafka_reassign.planning.goal_order import ranks_above
 from kafka_reassign.planning.spark.loads import Loads
-from kafka_reassign.planning.spark.network import (PER_BROKER, SWEEPS, NetState, Pool, Replica, candidates,
-                                                   disk_ceilings, mid_loads, net_state, with_pass)
+from kafka_reassign.planning.spark.network import (MAX_MISSES, PER_BROKER, SWEEPS, NetState, Pool, Replica,
+                                                   candidates, disk_ceilings, mid_loads, net_state, with_pass)
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
 
 Counts = dict[tuple[str, int], int]
@@ -137,15 +137,20 @@ def spread_round(sp: Spread, crowded: dict[tuple[str, int], list[Replica]],
     """One sweep over the crowded pairs (most crowded first): new move rows (redirects go to
     ``sp.s.redirect``); without pools redirects only.
 
-    :param crowded: (topic, broker) -> its replicas there (search moves onto it first, then smallest)
+    :param crowded: (topic, broker) -> its replicas there (search moves onto it first, then
+        smallest); a pair gives up for the sweep after MAX_MISSES replicas in a row fit nowhere
+        (its next ones are larger)
     """
     out: list[tuple] = []
     for (topic, a), xs in sorted(crowded.items(), key=lambda kv: (-sp.n(*kv[0]), kv[0])):
+        misses = 0
         for x in xs:
-            if sp.n(topic, a) <= sp.even[topic] + sp.slack:
+            if sp.n(topic, a) <= sp.even[topic] + sp.slack or misses >= MAX_MISSES:
                 break
             if x.key not in sp.s.touched:
-                out += _place(sp, x, pools) or []
+                rows = _place(sp, x, pools)
+                misses = 0 if rows is not None else misses + 1
+                out += rows or []
     return out
 
 
