@@ -255,7 +255,7 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
     finally:
         engine.close()
     plan, after = run.timed("reconcile_s", reconcile, run, before, targets, changes)
-    summary = summarise(run, targets, before, after, changes, plan)
+    summary = run.timed("summary_s", summarise, run, targets, before, after, changes, plan)
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
     summary["search_pieces"] = len(quotas)
     return plan, summary
