@@ -43,6 +43,8 @@ def test_pieces_split_sources_and_cut_every_quota_in_their_proportions():
     for b in q.exports:
         assert sum(p.slack[b] for p in pieces.values() if b in p.exports) == pytest.approx(q.slack[b])
     assert split_group("a", q, GROUP, 1) == {"a": q}
+    q.local[8] = 0.0  # a receiver without quota stays in one piece (forced moves may use it)
+    assert sum(8 in p.local for p in split_group("a", q, GROUP, 3).values()) == 1
 
 
 def test_piece_count_follows_the_candidates_but_never_leaves_a_piece_without_a_source_or_receiver():

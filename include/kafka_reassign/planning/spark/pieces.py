@@ -59,6 +59,8 @@ def _cut(quota: dict[int, float], shares: list[float]) -> list[dict[int, float]]
     at, p = 0.0, 0
     for b in sorted(quota, key=lambda x: (-quota[x], x)):
         left = quota[b]
+        if left <= 0:  # no quota, but a drained broker's replicas may still be forced onto it
+            out[p][b] = 0.0
         while left > 0:
             last = p == len(shares) - 1
             take = left if last else min(left, ends[p] - at)
