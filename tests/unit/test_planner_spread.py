@@ -103,3 +103,27 @@ def _counts(snap: dict) -> dict[tuple[str, int], int]:
             for b in p["replicas"]:
                 out[(t["name"], b)] = out.get((t["name"], b), 0) + 1
     return out
+
+
+def test_a_move_leaving_the_crowded_broker_carries_its_replica_instead_at_no_extra_copy() -> None:
+    import pandas as pd
+
+    from kafka_reassign.planning.spark.network import NetState, Pool, Replica, with_pass
+    from kafka_reassign.planning.spark.search import MOVE_COLUMNS
+    from kafka_reassign.planning.spark.spread import Spread
+
+    # the search moves u-0 (size 100) from broker 1 to 2; topic t crowds broker 1 (3 where even is 1)
+    moves = pd.DataFrame([("u", 0, 0, 1, 2, 100.0, 0.0, [1])], columns=list(MOVE_COLUMNS))
+    s = NetState({1: 400.0, 2: 100.0, 3: 0.0}, {1: 0.0, 2: 0.0, 3: 0.0}, float("inf"),
+                 {1: 400.0, 2: 100.0, 3: 0.0}, {1, 2, 3}, {1: "a", 2: "b", 3: "c"}, 0.0)
+    leaving = Replica("u", 0, 0, 2, 100.0, 0.0, (2,), (1,), via=0)
+    counts = {("t", 1): 3, ("u", 2): 1}
+    sp = Spread(s, counts, {1, 2, 3}, 0, {1: Pool([leaving])})
+    y = Replica("t", 0, 0, 1, 100.0, 0.0, (1,), (1,))
+    assert sp.substitute(y) == [("t", 0, 0, 1, 2, 100.0, 0.0, [1])]
+    assert (sp.n("t", 1), sp.n("t", 2), sp.n("u", 1), sp.n("u", 2)) == (2, 1, 1, 0)
+    assert s.bytes == {1: 400.0, 2: 100.0, 3: 0.0}  # disk unchanged, nothing more copied
+    out = with_pass(moves, s, [("t", 0, 0, 1, 2, 100.0, 0.0, [1])])
+    assert list(zip(out["topic"], out["src"], out["dst"])) == [("t", 1, 2)]  # u-0 stays: its move is gone
+    # a second replica of t finds no move left to ride on, and none of a topic that would crowd
+    assert sp.substitute(Replica("t", 1, 0, 1, 100.0, 0.0, (1,), (1,))) is None

@@ -336,7 +336,8 @@ def network_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, befor
 
 
 def with_pass(moves: Any, s: NetState, extra: list[tuple]) -> Any:
-    """The moves with a driver pass's redirects (``s.redirect``) and new rows (search.MOVE_COLUMNS)."""
+    """The moves with a driver pass's redirects (``s.redirect``; one back to its source cancels
+    the move) and new rows (search.MOVE_COLUMNS)."""
     import pandas as pd
 
     if not extra and not s.redirect:
@@ -344,4 +345,5 @@ def with_pass(moves: Any, s: NetState, extra: list[tuple]) -> Any:
     moves = moves.copy()
     for i, dst in s.redirect.items():
         moves.iat[i, moves.columns.get_loc("dst")] = dst
+    moves = moves[moves["src"] != moves["dst"]]
     return pd.concat([moves, pd.DataFrame(extra, columns=list(MOVE_COLUMNS))], ignore_index=True)

@@ -26,6 +26,7 @@ import math
 from typing import Any, Mapping
 
 from kafka_reassign.planning.goal_order import ranks_above
+from kafka_reassign.planning.spark.data import NET_COLUMNS
 from kafka_reassign.planning.spark.loads import Loads
 from kafka_reassign.planning.spark.network import (MAX_MISSES, PER_BROKER, SWEEPS, NetState, Pool, Replica,
                                                    candidates, disk_ceilings, mid_loads, net_state, with_pass)
@@ -70,10 +71,12 @@ class Spread:
     :param s: the network-in pass's state (bytes, ceilings, network in, rules)
     :param counts: (topic, broker) -> replicas after the moves so far
     :param slack: topic_spread_slack
+    :param leaving: source broker -> the moves so far leaving it (:func:`leaving_moves`)
     """
 
-    def __init__(self, s: NetState, counts: Counts, eligible: set[int], slack: int) -> None:
-        self.s, self.counts, self.slack = s, counts, slack
+    def __init__(self, s: NetState, counts: Counts, eligible: set[int], slack: int,
+                 leaving: dict[int, Pool]) -> None:
+        self.s, self.counts, self.slack, self.leaving = s, counts, slack, leaving
         self.even = even_shares(counts, len(eligible))
 
     def n(self, topic: str, b: int) -> int:
@@ -97,6 +100,23 @@ class Spread:
         """A plain move or redirect of ``x`` to ``b`` keeps every rule and limit."""
         return x.size <= self.s.room(b) and self.net_ok(b, x.rate) and self.s.may_take(x, b)
 
+    def substitute(self, y: Replica) -> list[tuple] | None:
+        """Rows when a move already leaving ``y``'s broker, of another topic and about ``y``'s size,
+        can carry ``y`` instead (that replica stays: no extra copy): its receiver below even for
+        ``y``'s topic, the stayer's topic not crowded by it, both brokers within their limits."""
+        a, s = y.broker, self.s
+        for x in self.leaving[a].near(y.size) if a in self.leaving else []:
+            b = x.broker
+            if x.key in s.touched or x.topic == y.topic or x.topic not in self.even \
+                    or self.n(y.topic, b) >= self.even[y.topic] \
+                    or self.n(x.topic, a) + 1 > self.even[x.topic] + self.slack \
+                    or y.size - x.size > s.room(b) or x.size - y.size > s.room(a) \
+                    or not (self.net_ok(b, y.rate - x.rate) and self.net_ok(a, x.rate - y.rate)) \
+                    or not s.may_take(y, b):
+                continue
+            return self.move(x, a) + self.move(y, b)  # x's move redirected to its source: cancelled
+        return None
+
     def partner(self, x: Replica, b: int, pool: Pool) -> Replica | None:
         """A replica of another topic on ``b``, closest in size to ``x``, that may go to ``x``'s
         broker without crowding its topic there, both brokers within disk and network limits."""
@@ -112,15 +132,17 @@ class Spread:
 
 
 def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple] | None:
-    """Rows for one crowded replica, in the goal's order of preference: a redirect ([]), a swap,
-    a plain move; without ``pools`` redirects only. None when it fits nowhere."""
+    """Rows for one crowded replica, in the goal's order of preference: a redirect ([]), a
+    substitute for a move leaving its broker, a swap, a plain move; without ``pools`` the first
+    two only. None when it fits nowhere."""
     order = sp.receivers(x.topic)
     if x.via >= 0:
         for b in order:
             if sp.fits(x, b):
                 return sp.move(x, b)
-    if pools is None:
-        return None
+    rows = sp.substitute(x) if x.via < 0 else None
+    if rows is not None or pools is None:
+        return rows
     a = x.broker
     for b in order:
         y = sp.partner(x, b, pools[b]) if b in pools else None
@@ -171,6 +193,16 @@ def _state(brokers: dict[int, BrokerInfo], t: Targets, before: Loads, moves: Any
     return s
 
 
+def leaving_moves(moves: Any) -> dict[int, Pool]:
+    """Source broker -> the moves leaving it (each as its replica on the receiver), by size."""
+    src = [int(x) for x in moves["src"]]
+    out: dict[int, list[Replica]] = {}
+    for rs in candidates({c: [] for c in NET_COLUMNS}, moves, {int(b): None for b in moves["dst"]}).values():
+        for r in rs:
+            out.setdefault(src[r.via], []).append(r)
+    return {a: Pool(rs) for a, rs in out.items()}
+
+
 def crowded_replicas(engine: Any, sp: Spread, moves: Any, eligible: set[int]) -> dict[tuple[str, int], list[Replica]]:
     """(topic, broker) above even + slack -> its replicas there (the engine's, minus those the
     moves take off, plus the moves onto it), redirects first, then smallest."""
@@ -202,7 +234,7 @@ def spread_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before
     s = _state(brokers, t, before, moves, hard_cap, opts)
     if s is None:
         return moves
-    sp = Spread(s, counts, eligible, slack)
+    sp = Spread(s, counts, eligible, slack, leaving_moves(moves))
     exclude = set(opts.exclude_topics)
     crowded = crowded_replicas(engine, sp, moves, eligible)
     extra = spread_round(sp, crowded, None)
