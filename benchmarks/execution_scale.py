@@ -73,7 +73,7 @@ def _print_rehearsal(r: dict[str, Any]) -> None:
         return
     fixed_ratio, cpu_ratio = pred / r["fixed"], r["cpu"] / pred
     print(f"  {r['shape']:<12} {r['moves']:>6} moves ({r['steps']} steps) / {r['brokers']:>3} brokers: bounds "
-          f"fixed-leader {r['fixed']:.0f} s, source-free {r['free']:.0f} s; predicted {pred:.0f} s = "
+          f"fixed-leader {r['fixed']:.0f} s, source-free {r['free']:.0f} s; predicted {pred:.3f} s = "
           f"{fixed_ratio:.3f}x fixed-leader (target <= {FIXED_TARGET}: {'yes' if fixed_ratio <= FIXED_TARGET else 'NO'}),"
           f" {pred / r['free']:.3f}x source-free; peak in flight per broker in {r['peak_in']} / out {r['peak_out']};"
           f" rehearsal {r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU = {cpu_ratio:.4f} of the predicted time "

@@ -38,6 +38,8 @@ def allocate(flows: Sequence[Sequence[Hashable]], capacity: Mapping[Hashable, fl
                 continue
             remaining[key] = max(0.0, float(cap))
             members[key] = [i]
+    # each flow's finite resources, found once (the filling loop visits them for every flow it freezes)
+    limited = [[key for key in res if key in remaining] for res in flows]
     count = {k: len(v) for k, v in members.items()}
     order = {k: idx for idx, k in enumerate(members)}  # tie-breaker, keys need not be comparable
     heap = [(remaining[k] / count[k], order[k], k) for k in members]
@@ -57,10 +59,9 @@ def allocate(flows: Sequence[Sequence[Hashable]], capacity: Mapping[Hashable, fl
             if rates[i] is not None:
                 continue
             rates[i] = actual
-            for other in flows[i]:
-                if other == key or other not in remaining:
-                    continue
-                remaining[other] -= actual
-                count[other] -= 1
+            for other in limited[i]:
+                if other != key:
+                    remaining[other] -= actual
+                    count[other] -= 1
         count[key] = 0
     return [unlimited if r is None else r for r in rates]

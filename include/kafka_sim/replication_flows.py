@@ -134,33 +134,35 @@ class FlowPlanning(FetchSharing):
         self._quota_keys = quota_keys
         unheld: dict[tuple[str, int], float] = {}  # recorded by ISR members, never held back
         overhead: dict[tuple[str, int], float] = {}  # recorded bytes per appended byte, per quota
+        brokers = self.brokers
         for f in flows:
-            for key in f.recorded:
-                if f.fetched > overhead.get(key, 1.0):
-                    overhead[key] = f.fetched
-        for f in flows:
-            if f.kind == 0 and f.replica.broker in f.partition.isr:
-                for key in f.recorded:
-                    if key[0] == LEADER_QUOTA:  # the follower side holds back ISR members too
-                        unheld[key] = unheld.get(key, 0.0) + f.grow * f.fetched
-        for f in flows:
+            recorded = f.recorded
+            if recorded:
+                fetched = f.fetched
+                in_sync = f.kind == 0 and f.replica.broker in f.partition.isr
+                for key in recorded:
+                    if fetched > overhead.get(key, 1.0):
+                        overhead[key] = fetched
+                    if in_sync and key[0] == LEADER_QUOTA:  # the follower side holds back ISR members too
+                        unheld[key] = unheld.get(key, 0.0) + f.grow * fetched
             for key in f.resources:
                 if key in cap:
                     continue
                 kind, b = key
-                broker = self.brokers[b]
                 if kind == "o":
-                    cap[key] = max(0.0, broker.network_bytes_per_sec - self._steady_out.get(b, 0.0))
+                    cap[key] = max(0.0, brokers[b].network_bytes_per_sec - self._steady_out.get(b, 0.0))
                 elif kind == "i":
-                    cap[key] = max(0.0, broker.network_bytes_per_sec - self._steady_in.get(b, 0.0))
+                    cap[key] = max(0.0, brokers[b].network_bytes_per_sec - self._steady_in.get(b, 0.0))
                 elif kind in (LEADER_QUOTA, FOLLOWER_QUOTA):
-                    # capacities are in appended bytes; the quota counts fetched bytes
-                    cap[key] = self._quota_capacity(key, unheld.get(key, 0.0)) / overhead.get(key, 1.0)
+                    cap[key] = math.nan  # once every flow's overhead and unheld bytes are counted
                     quota_keys.append(key)
                 elif kind == "a":
                     cap[key] = self._alter_dirs_cap(b, flows)
                 elif kind == "d":
-                    cap[key] = broker.disk_bytes_per_sec
+                    cap[key] = brokers[b].disk_bytes_per_sec
+        for key in quota_keys:
+            # capacities are in appended bytes; the quota counts fetched bytes
+            cap[key] = self._quota_capacity(key, unheld.get(key, 0.0)) / overhead.get(key, 1.0)
         return cap
 
     def _make_plan(self) -> tuple[list[Flow], float, list[tuple[Partition, Replica, float]]]:
@@ -171,13 +173,15 @@ class FlowPlanning(FetchSharing):
             if rates is not None:
                 break
             self._flush_dirty()  # in-sync followers a saturated link squeezed became flows: plan again
-        follow_rate = {id(f.replica): r for f, r in zip(flows, rates) if f.kind == 0}
+        follow_rate: dict[int, float] | None = None  # only future replicas copying a catching-up one need it
         now = self._t
         event = math.inf
         flow_rec: dict[tuple[str, int], float] = {}
         for f, rate in zip(flows, rates):
             f.rate = rate
             if f.grow < 0:
+                if follow_rate is None:
+                    follow_rate = {id(g.replica): r for g, r in zip(flows, rates) if g.kind == 0}
                 f.grow = follow_rate.get(id(f.replica), 0.0)
             for key in f.recorded:
                 flow_rec[key] = flow_rec.get(key, 0.0) + rate * f.fetched
