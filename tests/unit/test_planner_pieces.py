@@ -12,9 +12,9 @@ from kafka_sim.generate import GenerateOptions, generate_snapshot
 GROUP = {1: "a", 2: "a", 3: "a", 4: "a", 5: "a", 6: "a", 7: "a", 10: "b", 11: "b", 12: "b"}
 
 
-def rack_a() -> GroupQuotas:
+def rack_a(drained: frozenset[int] = frozenset({4})) -> GroupQuotas:
     """Rack a: four sources, three in-rack receivers, three receivers in rack b to export to."""
-    return GroupQuotas(sources={1: 50.0, 2: 40.0, 3: 30.0, 4: 20.0}, drained={4},
+    return GroupQuotas(sources={1: 50.0, 2: 40.0, 3: 30.0, 4: 20.0}, drained=set(drained),
                        local={5: 45.0, 6: 30.0, 7: 15.0}, exports={10: 25.0, 11: 15.0, 12: 10.0},
                        slack={b: 2.0 for b in GROUP}, give={b: 4.0 for b in GROUP},
                        hard_limit={b: 1000.0 for b in (5, 6, 7, 10, 11, 12)},
@@ -48,8 +48,9 @@ def test_pieces_split_sources_and_cut_every_quota_in_their_proportions():
 
 
 def test_piece_count_follows_the_candidates_but_never_leaves_a_piece_without_a_source_or_receiver():
-    q = rack_a()
+    q = rack_a(drained=frozenset())
     counts = {1: 300, 2: 300, 3: 200, 4: 200}
+    assert piece_count(rack_a(), counts, 100) == 1  # a rack with a broker to drain stays whole
     assert piece_count(q, counts, 500) == 2
     assert piece_count(q, counts, 100) == 4  # ten wanted, four sources
     assert piece_count(q, counts, 10_000) == 1

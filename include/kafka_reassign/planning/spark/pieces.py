@@ -28,11 +28,16 @@ PIECE_MARK = "#"
 
 def piece_count(q: GroupQuotas, counts: dict[int, int], per_piece: int) -> int:
     """Pieces for one group: its candidates / ``per_piece``, at most one per source and per
-    receiver (a piece without a receiver could only push its sources' replicas over quota).
+    receiver (a piece without a receiver could only push its sources' replicas over quota). A
+    group with a broker to drain stays whole: a drained broker must send every replica, and
+    those its racks' rules keep out of its piece's exports land in-rack, where only the whole
+    group's other sources can make room (cut, remove-brokers at 120k ended disk 1.024, not 1.016).
 
     :param counts: replicas per broker (a source's candidates are at most all of them)
     :param per_piece: candidate replicas per piece
     """
+    if q.drained:
+        return 1
     work = sum(counts.get(b, 0) for b in q.sources)
     wanted = max(1, round(work / max(1, per_piece)))
     return max(1, min(wanted, len(q.sources), len(q.local) + len(q.exports)))
