@@ -88,12 +88,18 @@ class ClusterRuntime:
             pass
 
     async def _tick(self) -> None:
+        # In manual time (time_scale 0) only advance_by moves the clock and runs the physics: a
+        # wall-clock tick would find nothing to integrate, yet its settling of what needs no time
+        # (between two admin requests, wherever the 10 ms fell) made a rehearsal's answers depend
+        # on wall timing. It still wakes the long-poll waiters, who re-check what advance_by changed.
+        physics = self.model.time_scale > 0
         while True:
             await asyncio.sleep(TICK_SECONDS)
-            try:
-                self.model.advance()
-            except Exception:  # keep the cluster serving; the failure is in the log
-                log.exception("model.advance() failed")
+            if physics:
+                try:
+                    self.model.advance()
+                except Exception:  # keep the cluster serving; the failure is in the log
+                    log.exception("model.advance() failed")
             self.notify()
 
     # --------------------------------------------------------------- listeners
