@@ -94,7 +94,7 @@ def _params(entry: FleetEntry, fleet: Fleet) -> dict[str, Param]:
         "balance_threshold": Param(
             entry.balance_threshold or 1.10, type="number", minimum=1.0, title="Balance threshold",
             description="Act only when a balanced resource (disk utilisation, and each other distribution "
-                        "goal of the balance goals: network in, leader count, leader bytes in) has a broker "
+                        "goal of the balance goals: network in, leader count, leader bytes in, network out) has a broker "
                         "more than this times the mean (1.10 = 10% above). At or under it the run stops quietly.",
             section="When to act"),
         "require_approval": Param(

@@ -125,9 +125,15 @@ RUN_PARAMS: tuple[RunParam, ...] = (
         cli=CliFlag("--balance-goal", metavar="GOAL"),
         dag=DagField("Balance goals (priority order)", WHAT, description=(
             "What rebalance, add-brokers and remove-brokers even out, highest priority first: hard goals "
-            "(rack-aware, capacity: always kept) then distribution goals (disk, network-in, leader-count, "
-            "leader-bytes-in), each within its tolerance. A lower goal never pushes a higher one out of "
+            "(rack-aware, capacity: always kept) then distribution goals (disk, network-in, topic-spread, "
+            "leader-count, leader-bytes-in, network-out), each within its tolerance. A lower goal never pushes a higher one out of "
             "its tolerance; a goal left out is off (disk must stay)."))),
+    RunParam(  # network out (goal network-out, the summary's balance): not measured, so a param
+        "consumer_fanout", float, 1.0, "consumer groups reading each partition, for network out (0: none)",
+        minimum=0, planner=True, cli=CliFlag("--consumer-fanout", metavar="GROUPS"),
+        dag=DagField("Consumer fan-out", WHAT, description=(
+            "How many consumer groups read each partition (1.0: one group reads everything). A broker's "
+            "network out is what it leads times (its followers + this); the network-out goal evens it."))),
     RunParam(  # a planning input, read by the snapshot (cluster/capacities.py)
         "log_dir_capacity_bytes", tuple, (),
         "log dir capacity for the planner instead of the volume size brokers report: SIZE (every dir), "
@@ -335,6 +341,7 @@ STALL_WINDOW_SECONDS: float = _default("stall_window_seconds")
 CANCEL_ON_FAILURE: bool = _default("cancel_on_failure")
 DRY_RUN: bool = _default("dry_run")
 DISK_THRESHOLD_PERCENT: float | None = _default("disk_threshold_percent")
+CONSUMER_FANOUT: float = _default("consumer_fanout")
 ALLOW_RF_CHANGE: bool = _default("allow_rf_change")
 ALLOW_INTERNAL_TOPICS: bool = _default("allow_internal_topics")
 ALLOW_STALLING_MOVES: bool = _default("allow_stalling_moves")

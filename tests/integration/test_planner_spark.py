@@ -76,8 +76,8 @@ def test_spark_reads_the_snapshot_file_and_agrees_with_the_local_engine(spark, l
     local = plan_file(lines, "rebalance", engine="local")
     assert res.plan.to_json() == local.plan.to_json()
     assert s["remote_bytes_not_copied"] == local.summary["remote_bytes_not_copied"]
-    # the per-broker produce rates (network in, leader bytes in) aggregate alike in both engines
-    for resource in ("network_in", "leader_bytes_in"):
+    # the per-broker produce rates (network in and out, leader bytes in) aggregate alike in both engines
+    for resource in ("network_in", "leader_bytes_in", "network_out"):
         assert s["balance"][resource] == local.summary["balance"][resource]
     assert s["balance"]["network_in"]["before"] > 1.0
     tiered = {t["name"]: {p["partition"]: p["remote_bytes"] for p in t["partitions"]}

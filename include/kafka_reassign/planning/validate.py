@@ -60,6 +60,7 @@ class ReassignParams:
     :param broker_network_capacities: ``BROKER=RATE`` entries for brokers whose link differs
     :param balance_goals: the balancing plans' goals, highest priority first (planning only;
         :mod:`kafka_reassign.planning.goal_order`)
+    :param consumer_fanout: consumer groups reading each partition (planning only: network out)
     """
 
     throttle_bytes_per_sec: int | None = D.THROTTLE_BYTES_PER_SEC
@@ -90,6 +91,7 @@ class ReassignParams:
     broker_network_capacity_bytes_per_sec: int | None = None
     broker_network_capacities: tuple[str, ...] = ()
     balance_goals: tuple[str, ...] = DEFAULT_BALANCE_GOALS
+    consumer_fanout: float = D.CONSUMER_FANOUT
 
     def to_json(self) -> dict[str, Any]:
         # Plain JSON: a tuple (the maintenance windows) as the list it reads back as.

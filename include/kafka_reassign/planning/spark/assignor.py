@@ -66,6 +66,11 @@ class PlanOptions:
     :param network_in_tolerance: a broker's network in may end this much above the mean
     :param leader_bytes_in_tolerance: a broker's leader bytes in (produce it leads) may end this
         much above the mean (goal leader-bytes-in)
+    :param consumer_fanout: consumer groups reading each partition, for network out (the
+        ``consumer_fanout`` run param: a broker sends what it leads to its followers and this many times
+        to consumers)
+    :param network_out_tolerance: a broker's network out may end this much above the mean (goal
+        network-out, switch ``balance_network_out``)
     :param balance_goals: the balance goals by name, highest priority first
         (:mod:`~kafka_reassign.planning.goal_order`); the switches above follow from it
     :param topic_spread_slack: replicas of one topic per broker allowed above the even share
@@ -101,6 +106,9 @@ class PlanOptions:
     log_dir_throttle_bytes_per_sec: float | None = None
     balance_leader_bytes_in: bool = False
     leader_bytes_in_tolerance: float = 0.10
+    balance_network_out: bool = False
+    network_out_tolerance: float = 0.10
+    consumer_fanout: float = D.CONSUMER_FANOUT
     balance_goals: tuple[str, ...] = DEFAULT_BALANCE_GOALS
     max_partition_movements: int = D.MAX_PARTITION_MOVEMENTS
     max_movements_per_broker: int = D.MAX_MOVEMENTS_PER_BROKER

@@ -82,7 +82,8 @@ def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
     names = ["brokers", "replication_factor", "topics", "exclude_topics", "exclude_brokers",
              "capacity_ceiling", "balance_tolerance", "throttle_bytes_per_sec",
              "log_dir_throttle_bytes_per_sec", "max_partition_movements", "max_movements_per_broker",
-             "max_leader_movements", "disk_threshold_percent", "assignor", "engine", "spark_master", "timeout_seconds"]
+             "max_leader_movements", "disk_threshold_percent", "consumer_fanout", "assignor", "engine",
+             "spark_master", "timeout_seconds"]
     out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
     if getattr(args, "balance_goals", None):  # the flag repeats; without it the default list
         out["balance_goals"] = args.balance_goals

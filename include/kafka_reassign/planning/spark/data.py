@@ -110,7 +110,7 @@ class SparkData:
 
         kind, detail = self._kind()
         r = (self.parts.withColumn("kind", kind)
-             .select("size_bytes", "bytes_in_per_sec", "kind", "log_dirs",
+             .select("size_bytes", "bytes_in_per_sec", "kind", "log_dirs", F.size("replicas").alias("rf"),
                      F.posexplode_outer("replicas").alias("pos", "broker"))
              .withColumn("log_dir", F.coalesce(F.col("log_dirs")[F.col("pos")], F.lit("any"))))
         lead = F.col("pos") == 0
@@ -119,6 +119,8 @@ class SparkData:
                     F.sum(lead.cast("int")).alias("leaders"),
                     F.sum(F.when(lead, F.col("bytes_in_per_sec")).otherwise(0.0)).alias("bytes_in"),
                     F.sum(F.coalesce(F.col("bytes_in_per_sec"), F.lit(0.0))).alias("net_in"),
+                    F.sum(F.when(lead, F.col("bytes_in_per_sec") * (F.col("rf") - 1)).otherwise(0.0))
+                    .alias("rep_out"),
                     F.sum(F.when(lead, F.col("size_bytes")).otherwise(0.0)).alias("partition_bytes"),
                     F.max("pos").alias("max_pos"))
                .toPandas())
@@ -330,10 +332,11 @@ class LocalData:
         r["leaders"] = (r["pos"] == 0).astype(int)
         r["net_in"] = r["bytes_in_per_sec"].fillna(0.0)
         r["bytes_in"] = r["net_in"] * r["leaders"]
+        r["rep_out"] = r["bytes_in"] * (r["replicas"].str.len() - 1)
         r["partition_bytes"] = r["size_bytes"] * r["leaders"]
         per = (r.groupby(["broker", "log_dir"], as_index=False)
                .agg(bytes=("size_bytes", "sum"), replicas=("pos", "size"), leaders=("leaders", "sum"),
-                    bytes_in=("bytes_in", "sum"), net_in=("net_in", "sum"),
+                    bytes_in=("bytes_in", "sum"), net_in=("net_in", "sum"), rep_out=("rep_out", "sum"),
                     partition_bytes=("partition_bytes", "sum"),
                     max_pos=("pos", "max")))
         return per, _totals(per), []

@@ -192,6 +192,7 @@ def apply_and_lead(engine: Any, run: Run, moves: Any, targets: Targets, totals: 
     inputs = LeaderInputs(eligible=set(targets.placeable) if order else set(),
                           fixed=run.exclude, slack=SLACK * 4, balance=bool(order), order=order,
                           count_tolerance=opts.leader_tolerance, bytes_tolerance=opts.leader_bytes_in_tolerance,
+                          out_tolerance=opts.network_out_tolerance, fanout=opts.consumer_fanout,
                           groups=leader_groups(int(totals["partitions"]), len(targets.placeable)),
                           gainers=set(opts.brokers) if opts.goal == "add-brokers" else None,
                           rack={b: x.rack for b, x in run.brokers.items()}, placeable=set(targets.placeable))

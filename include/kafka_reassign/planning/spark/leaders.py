@@ -12,8 +12,10 @@ replica list changes are returned (the plan's rows), so the driver receives move
 The leader-bytes-in goal (Cruise Control's LeaderBytesInDistributionGoal) evens the produce rate
 each broker leads the same way: a broker above its group's share x (1 + tolerance) hands its
 hottest partitions to the in-sync replica leading the least, never pushing that one above the
-share. The two leader goals run in the order of ``balance_goals``; the lower one never pushes a
-broker above the higher one's limit (the sum of the groups' limits is the cluster's: each
+share. The network-out goal (Cruise Control's NetworkOutboundUsageDistributionGoal) is the same
+pass with each partition weighed by what its leader sends: the produce rate times (followers +
+consumer fan-out). The leader goals run in the order of ``balance_goals``; a lower one never
+pushes a broker above a higher one's limit (the sum of the groups' limits is the cluster's: each
 group's share is its part of the mean).
 """
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 DUPLICATE_MARK = "@@duplicate-partition-rows@@"
 MAX_LEADER_GROUPS = 16
 #: the goals this stage balances (planning/goal_order.py names)
-LEADER_GOALS = ("leader-count", "leader-bytes-in")
+LEADER_GOALS = ("leader-count", "leader-bytes-in", "network-out")
 LEADERS_PER_BROKER_PER_GROUP = 200
 
 
@@ -55,6 +57,8 @@ class LeaderInputs:
     :param count_tolerance: leader-bytes-in ranked lower never pushes a leader count above the
         group's share x (1 + this)
     :param bytes_tolerance: the leader-bytes-in goal's limit: the group's share x (1 + this)
+    :param out_tolerance: the network-out goal's limit: the group's share x (1 + this)
+    :param fanout: consumer groups reading each partition (network out = rate x (followers + this))
     """
 
     eligible: set[int]
@@ -68,6 +72,8 @@ class LeaderInputs:
     order: tuple[str, ...] = ("leader-count",)
     count_tolerance: float = 0.10
     bytes_tolerance: float = 0.10
+    out_tolerance: float = 0.10
+    fanout: float = 1.0
 
 
 def duplicates_in(error: BaseException) -> list[str]:
@@ -135,23 +141,29 @@ def row_problem(orig: list[int], final: list[int], inp: LeaderInputs) -> str | N
 
 
 def _balance(rows: list[tuple], rates: list[float], inp: LeaderInputs) -> None:
-    """The leader goals of ``inp.order`` one after the other on one group's rows."""
+    """The leader goals of ``inp.order`` one after the other on one group's rows: each keeps the
+    brokers within the limits of the goals before it (``counts``, ``above``)."""
     share = len(rows) / max(1, len(inp.eligible))
     quota = math.ceil(share * (1 + inp.slack))
-    by_count, by_bytes = "leader-count" in inp.order, "leader-bytes-in" in inp.order
-    if by_count and (not by_bytes or inp.order.index("leader-count") < inp.order.index("leader-bytes-in")):
-        count = _count_pass(rows, inp, quota)
-        if by_bytes:  # the count goal ranks higher: no broker pushed above its limit
-            _even_bytes(rows, inp, LeaderBytes.of(rows, rates, inp),
-                        (count, math.floor(share * (1 + inp.count_tolerance))))
-    elif by_bytes:
-        lbi = LeaderBytes.of(rows, rates, inp)
-        _even_bytes(rows, inp, lbi, None)
-        if by_count:  # it ranks lower: it only hands over where leader bytes in stay in limit
-            tally: dict[int, int] = {}
-            for row in rows:
-                tally[row[3][0]] = tally.get(row[3][0], 0) + 1
-            _repair(rows, inp, tally, quota, lbi)
+    counts: tuple[dict[int, int], int] | None = None
+    above: list[LeaderBytes] = []
+    for goal in inp.order:
+        if goal == "leader-count":
+            if above:  # it ranks lower: it only hands over where the rates stay in limit
+                tally: dict[int, int] = {}
+                for row in rows:
+                    tally[row[3][0]] = tally.get(row[3][0], 0) + 1
+                _repair(rows, inp, tally, quota, above)
+            else:
+                tally = _count_pass(rows, inp, quota)
+            counts = (tally, math.floor(share * (1 + inp.count_tolerance)))
+            continue
+        weighed = rates if goal == "leader-bytes-in" else [
+            rate * (len(row[3]) - 1 + inp.fanout) for row, rate in zip(rows, rates)]
+        lbi = LeaderBytes.of(rows, weighed, inp, inp.bytes_tolerance if goal == "leader-bytes-in"
+                             else inp.out_tolerance)
+        _even_bytes(rows, inp, lbi, counts, above)
+        above.append(lbi)
 
 
 def _count_pass(rows: list[tuple], inp: LeaderInputs, quota: int) -> dict[int, int]:
@@ -183,11 +195,12 @@ REPAIR_SWEEPS = 8
 
 
 def _repair(rows: list[tuple], inp: LeaderInputs, count: dict[int, int], quota: int,
-            lbi: "LeaderBytes | None" = None) -> None:
+            above: "list[LeaderBytes] | None" = None) -> None:
     """Sweeps that hand leadership from a broker above quota to a replica with at least two
     fewer leaders (which may itself end above quota and hand on in the next sweep): each hand-over
     lowers the sum of squared counts, so chains of brokers resolve in a few sweeps. Only the
-    partitions led by brokers above quota are visited."""
+    partitions led by brokers above quota are visited; none goes to a broker it would push above
+    the limit of a goal ranked higher (``above``)."""
     led: dict[int, list[int]] = {}
     for i, row in enumerate(rows):
         led.setdefault(row[3][0], []).append(i)
@@ -199,15 +212,15 @@ def _repair(rows: list[tuple], inp: LeaderInputs, count: dict[int, int], quota: 
                 orig, final = rows[i][2], rows[i][3]
                 under = [] if count[lead] <= quota or orig[0] in inp.fixed else [
                     b for b in final[1:] if b in inp.eligible and count.get(b, 0) < count[lead] - 1
-                    and (inp.gainers is None or b in inp.gainers) and (lbi is None or lbi.fits(b, i))]
+                    and (inp.gainers is None or b in inp.gainers) and all(x.fits(b, i) for x in above or ())]
                 if not under:
                     keep.append(i)
                     continue
                 best = min(under, key=lambda b: (count.get(b, 0), final.index(b)))
                 count[lead] -= 1
                 count[best] = count.get(best, 0) + 1
-                if lbi is not None:
-                    lbi.hand(i, lead, best)
+                for x in above or ():
+                    x.hand(i, lead, best)
                 _lead(final, best)
                 led.setdefault(best, []).append(i)
                 changed = True
@@ -224,9 +237,10 @@ def _lead(final: list[int], broker: int) -> None:
 
 @dataclass
 class LeaderBytes:
-    """The produce rate each broker leads in one group, and the leader-bytes-in limit.
+    """A rate each broker leads in one group (leader bytes in, network out), and its goal's limit.
 
-    :param rates: per row, its partition's produce rate
+    :param rates: per row, its partition's weight (produce rate; for network out times followers
+        + fan-out)
     :param cap: no broker may be pushed above this (the group's share x (1 + tolerance))
     """
 
@@ -235,14 +249,19 @@ class LeaderBytes:
     load: dict[int, float] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, rows: list[tuple], rates: list[float], inp: LeaderInputs) -> "LeaderBytes":
+    def of(cls, rows: list[tuple], rates: list[float], inp: LeaderInputs, tolerance: float) -> "LeaderBytes":
         load: dict[int, float] = {}
         for row, rate in zip(rows, rates):
             load[row[3][0]] = load.get(row[3][0], 0.0) + rate
-        return cls(rates, sum(rates) / max(1, len(inp.eligible)) * (1 + inp.bytes_tolerance), load)
+        return cls(rates, sum(rates) / max(1, len(inp.eligible)) * (1 + tolerance), load)
 
     def fits(self, b: int, i: int) -> bool:
         return self.load.get(b, 0.0) + self.rates[i] <= self.cap
+
+    def swaps(self, b: int, i: int, a: int, j: int) -> bool:
+        """``b`` takes row ``i`` from ``a`` and hands row ``j`` back: whichever gains stays in limit."""
+        d = self.rates[i] - self.rates[j]
+        return self.load.get(b, 0.0) + d <= self.cap if d > 0 else d == 0 or self.load.get(a, 0.0) - d <= self.cap
 
     def hand(self, i: int, src: int, dst: int) -> None:
         self.load[src] -= self.rates[i]
@@ -250,11 +269,12 @@ class LeaderBytes:
 
 
 def _even_bytes(rows: list[tuple], inp: LeaderInputs, lbi: LeaderBytes,
-                counts: tuple[dict[int, int], int] | None) -> None:
-    """Brokers above the leader-bytes-in limit, most loaded first, hand their hottest partitions to
-    the in-sync replica leading the least that stays under the limit. When the leader-count goal
+                counts: tuple[dict[int, int], int] | None, above: list[LeaderBytes]) -> None:
+    """Brokers above ``lbi``'s limit, most loaded first, hand their hottest partitions to the
+    in-sync replica leading the least that stays under the limit. When the leader-count goal
     ranks higher (``counts`` = (counts, limit)) no broker goes above that limit: a receiver at it
-    hands a colder partition back (a swap, counts unchanged). Sweeps until none changes anything."""
+    hands a colder partition back (a swap, counts unchanged); nor above the limit of a rate goal
+    ranked higher (``above``). Sweeps until none changes anything."""
     led: dict[int, list[int]] = {}
     for i, row in enumerate(rows):
         if row[2][0] not in inp.fixed and row[3][0] not in inp.fixed:
@@ -265,42 +285,46 @@ def _even_bytes(rows: list[tuple], inp: LeaderInputs, lbi: LeaderBytes,
             for i in sorted(led[lead], key=lambda j: (-lbi.rates[j], j)):
                 if lbi.load[lead] <= lbi.cap:
                     break
-                if rows[i][3][0] == lead and lbi.rates[i] > 0 and _hand_hot(rows, i, inp, lbi, counts, led):
+                if rows[i][3][0] == lead and lbi.rates[i] > 0 and _hand_hot(rows, i, inp, [lbi, *above], counts,
+                                                                             led):
                     changed = True
         if not changed:
             return
 
 
-def _hand_hot(rows: list[tuple], i: int, inp: LeaderInputs, lbi: LeaderBytes,
+def _hand_hot(rows: list[tuple], i: int, inp: LeaderInputs, tallies: list[LeaderBytes],
               counts: tuple[dict[int, int], int] | None, led: dict[int, list[int]]) -> bool:
-    """Row ``i`` (led by a broker above the limit) to the follower leading the least that takes it,
-    alone or with a swap back; whether it moved."""
-    final = rows[i][3]
+    """Row ``i`` (led by a broker above the limit of ``tallies[0]``, the goal evened; the others
+    rank higher) to the follower leading the least that takes it, alone or with a swap back;
+    whether it moved."""
+    lbi, final = tallies[0], rows[i][3]
     lead = final[0]
     for b in sorted((b for b in final[1:] if b in inp.eligible and (inp.gainers is None or b in inp.gainers)),
                     key=lambda b: (lbi.load.get(b, 0.0), final.index(b))):
         if counts is None or counts[0].get(b, 0) + 1 <= counts[1]:
-            if lbi.fits(b, i):
-                _hand(rows, i, b, lbi, counts, led)
+            if all(x.fits(b, i) for x in tallies):
+                _hand(rows, i, b, tallies, counts, led)
                 return True
             continue
         # b is at the count limit: it hands back its coldest partition that lead holds and that fits
         if inp.gainers is not None and lead not in inp.gainers:
             continue
         back = [j for j in led.get(b, []) if rows[j][3][0] == b and lead in rows[j][3]
-                and lbi.load[b] + lbi.rates[i] - lbi.rates[j] <= lbi.cap and lbi.rates[j] < lbi.rates[i]]
+                and lbi.load[b] + lbi.rates[i] - lbi.rates[j] <= lbi.cap and lbi.rates[j] < lbi.rates[i]
+                and all(x.swaps(b, i, lead, j) for x in tallies[1:])]
         if back:
-            _hand(rows, i, b, lbi, counts, led)
-            _hand(rows, min(back, key=lambda j: (lbi.rates[j], j)), lead, lbi, counts, led)
+            _hand(rows, i, b, tallies, counts, led)
+            _hand(rows, min(back, key=lambda j: (lbi.rates[j], j)), lead, tallies, counts, led)
             return True
     return False
 
 
-def _hand(rows: list[tuple], i: int, dst: int, lbi: LeaderBytes, counts: tuple[dict[int, int], int] | None,
-          led: dict[int, list[int]]) -> None:
+def _hand(rows: list[tuple], i: int, dst: int, tallies: list[LeaderBytes],
+          counts: tuple[dict[int, int], int] | None, led: dict[int, list[int]]) -> None:
     """Make ``dst`` the preferred leader of row ``i`` in every tally."""
     src = rows[i][3][0]
-    lbi.hand(i, src, dst)
+    for x in tallies:
+        x.hand(i, src, dst)
     if counts is not None:
         counts[0][src] -= 1
         counts[0][dst] = counts[0].get(dst, 0) + 1

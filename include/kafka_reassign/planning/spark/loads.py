@@ -12,8 +12,9 @@ from kafka_reassign.planning.spark.targets import BrokerInfo
 class Loads:
     """Per broker: bytes, replicas, preferred leaders, the produce rate it leads (``bytes_in``:
     Cruise Control's leader bytes in) and the produce rate it receives as leader or follower
-    (``net_in``: network in); bytes per log dir; replicas per (topic, broker) of the movable
-    topics (``topic_count``: the topic-spread goal's)."""
+    (``net_in``: network in); the produce rate it sends to the followers of the partitions it leads
+    (``rep_out``: the replication part of network out, :func:`network_out`); bytes per log dir;
+    replicas per (topic, broker) of the movable topics (``topic_count``: the topic-spread goal's)."""
 
     bytes: dict[int, float]
     count: dict[int, int]
@@ -22,10 +23,20 @@ class Loads:
     dir_bytes: dict[tuple[int, str], float] = field(default_factory=dict)
     net_in: dict[int, float] = field(default_factory=dict)
     topic_count: dict[tuple[str, int], int] = field(default_factory=dict)
+    rep_out: dict[int, float] = field(default_factory=dict)
 
     def copy(self) -> "Loads":
         return Loads(dict(self.bytes), dict(self.count), dict(self.leaders), dict(self.bytes_in),
-                     dict(self.dir_bytes), dict(self.net_in), dict(self.topic_count))
+                     dict(self.dir_bytes), dict(self.net_in), dict(self.topic_count), dict(self.rep_out))
+
+
+def network_out(loads: Loads, fanout: float) -> dict[int, float]:
+    """Each broker's network out: what it sends as leader, to its followers (``rep_out``) and to
+    ``fanout`` consumer groups reading all it leads (Cruise Control's network outbound).
+
+    :param fanout: consumer groups reading each partition (the ``consumer_fanout`` param)
+    """
+    return {b: loads.rep_out.get(b, 0.0) + fanout * loads.bytes_in.get(b, 0.0) for b in loads.bytes}
 
 
 def broker_infos(header: dict[str, Any]) -> tuple[dict[int, BrokerInfo], dict[int, list[tuple[str, float]]]]:
@@ -56,15 +67,16 @@ def loads_from_frame(per: Any, dirs: dict[int, list[tuple[str, float]]]) -> Load
     """Loads from the engine's (broker, log_dir) aggregate; unnamed dirs count on the first dir."""
     out = Loads({b: 0.0 for b in dirs}, {b: 0 for b in dirs}, {b: 0 for b in dirs},
                 {b: 0.0 for b in dirs}, {(b, p): 0.0 for b, ds in dirs.items() for p, _ in ds},
-                {b: 0.0 for b in dirs})
-    for b, d, by, n, ld, bi, ni in zip(per["broker"], per["log_dir"], per["bytes"], per["replicas"],
-                                       per["leaders"], per["bytes_in"], per["net_in"]):
+                {b: 0.0 for b in dirs}, rep_out={b: 0.0 for b in dirs})
+    for b, d, by, n, ld, bi, ni, ro in zip(per["broker"], per["log_dir"], per["bytes"], per["replicas"],
+                                           per["leaders"], per["bytes_in"], per["net_in"], per["rep_out"]):
         b = int(b)
         out.bytes[b] += float(by)
         out.count[b] += int(n)
         out.leaders[b] += int(ld)
         out.bytes_in[b] += float(bi or 0.0)
         out.net_in[b] += float(ni or 0.0)
+        out.rep_out[b] += float(ro or 0.0)
         key = (b, d) if (b, d) in out.dir_bytes else (b, dirs[b][0][0])
         out.dir_bytes[key] += float(by)
     return out
@@ -109,4 +121,9 @@ def loads_after(before: Loads, changes: Any) -> Loads:
         for b, n, rate in zip(g.index, g["count"], g["sum"]):
             after.leaders[int(b)] += sign * int(n)
             after.bytes_in[int(b)] = after.bytes_in.get(int(b), 0.0) + sign * float(rate)
+    changed = frame.loc[moved]
+    for leaders, col, sign in ((old[moved], "orig", -1), (new[moved], "final", 1)):
+        sent = changed["rate"] * (changed[col].str.len() - 1)  # the leader sends to each follower
+        for b, rate in sent.groupby(leaders).sum().items():
+            after.rep_out[int(b)] = after.rep_out.get(int(b), 0.0) + sign * float(rate)
     return after

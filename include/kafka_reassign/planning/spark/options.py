@@ -75,9 +75,9 @@ def _value_problems(opts: PlanOptions) -> list[Problem]:
         if not isinstance(v, (int, float)) or not 0 < v <= 1:
             problems.append(Problem(name, f"must be in (0, 1], got {v!r}", "bad_option"))
     for name in ("balance_tolerance", "count_tolerance", "leader_tolerance", "network_in_tolerance",
-                 "leader_bytes_in_tolerance"):
+                 "leader_bytes_in_tolerance", "network_out_tolerance", "consumer_fanout"):
         v = getattr(opts, name)
-        if not isinstance(v, (int, float)) or v < 0:
+        if not isinstance(v, (int, float)) or not v >= 0:  # NaN refused too
             problems.append(Problem(name, f"must be a number >= 0, got {v!r}", "bad_option"))
     if not isinstance(opts.balance_network_in, bool):
         problems.append(Problem("balance_network_in", f"must be true or false, got {opts.balance_network_in!r}",

@@ -16,8 +16,9 @@ Definitions (also in the README):
 * ``balance`` per resource = the largest broker / the mean over the brokers that hold data
   after the plan: ``disk`` by utilisation (bytes / capacity), ``replicas`` and ``leaders`` by count,
   ``network_in`` by the produce rate a broker receives as leader or follower, ``leader_bytes_in``
-  by the produce rate it leads (both from the snapshot's ``bytes_in_per_sec``; 1.0 when no rate
-  is known). The balancing goals even out ``network_in`` after the disk balance (:mod:`.network`,
+  by the produce rate it leads, ``network_out`` by what it sends as leader: the produce rate it
+  leads times (its followers + ``consumer_fanout``) (all from the snapshot's ``bytes_in_per_sec``;
+  1.0 when no rate is known). The balancing goals even out ``network_in`` after the disk balance (:mod:`.network`,
   option ``balance_network_in``); its moves count in ``data_to_move_bytes`` like any other, so
   the disk goal's lower bound stays a lower bound.
   ``balance_before`` / ``balance_after`` are the disk figures.
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_reassign.planning.estimate import PlannedMove
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.eta import plan_eta
-from kafka_reassign.planning.spark.loads import Loads
+from kafka_reassign.planning.spark.loads import Loads, network_out
 from kafka_reassign.planning.spark.spread import topic_spread
 from kafka_reassign.planning.spark.targets import (BrokerInfo, Targets, accepted_lower_bound, count_balance,
                                                    moved_over_bound)
@@ -87,6 +88,8 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
                        "after": count_balance(after.net_in, live)},
         "leader_bytes_in": {"before": count_balance(before.bytes_in, everyone),
                             "after": count_balance(after.bytes_in, live)},
+        "network_out": {"before": count_balance(network_out(before, opts.consumer_fanout), everyone),
+                        "after": count_balance(network_out(after, opts.consumer_fanout), live)},
     }
     balance = {k: {x: round(y, 4) for x, y in v.items()} for k, v in balance.items()}
     return {
