@@ -109,6 +109,7 @@ def one(shape: str, size: str, work: Path) -> dict[str, Any]:
             "disk_after": round(mine["balance"], 4), "leaders_after": round(mine["leader_balance"], 4),
             "disk_before": summary["balance_before"], "rack_safe": round(safe, 4),
             "network_in": summary["balance"]["network_in"], "leader_bytes_in": summary["balance"]["leader_bytes_in"],
+            "network_out": summary["balance"]["network_out"],
             "replica_moves": summary["replica_movements"], "timings": summary["timings"],
             "topic_spread": [spread_of(s, s.replicas), spread_of(s, after)],
             "search_pieces": summary.get("search_pieces"), "plan_s": summary.get("plan_seconds"),
@@ -130,7 +131,7 @@ def verdict(r: dict[str, Any]) -> str:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(f"{'shape':<12}{'replicas':>10}{'wall s':>8}{'moved/bound':>12}{'disk':>7}{'leaders':>8}"
-          f"{'rack-safe':>10}{'net in before->after':>22}{'spread':>9} | {'round robin: moved/bound':>24}{'disk':>7}"
+          f"{'rack-safe':>10}{'net in before->after':>22}{'net out':>15}{'spread':>9} | {'round robin: moved/bound':>24}{'disk':>7}"
           f"{'leaders':>8}  targets")
     for r in rows:
         if "error" in r:
@@ -139,12 +140,14 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print(f"{r['shape']:<12}{r['replicas']:>10}{r['wall_s']:>8.1f}{r['moved_over_bound']:>12.3f}"
               f"{r['disk_after']:>7.3f}{r['leaders_after']:>8.3f}{r['rack_safe']:>10.1%}"
               f"{r['network_in']['before']:>13.2f} -> {r['network_in']['after']:<5.2f}"
+              f"{r['network_out']['before']:>6.2f} -> {r['network_out']['after']:<5.2f}"
               f"{r['topic_spread'][0]:>4} -> {r['topic_spread'][1]:<2} | "
               f"{r['rr_moved_over_bound']:>24.2f}{r['rr_disk_after']:>7.3f}{r['rr_leaders_after']:>8.3f}  "
               f"{verdict(r)}")
     print("targets: 1 <= moved/bound <= 1.05 (bound: the accepted balance), disk <= 1.05, leaders <= 1.10, "
           "100% rack-safe, wall <= 30 s (120k) / 180 s (1.5M), Spark start included; the machine "
           "is shared, so wall times are noisy. Net in = produce received as leader or follower, max/mean, "
+          "from the plan summary; net out = sent as leader (produce x (followers + consumer_fanout)), max/mean, "
           "from the plan summary; hot-traffic (issue 23): net in <= 1.10 and moved/bound <= 1.10; spread = "
           "topic spread before -> after (largest excess of one topic on a broker over ceil(replicas / "
           "brokers) + 1, from the plan file; 0 with topic-spread in PLANNER_BENCH_GOALS)")
