@@ -150,3 +150,45 @@ def test_planner_entry_point_is_the_executors_estimate():
     assert got.broker_seconds == pytest.approx(want.broker_seconds) and stalls == []
     never, stalls = estimate_plan(planned, 3 * MB)  # 3 MB/s = (k+1)P for orders-0 on its leader
     assert math.isinf(never.seconds) and any(s.broker == 1 and s.side == "leader" for s in stalls)
+
+
+def _generated_plan(n: int, seed: int) -> list:
+    """``n`` random moves on 12 brokers: swaps, RF changes, reorders, offline replicas, log dirs."""
+    import random
+
+    from kafka_reassign.planning.estimate import PlannedMove
+
+    rng, out = random.Random(seed), []
+    for p in range(n):
+        current = tuple(rng.sample(range(12), 3))
+        target = list(rng.sample(range(12), rng.choice([2, 3, 3, 4])))
+        dirs = None
+        if p % 9 == 0:  # a KIP-113 move between the current replicas' own log dirs
+            target, dirs = list(current), tuple(rng.choice(["any", "/d2"]) for _ in current)
+        out.append(PlannedMove(f"t{p % 5}", p, current, tuple(target), size_bytes=rng.randint(0, 500) * MB,
+                               produce=rng.choice([0.0, 0.5 * MB, 2 * MB]), leader=rng.choice([current[1], -1]),
+                               offline=current[2:] if p % 7 == 0 else (), min_isr=rng.choice([1, 2]),
+                               current_dirs=("/d1",) * 3, log_dirs=dirs))
+    return out
+
+
+@pytest.mark.parametrize("rate", [3 * MB, 20 * MB, None])
+def test_plan_estimate_is_the_run_estimate_of_its_steps(rate):
+    # estimate_plan makes steps, loads and stall points once; the figures must be estimate_run's on
+    # the executor's steps, and its stall points every stalling point of those steps.
+    from kafka_reassign.execution.steps import plan_all_steps
+    from kafka_reassign.planning.estimate import estimate_plan, estimate_run, planned_state
+    from kafka_reassign.planning.plan import PartitionMove
+
+    moves = _generated_plan(80, seed=5)
+    state, limits = planned_state(moves), Limits(rate=rate, network={3: 5 * MB})
+    steps = plan_all_steps([PartitionMove(m.topic, m.partition, m.target, log_dirs=m.log_dirs) for m in moves], state)
+    want = estimate_run(steps, state, limits)
+    got, stalls = estimate_plan(moves, rate, network={3: 5 * MB})
+    assert got.to_json() == want.to_json() and got.broker_seconds == want.broker_seconds
+    loads = step_loads(steps, state)
+    every = [p for p in stall_points(loads, limits, quota_load(loads, per_step=True)) if p.stalls]
+    assert stalls == every and got.stalled == sorted({p.name for p in every})
+    assert bool(stalls) == (rate == 3 * MB) and math.isinf(got.seconds) == bool(stalls)
+    one, per_batch = estimate_batches([steps], state, limits, pipelined=True, per_step=True)
+    assert per_batch == [max(one.broker_seconds.values())] and one.to_json() == want.to_json()

@@ -3,8 +3,8 @@
 The one time estimator of the project (dry runs, plan summaries, the UI and the pre-flight
 stall check all read it): ``prepare`` calls :func:`estimate_run` on the run's steps, the planner
 :func:`estimate_plan` on its plain data (:class:`PlannedMove`), which builds the same KIP-435
-steps and ends in :func:`estimate_run`, so both give one plan the same figure. What it models,
-as Kafka does it:
+steps and ends in :func:`estimate_loads` as :func:`estimate_run` does, so both give one plan
+the same figure. What it models, as Kafka does it:
 
 * A broker's *leader* quota (``leader.replication.throttled.rate``) records the bytes of
   every follower fetch it answers for a throttled partition, from in-sync and out-of-sync
@@ -254,8 +254,7 @@ class Limits:
         return INF if r is None else float(r)
 
     def dir_throttle(self, broker: int) -> float:
-        r = self.log_dir_rate if self.log_dir_rate is not None else self.throttle(broker)
-        return INF if r is None else float(r)
+        return self.throttle(broker) if self.log_dir_rate is None else float(self.log_dir_rate)
 
     def capacity(self, broker: int) -> float:
         return float(self.network.get(broker, DEFAULT_NETWORK_BYTES_PER_SEC))
@@ -265,8 +264,7 @@ def _drain(seconds: float, size: float, budget: float, produce: float) -> float:
     """Time to copy ``size`` bytes with ``budget`` bytes/s while the source grows at ``produce``."""
     if size <= 0:
         return seconds
-    net = budget - produce
-    return INF if net <= 0 else seconds + size / net
+    return INF if budget - produce <= 0 else seconds + size / (budget - produce)
 
 
 def broker_times(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | None = None,
@@ -315,26 +313,33 @@ def estimate_batches(batches: Sequence[Sequence[Any]], state: ClusterState, limi
     :param per_step: the throttle lists name only the moves in flight (see :class:`QuotaLoad`)
     :returns: (the estimate, seconds per batch)
     """
-    per_batch = [step_loads(b, state) for b in batches]
+    return estimate_loads([step_loads(b, state) for b in batches], state, limits, pipelined, per_step)
+
+
+def estimate_loads(per_batch: Sequence[Sequence[StepLoad]], state: ClusterState, limits: Limits,
+                   pipelined: bool = False, per_step: bool = False,
+                   stalls: Sequence[StallPoint] | None = None) -> tuple[Estimate, list[float]]:
+    """:func:`estimate_batches` on the batches' :func:`step_loads`; ``stalls``: their stalling
+    :func:`stall_points` when the caller has them (a million-step plan makes them once)."""
     everything = [ld for b in per_batch for ld in b]
     quota = quota_load(everything, per_step)
+    whole = broker_times(everything, limits, quota)
+    batch_secs = [] if len(per_batch) > 1 else [max(whole.values(), default=0.0)]  # one batch: the whole run
     follower_base: dict[int, float] = {}
-    batch_secs: list[float] = []
-    for loads in per_batch:
+    for loads in per_batch if len(per_batch) > 1 else ():
         times = broker_times(loads, limits, quota, follower_base)
         batch_secs.append(max(times.values(), default=0.0))
         for ld in loads:
             for b in ld.adding if not per_step else ():
                 follower_base[b] = follower_base.get(b, 0.0) + ld.produce
-    whole = broker_times(everything, limits, quota)
     bound = throttle_bound(everything, limits)
     seconds = max(whole.values(), default=0.0) if pipelined else sum(batch_secs)
-    stalled = stalled_moves(everything, limits, quota)
+    stalled = sorted({p.name for p in (stall_points(everything, limits, quota, True) if stalls is None else stalls)})
     if stalled:
         seconds = INF
     remote = sum(p.remote_bytes for k in {ld.key for ld in everything} if (p := state.partition(*k)) is not None)
-    return (Estimate(detail={"remote_bytes": remote} if remote else {},seconds=seconds, bound_seconds=bound.seconds, busiest_broker=bound.broker,
-                     source_free_seconds=source_free_bound(everything, limits).seconds,
+    return (Estimate(detail={"remote_bytes": remote} if remote else {}, seconds=seconds, bound_seconds=bound.seconds,
+                     busiest_broker=bound.broker, source_free_seconds=source_free_bound(everything, limits).seconds,
                      bytes_total=sum(ld.size_bytes * (len(ld.adding) or len(ld.dir_brokers)) for ld in everything),
                      broker_seconds=whole, stalled=stalled), batch_secs)
 
@@ -406,7 +411,7 @@ def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
 
 def estimate_plan(moves: Sequence[PlannedMove], rate: float | None, log_dir_rate: float | None = None,
                   network: Mapping[int, float] | None = None) -> tuple[Estimate, list[StallPoint]]:
-    """:func:`estimate_run` for a plan the planner holds (same KIP-435 steps as the executor's).
+    """:func:`estimate_run` for a plan the planner holds (the executor's KIP-435 steps, made once).
 
     :param moves: the plan's partition moves with their sizes and produce rates
     :param rate: the replication throttle the run will use (None: unthrottled)
@@ -418,23 +423,13 @@ def estimate_plan(moves: Sequence[PlannedMove], rate: float | None, log_dir_rate
     from kafka_reassign.execution.steps import plan_all_steps
     from kafka_reassign.planning.plan import PartitionMove
 
-    state = planned_state(moves)
+    state, limits = planned_state(moves), Limits(rate=rate, log_dir_rate=log_dir_rate, network=dict(network or {}))
     wanted = [PartitionMove(topic=m.topic, partition=m.partition, replicas=m.target, log_dirs=m.log_dirs)
               for m in moves]
-    limits = Limits(rate=rate, log_dir_rate=log_dir_rate, network=dict(network or {}))
-    steps = plan_all_steps(wanted, state)
-    loads = step_loads(steps, state)
-    stalls = [p for p in stall_points(loads, limits, quota_load(loads, per_step=True)) if p.stalls]
-    return estimate_run(steps, state, limits), stalls
-
-
-def stalled_moves(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | None = None) -> list[str]:
-    """Partitions whose new replica can never catch up (see :func:`stall_points`)."""
-    out = []
-    for point in stall_points(loads, limits, quota):
-        if point.stalls:
-            out.append(point.name)
-    return sorted(set(out))
+    # Steps, loads and stall points are made once: estimate_run's figures on the same loads.
+    loads = step_loads(plan_all_steps(wanted, state), state)
+    stalls = stall_points(loads, limits, quota_load(loads, per_step=True), stalling_only=True)
+    return estimate_loads([loads], state, limits, pipelined=True, per_step=True, stalls=stalls)[0], stalls
 
 
 @dataclass(frozen=True)
@@ -470,7 +465,8 @@ class StallPoint:
         return self.throttle - self.needed
 
 
-def stall_points(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | None = None) -> list[StallPoint]:
+def stall_points(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | None = None,
+                 stalling_only: bool = False) -> list[StallPoint]:
     """For each copying step: the throttle it needs on its leader and on each receiving broker.
 
     Leader side: ``R > (in-sync load of every throttled partition it leads) + P``; for a
@@ -478,21 +474,27 @@ def stall_points(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
     the last move into a broker: ``R >`` the produce rates of all new replicas it receives (the
     others are in sync by then), or ``P`` with per-step lists. The catching-up part counts
     more (:mod:`kafka_reassign.planning.catch_up`: what real Kafka showed).
+
+    :param stalling_only: only the points that stall (a plan's million steps mostly do not)
     """
     quota = quota or quota_load(loads)
     out: list[StallPoint] = []
+
+    def point(ld: StepLoad, broker: int, side: str, in_sync: float, needed: float, throttle: float) -> None:
+        if not stalling_only or throttle <= needed:  # StallPoint.stalls, before making the point
+            out.append(StallPoint(ld.name, broker, side, ld.produce, in_sync, needed, throttle))
+
     for ld in loads:
         if ld.produce <= 0:
             continue
         if ld.adding:
             used = quota.leader_in_sync(ld)
-            out.append(StallPoint(ld.name, ld.leader, "leader", ld.produce, used,
-                                  throttle_needed(used, ld.produce * len(ld.adding)), limits.throttle(ld.leader)))
+            point(ld, ld.leader, "leader", used, throttle_needed(used, ld.produce * len(ld.adding)),
+                  limits.throttle(ld.leader))
             for b in ld.adding:
                 total = ld.produce if quota.per_step else quota.follower.get(b, 0.0)
-                out.append(StallPoint(ld.name, b, "follower", ld.produce, total - ld.produce,
-                                      throttle_needed(total - ld.produce, ld.produce), limits.throttle(b)))
+                point(ld, b, "follower", total - ld.produce, throttle_needed(total - ld.produce, ld.produce),
+                      limits.throttle(b))
         for b in ld.dir_brokers:  # the alter-log-dirs thread's fetches (catch_up.log_dir_copy_rate)
-            out.append(StallPoint(ld.name, b, "log_dir", ld.produce, 0.0, log_dir_throttle_needed(ld.produce),
-                                  limits.dir_throttle(b)))
+            point(ld, b, "log_dir", 0.0, log_dir_throttle_needed(ld.produce), limits.dir_throttle(b))
     return out
