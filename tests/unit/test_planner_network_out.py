@@ -3,7 +3,10 @@ broker sends as leader (produce x (followers + consumer_fanout)) is evened by ch
 leaders (no data moved), within the limits of the leader goals ranked above it."""
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+import random
+from collections import defaultdict
+from dataclasses import replace
+from itertools import permutations
 
 import pytest
 
@@ -11,9 +14,10 @@ from kafka_reassign import defaults
 from kafka_reassign.errors import GoalError, ParamError
 from kafka_reassign.planning.goal_order import DEFAULT_BALANCE_GOALS
 from kafka_reassign.planning.spark import command as planner_cli
-from kafka_reassign.planning.spark import make_options, plan
+from kafka_reassign.planning.spark import leaders, make_options, plan
 from kafka_reassign.planning.validate import validate_params
 from test_planner_goals import apply_plan, check_common
+from test_planner_leader_bytes import _leader_count_balance, _replica_sets
 from test_planner_network import hot_snapshot
 
 TOL = 0.10
@@ -45,16 +49,6 @@ def out_balance(snap: dict, fanout: float = 1.0) -> float:
             sent[p["replicas"][0]] += float(p["bytes_in_per_sec"]) * (len(p["replicas"]) - 1 + fanout)
     ids = [b["id"] for b in snap["brokers"]]
     return max(sent[b] for b in ids) / (sum(sent.values()) / len(ids))
-
-
-def _leader_count_balance(snap: dict) -> float:
-    led = Counter(p["replicas"][0] for t in snap["topics"] for p in t["partitions"])
-    ids = [b["id"] for b in snap["brokers"]]
-    return max(led[b] for b in ids) / (sum(led.values()) / len(ids))
-
-
-def _replica_sets(snap: dict) -> dict[tuple[str, int], frozenset[int]]:
-    return {(t["name"], p["partition"]): frozenset(p["replicas"]) for t in snap["topics"] for p in t["partitions"]}
 
 
 @pytest.mark.parametrize("goals", [OUT_LAST, OUT_FIRST])
@@ -121,3 +115,47 @@ def test_consumer_fanout_is_one_row_reaching_the_cli_and_the_planner() -> None:
     planner_cli.add_arguments(parser)
     args = parser.parse_args(["--snapshot", "s", "--goal", "rebalance", "--out", "o", *flags])
     assert planner_cli.options_from_args(args)["consumer_fanout"] == 2.5
+
+
+def _group(seed: int) -> tuple[list[tuple], list[float]]:
+    """One leader group: 8 brokers, 160 partitions of RF 2 or 3, a few hot, broker 1 leading most."""
+    rng = random.Random(seed)
+    rows, rates = [], []
+    for p in range(160):
+        reps = rng.sample(range(1, 9), rng.choice((2, 3)))
+        if 1 in reps and rng.random() < 0.8:
+            reps.remove(1)
+            reps.insert(0, 1)
+        rows.append(("t", p, list(reps), list(reps), 1.0))
+        rates.append(rng.choice((1.0, 2.0, 40.0 if p % 10 == 0 else 3.0)))
+    return rows, rates
+
+
+def _within(rows: list[tuple], rates: list[float], goal: str, inp: leaders.LeaderInputs) -> set[int]:
+    """The brokers within ``goal``'s limit for this placement."""
+    weight = {"leader-count": [1.0] * len(rows), "leader-bytes-in": rates,
+              "network-out": [r * (len(row[3]) - 1 + inp.fanout) for row, r in zip(rows, rates)]}[goal]
+    tol = {"leader-count": inp.count_tolerance, "leader-bytes-in": inp.bytes_tolerance,
+           "network-out": inp.out_tolerance}[goal]
+    load = dict.fromkeys(inp.eligible, 0.0)
+    for row, w in zip(rows, weight):
+        load[row[3][0]] += w
+    cap = sum(weight) / len(inp.eligible) * (1 + tol)
+    if goal == "leader-count":
+        cap = float(int(cap))  # the count limit is a whole number of leaders
+    return {b for b in load if load[b] <= cap + 1e-9}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("order", list(permutations(leaders.LEADER_GOALS)))
+def test_a_lower_leader_goal_never_pushes_a_broker_past_a_higher_ones_limit(seed: int, order: tuple) -> None:
+    rows, rates = _group(seed)
+    for k, goal in enumerate(order[:-1]):
+        inp = leaders.LeaderInputs(eligible=set(range(1, 9)), fixed=set(), order=order[:k + 1], fanout=0.5)
+        first = [(t, p, o, list(f), s) for t, p, o, f, s in rows]
+        leaders._balance(first, rates, inp)
+        whole = [(t, p, o, list(f), s) for t, p, o, f, s in rows]
+        leaders._balance(whole, rates, replace(inp, order=order))
+        assert {sorted(f) == sorted(o) for _, _, o, f, _ in whole} == {True}  # reorders only
+        kept = _within(first, rates, goal, inp)
+        assert kept and kept <= _within(whole, rates, goal, inp), (goal, order)

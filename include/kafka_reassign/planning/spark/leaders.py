@@ -54,8 +54,8 @@ class LeaderInputs:
     :param gainers: brokers that may gain leadership by a reorder (None = every eligible one;
         add-brokers gives the new brokers only, so nothing else changes on the old ones)
     :param order: the leader goals (leader-count, leader-bytes-in) to balance, highest priority first
-    :param count_tolerance: leader-bytes-in ranked lower never pushes a leader count above the
-        group's share x (1 + this)
+    :param count_tolerance: a rate goal (leader-bytes-in, network-out) ranked lower never pushes a
+        leader count above the group's share x (1 + this)
     :param bytes_tolerance: the leader-bytes-in goal's limit: the group's share x (1 + this)
     :param out_tolerance: the network-out goal's limit: the group's share x (1 + this)
     :param fanout: consumer groups reading each partition (network out = rate x (followers + this))
@@ -261,7 +261,9 @@ class LeaderBytes:
     def swaps(self, b: int, i: int, a: int, j: int) -> bool:
         """``b`` takes row ``i`` from ``a`` and hands row ``j`` back: whichever gains stays in limit."""
         d = self.rates[i] - self.rates[j]
-        return self.load.get(b, 0.0) + d <= self.cap if d > 0 else d == 0 or self.load.get(a, 0.0) - d <= self.cap
+        if d > 0:
+            return self.load.get(b, 0.0) + d <= self.cap
+        return d == 0 or self.load.get(a, 0.0) - d <= self.cap
 
     def hand(self, i: int, src: int, dst: int) -> None:
         self.load[src] -= self.rates[i]
