@@ -108,6 +108,9 @@ def test_consumer_fanout_is_one_row_reaching_the_cli_and_the_planner() -> None:
     from kafka_reassign_airflow.params import reassign_params
 
     assert validate_params({}).consumer_fanout == 1.0 == make_options("rebalance").consumer_fanout
+    # off by default; the switch by name adds the goal last, like its neighbours'
+    assert "network-out" not in DEFAULT_BALANCE_GOALS and make_options("rebalance").balance_network_out is False
+    assert make_options("rebalance", balance_network_out=True).balance_goals[-1] == "network-out"
     assert reassign_params()["consumer_fanout"].value == 1.0
     flags = defaults.planner_flags({"consumer_fanout": 2.5})
     assert flags == ["--consumer-fanout", "2.5"]
