@@ -35,11 +35,15 @@ from __future__ import annotations
 import bisect
 import math
 
+import numpy
+
 #: replication.quota.window.num and replication.quota.window.size.seconds defaults.
 DEFAULT_SAMPLES = 11
 DEFAULT_SAMPLE_SECONDS = 1.0
 #: Bytes of allowance below which a quota counts as exhausted (float rounding).
 _EPS_BYTES = 1.0
+#: Breakpoints from which _least_net_leaving's pass is cheaper in numpy (its fixed cost is a few µs).
+_VECTOR_MIN = 48
 
 
 class QuotaMeter:
@@ -402,7 +406,13 @@ class QuotaMeter:
         c_tail = self._cum(tail)
         least = min(0.0, (self._cum(now) - c_tail) - rate * self.window)
         k = bisect.bisect_right(ts, tail)
-        if k < len(ts):
+        n = len(ts) - k
+        if n >= _VECTOR_MIN:
+            # the same operations element by element (numpy rounds each as Python does), at C speed:
+            # at 6,000 moves (simulator, decommission) this pass was 6% of the rehearsal's CPU
+            gaps = (numpy.array(cs[k:]) - c_tail) - rate * (numpy.array(ts[k:]) - tail)
+            least = min(least, float(gaps.min()))
+        elif n > 0:
             least = min(least, min(map(lambda t, c: (c - c_tail) - rate * (t - tail), ts[k:], cs[k:])))
         return least
 
