@@ -392,7 +392,6 @@ class PlannedMove:
 def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
     """The moving partitions as the executor would read them from the cluster."""
     from kafka_reassign.cluster.state import BrokerInfo, PartitionInfo, TopicInfo
-
     topics: dict[str, TopicInfo] = {}
     brokers: dict[int, BrokerInfo] = {}
     for m in moves:
@@ -401,11 +400,12 @@ def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
                              leader=m.leader if m.leader in m.current else (isr[0] if isr else -1),
                              offline=m.offline, size_bytes=int(m.size_bytes), bytes_in_per_sec=m.produce,
                              replica_dirs=dict(zip(m.current, m.current_dirs)), remote_bytes=int(m.remote_bytes))
-        topic = topics.setdefault(m.topic, TopicInfo(name=m.topic, partitions={},
-                                                     configs={"min.insync.replicas": str(m.min_isr)}))
-        topic.partitions[m.partition] = info
+        # Topics and brokers are made when first named (the first move decides), not once per move.
+        if m.topic not in topics:
+            topics[m.topic] = TopicInfo(name=m.topic, partitions={}, configs={"min.insync.replicas": str(m.min_isr)})
+        topics[m.topic].partitions[m.partition] = info
         for b in (*m.current, *m.target):
-            brokers.setdefault(b, BrokerInfo(id=b, alive=b not in m.offline))
+            brokers[b] = brokers[b] if b in brokers else BrokerInfo(id=b, alive=b not in m.offline)
     return ClusterState(brokers=brokers, topics=topics)
 
 
