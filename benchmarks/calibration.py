@@ -78,7 +78,8 @@ def _one(rate: int, produce: float, timeout: float, label: str) -> Scenario:
 
 def scenarios() -> list[Scenario]:
     """(a) 20 MB, [1,2,3] -> [4,2,3] at 2 MB/s, no producer and producers around R/3; (b) 12 partitions;
-    (c, d, e) the timed scenarios of benchmarks.calibration_timed."""
+    (c, d, e) the timed scenarios of benchmarks.calibration_timed; (f, g) two copies bound by one
+    receiver's follower quota, then by one leader's quota."""
     from benchmarks.calibration_timed import timed_scenarios
     r = 2 * MB
     spread = {p: (tuple(1 + (p + i) % 3 for i in range(3)),
@@ -90,6 +91,11 @@ def scenarios() -> list[Scenario]:
         _one(r, r * 0.4, 40.0, "a: 20 MB, 2 MB/s, producer 0.4 R"),
         Scenario("b: 12 x 10 MB, 2 MB/s", spread, 10 * MB, r, 0.0, 90.0),
         *timed_scenarios(),
+        # which quota binds: broker 6 fetches two copies (one from each of two leaders) / leader 1 sends two
+        Scenario("f: 2 x 20 MB into broker 6 from leaders 1 and 2, 2 MB/s (follower quota binds)",
+                 {0: ((1, 2, 3), (1, 2, 6)), 1: ((2, 4, 5), (2, 4, 6))}, 20 * MB, r, 0.0, 90.0),
+        Scenario("g: 2 x 20 MB out of leader 1 to brokers 5 and 6, 2 MB/s (leader quota binds)",
+                 {0: ((1, 2, 3), (1, 2, 5)), 1: ((1, 3, 4), (1, 3, 6))}, 20 * MB, r, 0.0, 90.0),
     ]
 
 
