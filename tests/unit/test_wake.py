@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_reassign.execution.outcome import StepWatch
-from kafka_reassign.execution.wake import (CHECK_GAP_SECONDS, FlightItem, WakeRule, broker_left, bytes_left_now,
+from kafka_reassign.execution.wake import (CHECK_GAP_SECONDS, FlightItem, WakeRule, lane_left, bytes_left_now,
                                            due_times, lane_broker, low_water_time, next_check, step_rates,
                                            throttle_lanes)
 
@@ -38,7 +38,7 @@ def test_due_times_and_bytes_left_now_follow_the_rates():
     items = {0: FlightItem((1, 4), 20e6, 100.0), 1: FlightItem((2, 5), 40e6, 101.0)}
     assert due_times(items, RATE) == {0: 102.0, 1: 105.0}
     assert bytes_left_now(items, RATE, 103.0) == {0: 0.0, 1: 20e6}
-    assert broker_left(items, RATE, 103.0) == {1: 0.0, 4: 0.0, 2: 20e6, 5: 20e6}
+    assert lane_left(items, RATE, 103.0) == {1: 0.0, 4: 0.0, 2: 20e6, 5: 20e6}
 
 
 def test_a_broker_held_back_is_woken_when_it_gets_down_to_low_water():

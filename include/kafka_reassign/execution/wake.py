@@ -101,7 +101,7 @@ def due_times(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerRa
             for i, it in items.items()}
 
 
-def broker_left(items: Mapping[int, FlightItem], rate: float, now: float,
+def lane_left(items: Mapping[int, FlightItem], rate: float, now: float,
                 per_broker: BrokerRates | None = None) -> dict[int, float]:
     """Lane -> bytes the steps in flight still move through it (projected to ``now``)."""
     left = bytes_left_now(items, rate, now, per_broker)
@@ -172,7 +172,7 @@ class WakeRule:
         check = next_check(list(due_times(items, self.rate, self.per_broker).values()), last_check, now)
         refill = None
         if self.held_back:
-            refill = low_water_time(broker_left(items, self.rate, now, self.per_broker), self.held_back, self.rate,
+            refill = low_water_time(lane_left(items, self.rate, now, self.per_broker), self.held_back, self.rate,
                                     self.low_water, now, self.per_broker)
         return check, refill
 

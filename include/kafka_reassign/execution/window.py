@@ -14,7 +14,7 @@ from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.execution.cluster_io import classify, elect_leaders, submit
 from kafka_reassign.execution.outcome import Outcome, StepWatch
 from kafka_reassign.execution.step_state import IN_FLIGHT, StepStates, log
-from kafka_reassign.execution.wake import broker_left, lane_broker
+from kafka_reassign.execution.wake import lane_broker, lane_left
 from kafka_reassign.throttle.record import note_submitted
 
 
@@ -45,7 +45,7 @@ class AdmissionWindow(StepStates):
         cap_b, cap_l = self.broker_cap, self.limits.max_leader_movements
         reduced = self.reduced_broker_caps  # brokers adaptive concurrency holds below cap_b
         rate, per_broker = self.move_rate, self.broker_rates
-        left = broker_left(self.flight_items(), rate, time.time() if now is None else now, per_broker)
+        left = lane_left(self.flight_items(), rate, time.time() if now is None else now, per_broker)
         chosen: list[int] = []
         for bucket in self.ready.walk():
             for _, i in bucket:
