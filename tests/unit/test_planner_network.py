@@ -6,6 +6,7 @@ import pytest
 
 from kafka_reassign.errors import GoalError
 from kafka_reassign.planning.spark import make_options, plan
+from kafka_reassign.planning.spark.bounds import GoalBounds, least_bytes_for_rate
 from test_planner_goals import (TOL, _rate_balance, apply_plan, balance, check_common, gen, loads, partitions,
                                 with_new_brokers)
 
@@ -88,3 +89,35 @@ def test_remove_brokers_with_hot_topics_drains_and_spreads_the_produce() -> None
     assert res.summary["balance"]["network_in"]["after"] < off.summary["balance"]["network_in"]["after"]
     assert res.summary["balance"]["network_in"]["after"] <= 1 + NET_TOL
     assert res.summary["data_to_move_bytes"] >= res.summary["lower_bound_bytes"] > 0
+
+
+def test_least_bytes_for_a_rate_is_the_fractional_knapsack() -> None:
+    # (size, rate): an empty hot replica costs nothing, then by rate per byte, the last in part
+    items = [(100.0, 50.0), (10.0, 20.0), (0.0, 5.0), (50.0, 1.0), (30.0, 0.0)]
+    assert least_bytes_for_rate(items, 30.0) == pytest.approx(10.0 + 5.0 / 50.0 * 100.0)
+    assert least_bytes_for_rate(items, 5.0) == 0.0
+    assert least_bytes_for_rate(items, 0.0) == 0.0
+    assert least_bytes_for_rate(items, 1000.0) == 160.0  # short: every replica with a rate
+    # a broker's terms are not added across goals: the joint bound takes the larger per broker
+    terms = GoalBounds({"disk": {1: 5.0, 2: 0.0}, "network-in": {1: 3.0, 2: 4.0}})
+    assert terms.joint(["disk", "network-in"]) == 9.0 and terms.joint(["disk"]) == 5.0
+
+
+@pytest.mark.parametrize("seed", [5, 7])
+def test_network_in_forces_copies_the_disk_bound_does_not_count(seed: int) -> None:
+    snap = hot_snapshot(seed)
+    disk_only = plan(snap, "rebalance", engine="local", balance_network_in=False)
+    balanced = apply_plan(snap, disk_only.plan.to_json())  # disk within tolerance, network in not
+    res = plan(balanced, "rebalance", engine="local")
+    s = res.summary
+    assert s["balance_before"] <= 1 + TOL and s["balance"]["network_in"]["before"] > 1 + NET_TOL
+    assert s["lower_bound_by_goal"]["disk"] == 0
+    assert s["lower_bound_goals"] == ["disk", "network-in"]  # the plan reaches network in's tolerance
+    assert s["lower_bound_bytes"] == s["lower_bound_by_goal"]["network-in"] > 0
+    moved = sum(p["size_bytes"] * len(set(e["replicas"]) - set(p["replicas"]))
+                for e in res.plan.to_json()["partitions"]
+                for p in [partitions(balanced)[(e["topic"], e["partition"])]])
+    assert moved == s["data_to_move_bytes"] >= s["lower_bound_bytes"]
+    assert s["moved_over_lower_bound"] == pytest.approx(moved / s["lower_bound_bytes"], abs=1e-4)
+    # listed without network-in the same snapshot needs no copy at all
+    assert plan(balanced, "rebalance", engine="local", balance_network_in=False).summary["lower_bound_bytes"] == 0

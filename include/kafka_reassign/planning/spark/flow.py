@@ -26,6 +26,7 @@ from typing import Any
 
 from kafka_reassign.errors import Problem, SnapshotError
 from kafka_reassign.planning.spark.assignor import PlanOptions
+from kafka_reassign.planning.spark.bounds import GoalBounds, goal_bounds
 from kafka_reassign.errors import ConstraintError, GoalError
 from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
@@ -230,13 +231,13 @@ def reconcile(run: Run, before: Loads, targets: Targets, changes: Any) -> tuple[
 
 
 def summarise(run: Run, targets: Targets, before: Loads, after: Loads, changes: Any,
-              plan: ReassignmentPlan) -> dict[str, Any]:
+              plan: ReassignmentPlan, bounds: GoalBounds) -> dict[str, Any]:
     """Stage 7: the summary, with a warning when balance stays above the tolerance."""
     opts = run.opts
     nic = {int(b["id"]): float(b.get("network_bytes_per_sec") or DEFAULT_NETWORK_BYTES_PER_SEC)
            for b in run.header["brokers"]}
     moves = change_moves(changes, plan, min_isr_of(run.header["topics"]))
-    summary = build_summary(opts, run.brokers, targets, before, after, changes, moves, nic, [])
+    summary = build_summary(opts, run.brokers, targets, before, after, changes, moves, nic, [], bounds)
     if summary["balance_after"] > 1 + opts.balance_tolerance:
         summary["warnings"].append(
             f"the fullest broker stays {summary['balance_after'] - 1:.1%} above the mean utilisation "
@@ -256,6 +257,7 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
         with deadline(spark, opts.timeout_seconds):
             before, totals = run.timed("read_and_aggregate_s", read_loads, engine, run)
             targets, quotas, flows = plan_targets(run, before, totals)
+            bounds = run.timed("lower_bound_s", goal_bounds, engine, run.brokers, targets, before, opts)
             moves = run.timed("search_s", search_moves, engine, run, targets, quotas, flows)
             moves = run.timed("network_in_s", network_moves, engine, run.brokers, targets, before, moves,
                               hard_caps(run), opts)
@@ -265,7 +267,7 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
     finally:
         engine.close()
     plan, after = run.timed("reconcile_s", reconcile, run, before, targets, changes)
-    summary = run.timed("summary_s", summarise, run, targets, before, after, changes, plan)
+    summary = run.timed("summary_s", summarise, run, targets, before, after, changes, plan, bounds)
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
     summary["search_pieces"] = len(quotas)
     return plan, summary

@@ -6,10 +6,13 @@ Definitions (also in the README):
   ``data_to_move_bytes``: the bytes those copies read (the local log, ``size_bytes``);
   ``remote_bytes_not_copied``: the moved partitions' bytes in remote storage (tiered topics,
   KIP-405), each partition once: a move leaves them there.
-* ``lower_bound_bytes``: the least data any plan must copy to reach the balance the goal
-  accepts (:func:`~kafka_reassign.planning.spark.targets.accepted_lower_bound`): every live
-  broker at most ``balance_tolerance`` above the mean utilisation, drained brokers empty. No
-  plan reaching that balance copies less; 0 when the cluster is already within tolerance.
+* ``lower_bound_bytes``: the least data any plan must copy to reach the balance every listed
+  data goal accepts, the goals together (:mod:`.bounds`): disk (every live broker at most
+  ``balance_tolerance`` above the mean utilisation, drained brokers empty), network-in (within
+  ``network_in_tolerance``) and topic-spread (within ``topic_spread_slack``) when listed; a
+  goal's part counts when the plan reaches that goal (``lower_bound_goals``; disk always).
+  ``lower_bound_by_goal``: each listed goal's own bound. No plan reaching those balances
+  copies less; 0 when the cluster is already within them.
   ``moved_over_lower_bound`` = data moved / it; null when the bound is 0 and data moves, or
   when ``reaches_accepted_balance`` is false (the plan stops above the tolerance, so the bound
   does not apply; a warning says why).
@@ -19,8 +22,7 @@ Definitions (also in the README):
   by the produce rate it leads, ``network_out`` by what it sends as leader: the produce rate it
   leads times (its followers + ``consumer_fanout``) (all from the snapshot's ``bytes_in_per_sec``;
   1.0 when no rate is known). The balancing goals even out ``network_in`` after the disk balance (:mod:`.network`,
-  option ``balance_network_in``); its moves count in ``data_to_move_bytes`` like any other, so
-  the disk goal's lower bound stays a lower bound.
+  option ``balance_network_in``); its moves count in ``data_to_move_bytes`` like any other.
   ``balance_before`` / ``balance_after`` are the disk figures.
 * ``topic_spread`` (before, after, slack): the largest excess of one topic's replicas on a
   placeable broker over its even share ``ceil(replicas / placeable brokers)`` plus
@@ -37,11 +39,11 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_reassign.planning.estimate import PlannedMove
 from kafka_reassign.planning.spark.assignor import PlanOptions
+from kafka_reassign.planning.spark.bounds import GoalBounds
 from kafka_reassign.planning.spark.eta import plan_eta
 from kafka_reassign.planning.spark.loads import Loads, network_out
 from kafka_reassign.planning.spark.spread import topic_spread
-from kafka_reassign.planning.spark.targets import (BrokerInfo, Targets, accepted_lower_bound, count_balance,
-                                                   moved_over_bound)
+from kafka_reassign.planning.spark.targets import BrokerInfo, Targets, count_balance, moved_over_bound
 
 if TYPE_CHECKING:  # pandas is imported where the frames are made
     import pandas as pd
@@ -64,18 +66,20 @@ def _movement(changes: pd.DataFrame) -> tuple[int, float, int]:
 
 def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets, before: Loads,
                   after: Loads, changes: pd.DataFrame, moves: list[PlannedMove], nic: dict[int, float],
-                  warnings: list[str]) -> dict[str, Any]:
+                  warnings: list[str], bounds: GoalBounds) -> dict[str, Any]:
     """The summary dict (keys documented in the module docstring).
 
     :param changes: the changed partitions (pandas: topic, partition, orig, final, size_bytes, added)
     :param moves: the plan's moves as the estimate takes them (:func:`.eta.change_moves`)
     :param nic: broker -> network bytes/s
+    :param bounds: the listed data goals' lower-bound terms (:func:`.bounds.goal_bounds`)
     """
     replicas, data, leaders = _movement(changes)
     seconds, stall_warnings = plan_eta(moves, opts, nic)
     live = [b for b in brokers if b not in t.drained and brokers[b].alive]
     everyone = sorted(brokers)
-    bound = accepted_lower_bound(brokers, t, before.bytes, opts.balance_tolerance)
+    counted = bounds.counted(after)
+    bound = bounds.joint(counted)
     reached = disk_balance(after.bytes, brokers, live) <= 1 + opts.balance_tolerance
     balance = {
         "disk": {"before": disk_balance(before.bytes, brokers, everyone),
@@ -96,6 +100,7 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
         "goal": opts.goal, "assignor": f"builtin:{opts.goal}",
         "partitions_moved": int(len(changes)), "replica_movements": replicas, "log_dir_movements": 0,
         "data_to_move_bytes": round(data), "lower_bound_bytes": round(bound),
+        "lower_bound_by_goal": bounds.by_goal(), "lower_bound_goals": counted,
         "remote_bytes_not_copied": round(sum(m.remote_bytes for m in moves)),
         "moved_over_lower_bound": moved_over_bound(data, bound, reached),
         "reaches_accepted_balance": reached,

@@ -167,12 +167,22 @@ def accepted_lower_bound(brokers: dict[int, BrokerInfo], t: Targets, loads: dict
     :param loads: bytes per broker now
     :param tolerance: the goal's ``balance_tolerance``
     """
+    return sum(disk_excess(brokers, t, loads, tolerance).values())
+
+
+def disk_excess(brokers: dict[int, BrokerInfo], t: Targets, loads: dict[int, float],
+                tolerance: float) -> dict[int, float]:
+    """Placeable or drained broker -> ``max(0, load_b - edge_b)``: the bytes it must lose to
+    reach the disk goal's accepted balance (its term of :func:`accepted_lower_bound`).
+
+    :param tolerance: the goal's ``balance_tolerance``
+    """
     live = [b for b, x in brokers.items() if x.alive and b not in t.drained]
     capacity = sum(brokers[b].capacity for b in live)
     ends_live = sum(loads.get(b, 0.0) for b in set(live) | t.drained)  # a drained broker's data lands on live ones
     mean = ends_live / capacity if capacity else 0.0
     edge = {b: mean * brokers[b].capacity * (1 + tolerance) for b in t.placeable}
-    return sum(max(0.0, loads.get(b, 0.0) - edge.get(b, 0.0)) for b in set(t.placeable) | t.drained)
+    return {b: max(0.0, loads.get(b, 0.0) - edge.get(b, 0.0)) for b in set(t.placeable) | t.drained}
 
 
 def count_balance(values: Mapping[int, float], ids: list[int]) -> float:
