@@ -1,6 +1,8 @@
 """The planner's lower bound on every shape of the planner benchmark's generator, on a real local
 Spark session: no plan moves less than the least any plan must move to reach the balance the goal
 accepts, the bound is above 0 where the cluster is outside the tolerance, and 0 once it is inside.
+With the pandas engine (no JVM, a few seconds): the same under every listed data goal together
+(disk alone, the default list, with topic-spread).
 
 Small sizes (24 brokers, 2,400 partitions) keep the module under a minute on 2 cores; the shapes,
 goals and options are the benchmark's own (:mod:`benchmarks.planner_shapes`)."""
@@ -14,13 +16,15 @@ from typing import Any, Iterator
 import pytest
 
 from benchmarks.planner import applied
-from benchmarks.planner_shapes import SHAPES, Shape, _write, evaluate, generate
+from benchmarks.planner_shapes import SHAPES, TRAFFIC_SHAPES, Shape, _write, evaluate, generate
 from kafka_reassign.planning.spark import PlanResult, plan_file
 
 pytestmark = [pytest.mark.spark]
 
 BROKERS, TOPICS, PARTITIONS = 24, 40, 20
 TOLERANCE = 0.04  # PlanOptions.balance_tolerance, the default every benchmark run uses
+DISK_ONLY = "rack-aware,capacity,disk,leader-count"
+WITH_SPREAD = "rack-aware,capacity,disk,network-in,topic-spread,leader-count"
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +70,26 @@ def test_no_plan_moves_less_than_the_bound(shape: str, spark: Any, tmp_path: Pat
         # the tolerance is out of reach (replica sizes, racks): the summary says so and shows no ratio
         assert summary["moved_over_lower_bound"] is None
         assert any("above the mean utilisation" in w for w in summary["warnings"])
+
+
+@pytest.mark.parametrize("shape", SHAPES + TRAFFIC_SHAPES)
+def test_the_joint_bound_of_the_listed_goals_is_never_above_what_is_moved(shape: str, tmp_path: Path) -> None:
+    s = generate(shape, 20, 10, 12, tmp_path / f"{shape}.jsonl")  # 12 brokers, 600 replicas
+    disk = None
+    for goals in (DISK_ONLY, None, WITH_SPREAD):
+        res = plan_file(str(s.path), s.goal, engine="local", balance_tolerance=TOLERANCE, **s.options,
+                        **({"balance_goals": goals} if goals else {}))
+        out = tmp_path / "plan.json"
+        out.write_text(json.dumps(res.plan.to_json()), encoding="utf-8")
+        moved = evaluate(s, applied(s, out)[0])["moved"]
+        summary, bound = res.summary, res.summary["lower_bound_bytes"]
+        by_goal = summary["lower_bound_by_goal"]
+        assert moved == pytest.approx(summary["data_to_move_bytes"], abs=1) and moved >= bound > 0
+        assert set(by_goal) == {"disk"} | {g for g in ("network-in", "topic-spread") if g in summary["balance_goals"]}
+        assert summary["lower_bound_goals"][0] == "disk" and set(summary["lower_bound_goals"]) <= set(by_goal)
+        # per broker the largest term of the counted goals: at least each counted goal's own bound
+        assert all(bound >= by_goal[g] for g in summary["lower_bound_goals"])
+        if disk is None:
+            disk = by_goal["disk"]
+            assert bound == disk  # disk alone: the disk goal's bound
+        assert by_goal["disk"] == disk  # the same snapshot and tolerance whatever else is listed
