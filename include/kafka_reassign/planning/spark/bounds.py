@@ -21,7 +21,8 @@ plan that reaches a goal's accepted balance, each ``R_b`` meets that goal's cond
   that sum over ``b``'s crowded topics.
 
 Hence ``bytes(R_b) >= max(D_b, N_b, S_b)`` over the goals reached and ``copied >= sum over b of
-that max``. The terms are not added: one replica may serve every goal (a hot replica of a
+that max``. ``N_b`` is computed only where it may exceed ``D_b`` (:func:`goal_bounds`), so
+``lower_bound_by_goal``'s network-in figure sums the brokers where it does (0 elsewhere). The terms are not added: one replica may serve every goal (a hot replica of a
 crowded topic lowers the disk, network in and the topic's count at once), so only the max is
 proven. Each term is 0 for a broker already within that goal's balance, and a goal not listed
 has no term.
@@ -180,6 +181,12 @@ def goal_bounds(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before:
         out.net_limit = math.inf if limit is None else limit
         hot = {b: before.net_in.get(b, 0.0) - out.net_limit for b in t.placeable
                if before.net_in.get(b, 0.0) > out.net_limit}
+        disk = out.terms["disk"]
+        # the same share of every replica sheds ``need`` with need / net_b of b's bytes, so
+        # N_b <= that; where D_b is at least as much the joint term is D_b without a fetch
+        # (not with excluded topics: the share would be of the movable replicas only)
+        hot = {b: need for b, need in hot.items()
+               if opts.exclude_topics or disk.get(b, 0.0) < need * before.bytes[b] / before.net_in[b]}
         out.terms["network-in"] = network_terms(engine, before, hot, set(opts.exclude_topics)) if hot else {}
     if opts.balance_topic_spread:
         out.terms["topic-spread"], out.allowed = spread_terms(engine, before.topic_count, set(t.placeable),
