@@ -13,7 +13,7 @@ the wall time includes Python and Spark start). The parent generates the snapsho
 * moved / bound: data moved over the summary's ``lower_bound_bytes``, the least any plan must
   move to reach the balance the listed data goals accept together (disk: every broker at most
   ``balance_tolerance`` above the mean utilisation, drained brokers empty; network-in and
-  topic-spread when listed and reached: :mod:`kafka_reassign.planning.spark.bounds`): the figure
+  topic-spread when listed and reached: :mod:`kafka_reassign.planning.spark.lower_bound`): the figure
   the UI and the metric show. A plan never moves less (a row below 1.0 fails); each goal's own
   bound is in the row's ``bound_by_goal``;
 * disk balance after = fullest broker's utilisation / mean utilisation; leaders after = most

@@ -6,7 +6,7 @@ import pytest
 
 from kafka_reassign.errors import GoalError
 from kafka_reassign.planning.spark import make_options, plan
-from kafka_reassign.planning.spark.bounds import GoalBounds, least_bytes_for_rate
+from kafka_reassign.planning.spark.lower_bound import GoalBounds, least_bytes_for_rate
 from test_planner_goals import (TOL, _rate_balance, apply_plan, balance, check_common, gen, loads, partitions,
                                 with_new_brokers)
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from kafka_reassign.errors import Problem, SnapshotError
 from kafka_reassign.planning.spark.assignor import PlanOptions
-from kafka_reassign.planning.spark.bounds import GoalBounds, goal_bounds
+from kafka_reassign.planning.spark.lower_bound import GoalBounds, goal_bounds
 from kafka_reassign.errors import ConstraintError, GoalError
 from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC

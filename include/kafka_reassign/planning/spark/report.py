@@ -7,7 +7,7 @@ Definitions (also in the README):
   ``remote_bytes_not_copied``: the moved partitions' bytes in remote storage (tiered topics,
   KIP-405), each partition once: a move leaves them there.
 * ``lower_bound_bytes``: the least data any plan must copy to reach the balance every listed
-  data goal accepts, the goals together (:mod:`.bounds`): disk (every live broker at most
+  data goal accepts, the goals together (:mod:`.lower_bound`): disk (every live broker at most
   ``balance_tolerance`` above the mean utilisation, drained brokers empty), network-in (within
   ``network_in_tolerance``) and topic-spread (within ``topic_spread_slack``) when listed; a
   goal's part counts when the plan reaches that goal (``lower_bound_goals``; disk always).
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_reassign.planning.estimate import PlannedMove
 from kafka_reassign.planning.spark.assignor import PlanOptions
-from kafka_reassign.planning.spark.bounds import GoalBounds
+from kafka_reassign.planning.spark.lower_bound import GoalBounds
 from kafka_reassign.planning.spark.eta import plan_eta
 from kafka_reassign.planning.spark.loads import Loads, network_out
 from kafka_reassign.planning.spark.spread import topic_spread
@@ -72,7 +72,7 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
     :param changes: the changed partitions (pandas: topic, partition, orig, final, size_bytes, added)
     :param moves: the plan's moves as the estimate takes them (:func:`.eta.change_moves`)
     :param nic: broker -> network bytes/s
-    :param bounds: the listed data goals' lower-bound terms (:func:`.bounds.goal_bounds`)
+    :param bounds: the listed data goals' lower-bound terms (:func:`.lower_bound.goal_bounds`)
     """
     replicas, data, leaders = _movement(changes)
     seconds, stall_warnings = plan_eta(moves, opts, nic)
