@@ -64,6 +64,8 @@ class Scenario:
     topic_configs: Mapping[str, str] = field(default_factory=dict)
     #: a timed scenario's own run (benchmarks.calibration_timed.Timed), None for a plain move
     timed: Timed | None = None
+    #: what the table says when nothing happened within the timeout
+    unfinished: str = "stalled"
 
     @property
     def brokers(self) -> list[int]:
@@ -280,7 +282,7 @@ def difference(real: float | None, sim: float | None) -> float | None:
 
 # ------------------------------------------------------------------ table and docs
 def _cell(seconds: float | None, sc: Scenario) -> str:
-    return f"stalled (> {sc.timeout:.0f})" if seconds is None else f"{seconds:.1f}"
+    return f"{sc.unfinished} (> {sc.timeout:.0f})" if seconds is None else f"{seconds:.1f}"
 
 
 def table(rows: Sequence[tuple[Scenario, float | None, float | None]]) -> str:
@@ -291,7 +293,7 @@ def table(rows: Sequence[tuple[Scenario, float | None, float | None]]) -> str:
         if d is not None:
             diff = f"{d:+.0f}"
         else:
-            diff = "both stalled" if real is None and sim is None else "n/a (one stalled)"
+            diff = f"both {sc.unfinished}" if real is None and sim is None else f"n/a (one {sc.unfinished})"
         lines.append(f"| {sc.name} | {_cell(real, sc)} | {_cell(sim, sc)} | {diff} |")
     return "\n".join(lines)
 

@@ -12,6 +12,10 @@
   timed from the restarted broker back (DescribeCluster asked of it lists it unfenced) to the first
   empty listing; its time out (kill to back: a JVM's start-up, which varies with the machine's load
   and is no replication behaviour) is printed apart and replayed on the simulator, not compared.
+- h: an in-sync follower's link shared with catching-up copies from the same leader: partition 0 of
+  [1,2,3] written at 1 MB/s while eight unthrottled copies move onto broker 3, whose fetch replies
+  from leader 1 are shaped to ``rate`` (as in d); timed from the copies' start to 3 leaving
+  partition 0's ISR. The premise of adaptive concurrency: a link full of copies starves the ISR.
 
 ``calibration.main`` runs these through :func:`on_real_timed` / :func:`on_simulator_timed`.
 """
@@ -235,6 +239,33 @@ def isr_shrink(side: Side, sc: cal.Scenario, topic: str, observed: dict[str, flo
         admin.close()
 
 
+# ------------------------------------------------------------------ h: in-sync follower under copies
+def isr_under_copies(side: Side, sc: cal.Scenario, topic: str, observed: dict[str, float]) -> float | None:
+    """Produce into partition 0 of [1,2,3] while follower 3's link from leader 1 (``sc.rate``) also
+    carries the unthrottled copies of the other partitions onto 3: time to 3 leaving 0's ISR."""
+    from kafka.structs import TopicPartition
+    admin, plain = _kafka_admin(side.bootstrap), cal._admin(side.bootstrap)
+    copies = {TopicPartition(topic, p): list(dst) for p, (src, dst) in sc.moves.items() if src != dst}
+
+    def isr() -> tuple[int, ...]:
+        return admin.topic_metadata([topic])[0].partitions[0].isr
+
+    try:
+        with cal.producing(side.bootstrap, topic, sc.produce, acks="1"):
+            cal.wait_until(lambda: sorted(isr()) == [1, 2, 3], 30, "partition 0's ISR to be [1, 2, 3]")
+            with side.slowed(1, 3, sc.rate):
+                plain.alter_partition_reassignments(copies)
+                try:
+                    return _poll(lambda: 3 not in isr(), sc.timeout)
+                finally:
+                    plain.alter_partition_reassignments({tp: None for tp in copies})  # cancel what is left
+                    cal.wait_until(lambda: not any(tp.topic == topic for tp in plain.list_partition_reassignments()),
+                                   60, "the copies to be cancelled")
+    finally:
+        admin.close()
+        plain.close()
+
+
 # ------------------------------------------------------------------ e: receiving broker killed mid-move
 def _back(address: str, broker: int) -> bool:
     """DescribeCluster asked of ``broker`` itself lists it unfenced (KRaft leaves fenced brokers out).
@@ -340,7 +371,7 @@ def killed_mid_move(side: Side, sc: cal.Scenario, topic: str, observed: dict[str
 
 # ------------------------------------------------------------------ scenarios and runners
 def timed_scenarios() -> list[cal.Scenario]:
-    """c, d and e (see the module docstring)."""
+    """c, d, e and h (see the module docstring)."""
     one = {0: ((1, 2, 3), (1, 2, 3))}
     return [
         cal.Scenario("c: log-dir move, 30 MB, 3 MB/s io limit", one, 30 * MB, 3 * MB, timeout=60.0,
@@ -350,6 +381,11 @@ def timed_scenarios() -> list[cal.Scenario]:
         cal.Scenario(f"e: 40 MB, 2 MB/s, broker 4 killed at {KILL_AT_S:.0f} s, started again {DOWN_S:.0f} s later; "
                      "back to done",
                      {0: ((1, 2, 3), (4, 2, 3))}, 40 * MB, 2 * MB, timeout=90.0, timed=Timed(killed_mid_move)),
+        cal.Scenario("h: follower 3's link at 3 MB/s carries a 1 MB/s in-sync partition and 8 x 20 MB copies "
+                     "(unthrottled), leaves ISR", {0: ((1, 2, 3), (1, 2, 3)),
+                                                   **{p: ((1, 2, 4), (1, 2, 3)) for p in range(1, 9)}},
+                     20 * MB, 3 * MB, produce=1.0 * MB, timeout=75.0, unfinished="stayed in ISR",
+                     timed=Timed(isr_under_copies)),
     ]
 
 
