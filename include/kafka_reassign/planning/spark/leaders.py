@@ -84,15 +84,21 @@ def duplicates_in(error: BaseException) -> list[str]:
     return text.split(DUPLICATE_MARK)[1].split(",")
 
 
+def _ints(values: Any) -> list[int]:
+    """Python ints of an Arrow/numpy array (``tolist`` converts in C) or of a list."""
+    return values.tolist() if hasattr(values, "tolist") else [int(x) for x in values]
+
+
 def _apply_moves(reps: list[int], mpos: Any, mdst: Any, rack: dict[int, str]) -> list[int]:
-    """The replicas with the moves applied in position order; a move that would repeat a broker
-    or lose a rack next to another group's move of the same partition is dropped."""
-    out = list(reps)
-    if mpos is not None:
-        for p, d in sorted(zip((int(x) for x in mpos), (int(x) for x in mdst))):
-            trial = out[:p] + [d] + out[p + 1:]
-            if d not in out and len({rack.get(b) for b in trial}) >= len({rack.get(b) for b in out}):
-                out = trial
+    """The replicas (a new list) with the moves applied in position order; a move that would
+    repeat a broker or lose a rack next to another group's move of the same partition is dropped."""
+    out = reps[:]
+    if mpos is None:  # most partitions: no call per move, no rack sets
+        return out
+    for p, d in sorted(zip(_ints(mpos), _ints(mdst))):
+        trial = out[:p] + [d] + out[p + 1:]
+        if d not in out and len({rack.get(b) for b in trial}) >= len({rack.get(b) for b in out}):
+            out = trial
     return out
 
 
@@ -109,19 +115,19 @@ def choose_leaders(pdf: Any, inp: LeaderInputs) -> Any:
     if dup.any():  # rows of one partition share a group, so every duplicate is seen here
         names = [f"{t}-{p}" for t, p in zip(pdf["topic"][dup], pdf["partition"][dup])][:10]
         raise ValueError(DUPLICATE_MARK + ",".join(names) + DUPLICATE_MARK)
-    rows = [(t, int(p), [int(x) for x in r], _apply_moves([int(x) for x in r], mp, md, inp.rack), float(s))
-            for t, p, r, mp, md, s in zip(pdf["topic"], pdf["partition"], pdf["replicas"],
-                                          pdf["mpos"], pdf["mdst"], pdf["size_bytes"])]
-    rates = [float(r) if r == r and r is not None else 0.0 for r in pdf["bytes_in_per_sec"]]
+    # whole columns at once: per-row float()/int() and NaN tests were most of a task's time
+    rates = pdf["bytes_in_per_sec"].fillna(0.0).astype(float).tolist()
+    leads = pdf["leader"].fillna(-1).astype("int64").tolist()
+    remote = pdf["remote_bytes"].fillna(0.0).astype(float).tolist()
+    rows = [(t, p, o, _apply_moves(o, mp, md, inp.rack), s)
+            for t, p, o, mp, md, s in zip(pdf["topic"].tolist(), pdf["partition"].astype("int64").tolist(),
+                                          [_ints(r) for r in pdf["replicas"]], pdf["mpos"], pdf["mdst"],
+                                          pdf["size_bytes"].astype(float).tolist())]
     if inp.balance and rows:
         _balance(rows, rates, inp)
-    now = {(t, int(p)): (float(rate) if rate == rate and rate is not None else 0.0,
-                         int(lead) if lead == lead and lead is not None else -1,
-                         float(remote) if remote == remote and remote is not None else 0.0)
-           for t, p, rate, lead, remote in zip(pdf["topic"], pdf["partition"], pdf["bytes_in_per_sec"],
-                                               pdf["leader"], pdf["remote_bytes"])}
     out = [(t, p, o, f, s, [b for b in f if b not in o], [b for b in o if b not in f],
-            row_problem(o, f, inp), *now[(t, p)]) for t, p, o, f, s in rows if o != f]
+            row_problem(o, f, inp), rates[i], leads[i], remote[i])
+           for i, (t, p, o, f, s) in enumerate(rows) if o != f]
     return pd.DataFrame(out, columns=list(CHANGE_COLUMNS))
 
 
