@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from kafka_reassign.planning.spark.leaders import CHANGE_COLUMNS, LeaderInputs, choose_leaders
+from kafka_reassign.planning.spark.leaders import CHANGE_COLUMNS, LeaderInputs, choose_leaders, row_problem
 
 RACK = {b: f"r{b % 3}" for b in range(6)}
 
@@ -55,3 +55,13 @@ def test_arrow_arrays_and_lists_give_the_same_changed_rows() -> None:
 def test_move_that_would_lose_a_rack_is_dropped() -> None:
     out = choose_leaders(_frame(True, dst=3), _inputs())  # broker 3 shares rack r0 with broker 0
     assert all(sorted(r["final"]) == sorted(r["orig"]) for r in out.to_dict("records"))
+
+
+def test_row_problem_passes_reorders_and_names_each_broken_rule() -> None:
+    inp = LeaderInputs(eligible=set(range(6)), fixed={4}, rack=RACK, placeable={0, 1, 2, 3, 5})
+    assert row_problem([0, 1, 2], [2, 0, 1], inp) is None  # a new leader only
+    assert "repeat a broker" in (row_problem([0, 0, 2], [2, 0, 0], inp) or "")
+    assert "replication factor" in (row_problem([0, 1, 2], [0, 1], inp) or "")
+    assert "not placeable" in (row_problem([0, 1, 2], [0, 1, 4], inp) or "")
+    assert "fewer racks" in (row_problem([0, 1, 2], [0, 1, 3], inp) or "")
+    assert "excluded broker" in (row_problem([0, 1, 4], [0, 1, 5], inp) or "")

@@ -90,11 +90,10 @@ def _ints(values: Any) -> list[int]:
 
 
 def _apply_moves(reps: list[int], mpos: Any, mdst: Any, rack: dict[int, str]) -> list[int]:
-    """The replicas (a new list) with the moves applied in position order; a move that would
-    repeat a broker or lose a rack next to another group's move of the same partition is dropped."""
+    """The replicas (a new list) with the moves ``mpos``/``mdst`` applied in position order; a
+    move that would repeat a broker or lose a rack next to another group's move of the same
+    partition is dropped."""
     out = reps[:]
-    if mpos is None:  # most partitions: no call per move, no rack sets
-        return out
     for p, d in sorted(zip(_ints(mpos), _ints(mdst))):
         trial = out[:p] + [d] + out[p + 1:]
         if d not in out and len({rack.get(b) for b in trial}) >= len({rack.get(b) for b in out}):
@@ -119,7 +118,8 @@ def choose_leaders(pdf: Any, inp: LeaderInputs) -> Any:
     rates = pdf["bytes_in_per_sec"].fillna(0.0).astype(float).tolist()
     leads = pdf["leader"].fillna(-1).astype("int64").tolist()
     remote = pdf["remote_bytes"].fillna(0.0).astype(float).tolist()
-    rows = [(t, p, o, _apply_moves(o, mp, md, inp.rack), s)
+    # most partitions have no move: a copy, no call
+    rows = [(t, p, o, o[:] if mp is None else _apply_moves(o, mp, md, inp.rack), s)
             for t, p, o, mp, md, s in zip(pdf["topic"].tolist(), pdf["partition"].astype("int64").tolist(),
                                           [_ints(r) for r in pdf["replicas"]], pdf["mpos"], pdf["mdst"],
                                           pdf["size_bytes"].astype(float).tolist())]
@@ -134,7 +134,10 @@ def choose_leaders(pdf: Any, inp: LeaderInputs) -> Any:
 def row_problem(orig: list[int], final: list[int], inp: LeaderInputs) -> str | None:
     """The rule a changed partition breaks, checked where the row is (the driver only collects):
     replication factor, repeated brokers, receivers that may not receive, racks, exclusions."""
-    new = set(final) - set(orig)
+    now = set(final)
+    if now == set(orig) and len(now) == len(final) == len(orig):
+        return None  # a reorder (most changed rows: a new leader) breaks none of the rules below
+    new = now - set(orig)
     if len(final) != len(orig) or len(set(final)) != len(final):
         return f"replicas {final} change the replication factor or repeat a broker"
     if new - inp.placeable:
