@@ -39,9 +39,9 @@ from kafka_reassign.planning.spark.network import network_moves
 from kafka_reassign.planning.spark.pieces import PIECE_REPLICAS, split_quotas
 from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
 from kafka_reassign.planning.spark.report import build_summary
-from kafka_reassign.planning.spark.search import SearchInputs
+from kafka_reassign.planning.spark.search import SearchInputs, SpreadHint
 from kafka_reassign.planning.spark.snapshot_file import read_header
-from kafka_reassign.planning.spark.spread import spread_moves
+from kafka_reassign.planning.spark.spread import even_shares, spread_moves
 from kafka_reassign.planning.spark.targets import (SLACK, BrokerInfo, Targets, compute_targets, fill_only,
                                             group_quotas)
 
@@ -186,13 +186,34 @@ def hard_caps(run: Run) -> dict[int, float]:
     return {b: x.capacity * run.opts.capacity_ceiling for b, x in run.brokers.items()}
 
 
-def search_moves(engine: Any, run: Run, targets: Targets, quotas: dict, flows: dict) -> Any:
+def search_moves(engine: Any, run: Run, targets: Targets, quotas: dict, flows: dict, before: Loads) -> Any:
     """Stage 4: the move search, one Spark task per piece of a rack (:mod:`.pieces`)."""
     limits = {b: (name, float("inf") if b in run.drain else q.sources[b] + q.slack.get(b, 0.0))
               for name, q in quotas.items() for b in q.sources}
     racks = {b: x.rack for b, x in run.brokers.items()}
     piece = {b: name for b, (name, _) in limits.items()}
-    return engine.search(limits, run.exclude_topics, SearchInputs(quotas, racks, targets.group, flows, piece))
+    opts = run.opts
+    hint = spread_hint(quotas, targets, before, opts.topic_spread_slack) if opts.balance_topic_spread else None
+    return engine.search(limits, run.exclude_topics,
+                         SearchInputs(quotas, racks, targets.group, flows, piece, hint))
+
+
+def spread_hint(quotas: dict, targets: Targets, before: Loads, slack: int) -> SpreadHint:
+    """What the search needs to prefer moves that spread topics: even shares, the receivers'
+    counts, and each source's topics above even + slack (the spread pass's measure).
+
+    :param before: the snapshot's loads (``topic_count`` of the movable topics)
+    """
+    placeable = set(targets.placeable)
+    even = even_shares(before.topic_count, len(placeable))
+    receivers = {b for q in quotas.values() for b in (*q.local, *q.exports)}
+    sources = {b for q in quotas.values() for b in q.sources}
+    count = {k: n for k, n in before.topic_count.items() if k[1] in receivers}
+    crowded: dict[int, dict[str, int]] = {}
+    for (topic, b), n in before.topic_count.items():
+        if b in sources and b in placeable and n > even[topic] + slack:
+            crowded.setdefault(b, {})[topic] = n - even[topic] - slack
+    return SpreadHint(even, count, crowded)
 
 
 def apply_and_lead(engine: Any, run: Run, moves: Any, targets: Targets, totals: dict[str, float]) -> Any:
@@ -258,7 +279,7 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
             before, totals = run.timed("read_and_aggregate_s", read_loads, engine, run)
             targets, quotas, flows = plan_targets(run, before, totals)
             bounds = run.timed("lower_bound_s", goal_bounds, engine, run.brokers, targets, before, opts)
-            moves = run.timed("search_s", search_moves, engine, run, targets, quotas, flows)
+            moves = run.timed("search_s", search_moves, engine, run, targets, quotas, flows, before)
             moves = run.timed("network_in_s", network_moves, engine, run.brokers, targets, before, moves,
                               hard_caps(run), opts)
             moves = run.timed("topic_spread_s", spread_moves, engine, run.brokers, targets, before, moves,
