@@ -14,8 +14,8 @@
   and is no replication behaviour) is printed apart and replayed on the simulator, not compared.
 - h: an in-sync follower's link shared with catching-up copies from the same leader: partition 0 of
   [1,2,3] written at 1 MB/s while eight unthrottled copies move onto broker 3, whose fetch replies
-  from leader 1 are shaped to ``rate`` (as in d); timed from the copies' start to 3 leaving
-  partition 0's ISR. The premise of adaptive concurrency: a link full of copies starves the ISR.
+  from leader 1 are shaped to ``rate`` (as in d, from the same phase of the isr-expiration
+  period); timed from the copies' start to 3 leaving partition 0's ISR. The premise of adaptive concurrency: a link full of copies starves the ISR.
 
 ``calibration.main`` runs these through :func:`on_real_timed` / :func:`on_simulator_timed`.
 """
@@ -253,6 +253,7 @@ def isr_under_copies(side: Side, sc: cal.Scenario, topic: str, observed: dict[st
     try:
         with cal.producing(side.bootstrap, topic, sc.produce, acks="1"):
             cal.wait_until(lambda: sorted(isr()) == [1, 2, 3], 30, "partition 0's ISR to be [1, 2, 3]")
+            time.sleep((ISR_PHASE_S - side.since_isr_check(1)) % (LAG_MAX_S / 2))  # as in d
             with side.slowed(1, 3, sc.rate):
                 plain.alter_partition_reassignments(copies)
                 try:

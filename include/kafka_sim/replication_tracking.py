@@ -195,11 +195,35 @@ class ChangeTracking:
         followers = [r for b, r in p._reps.items() if b != p.leader and r.tracking and brokers[b].alive]
         if not followers:
             return
-        out_spare = (brokers[p.leader].network_bytes_per_sec - self._steady_out.get(p.leader, 0.0)) / len(followers)
+        out_spare = brokers[p.leader].network_bytes_per_sec - self._steady_out.get(p.leader, 0.0)
+        out_share = self._link_share(("o", p.leader), out_spare, [rate] * len(followers))
         for r in followers:
             in_spare = brokers[r.broker].network_bytes_per_sec - self._steady_in.get(r.broker, 0.0)
-            if rate > min(in_spare, out_spare):
+            if rate > min(self._link_share(("i", r.broker), in_spare, [rate]), out_share):
                 self._release(p, r)
+
+    def _link_share(self, link: tuple[str, int], spare: float, wanted: list[float]) -> float:
+        """The least of what the followers ``wanted`` get on ``link`` beside the catching-up flows
+        crossing it: max-min fair per partition (:mod:`kafka_sim.replication_sharing`: one fetch
+        holds in-sync and reassigning partitions alike). Seen on Apache Kafka 4.3.1
+        (benchmarks/calibration_timed.py, scenario h): an in-sync follower of a 1 MB/s partition
+        whose 3 MB/s link carried eight copies left the ISR after 36 s.
+
+        :param link: ("i", follower) or ("o", leader)
+        :param spare: the link less its steady in-sync traffic
+        :param wanted: each follower's produce rate
+        """
+        plan = self._plan
+        flows = [f.rate for f in plan[0] if link in f.resources] if plan is not None else []
+        # the flows' planned rates are what they take wherever they are bound; the rest is shared
+        demands = sorted(flows + wanted)
+        left, n = spare + 0.0, len(demands)
+        for d in demands:
+            if d * n > left:
+                return left / n  # the fair level: every demand from here on is cut to it
+            left -= d
+            n -= 1
+        return min(wanted)  # room for every demand
 
     def _release(self, p: Partition, r: Replica) -> None:
         if r.tracking and self.brokers[r.broker].alive:

@@ -7,7 +7,8 @@ are enough of them; below that point the sharing is what it was (in-sync traffic
 """
 from __future__ import annotations
 
-from test_sim_model_helpers import MB, done, manual, run_until, snapshot, topic
+from kafka_sim import errors as E
+from test_sim_model_helpers import MB, batch, done, manual, run_until, snapshot, topic
 
 
 def moves_into_3(count: int, size: float = 60 * MB):
@@ -57,3 +58,22 @@ def test_moves_out_of_a_slow_leader_push_both_followers_out():
     quiet.set_network(1, 4 * MB)
     quiet.advance_by(60)
     assert quiet.partition_state("a", 0)["isr"] == [1, 2, 3]
+
+
+def test_moves_squeeze_a_follower_of_records_produced_through_the_api():
+    # as above, but ``a``'s 1 MB/s arrives as Produce requests (lumps), not as a simulated write
+    # rate: the follower's share of the link beside four moves (0.8 MB/s) is still below it.
+    # Real Kafka 4.3.1 (calibration h): such a follower left the ISR after 36 s.
+    m = manual(snapshot(topics=[topic("a", [[1, 3]], size=10 * MB),
+                                topic("m", [[2, 4]] * 4, size=60 * MB)]))
+    m.set_network(3, 4 * MB)
+    m.alter_reassignments([("m", p, [2, 3]) for p in range(4)])
+    record = batch([b"x" * 99_000])
+    left = None
+    for tick in range(600):  # 100 kB every 0.1 s for 60 s
+        assert m.append(1, "a", 0, record, 1, 1)[0] == E.NONE
+        m.advance_by(0.1)
+        if 3 not in m.partition_state("a", 0)["isr"]:
+            left = tick / 10
+            break
+    assert left is not None and 30 <= left <= 46, left
