@@ -202,7 +202,23 @@ class AirflowStack:
         self, method: str, path: str, body: Any = None, *, auth: bool = True, expect: tuple[int, ...] = (200,),
         timeout: float = 30.0,
     ) -> Any:
-        """Call the API; returns decoded JSON (or text), raises `AirflowApiError` on other statuses."""
+        """Call the API; returns decoded JSON (or text), raises `AirflowApiError` on other statuses.
+
+        The stack's metadata DB is SQLite: a write that meets another component's write lock for
+        longer than SQLite's busy timeout comes back as 500 "Database error" with its transaction
+        rolled back, so it is sent again (up to 4 times) rather than failing the test."""
+        for attempt in range(4):
+            try:
+                return self._request_once(method, path, body, auth=auth, expect=expect, timeout=timeout)
+            except AirflowApiError as err:
+                if err.status != 500 or "Database error" not in err.body or attempt == 3:
+                    raise
+                time.sleep(1.0 + attempt)
+        raise AssertionError("unreachable")
+
+    def _request_once(
+        self, method: str, path: str, body: Any, *, auth: bool, expect: tuple[int, ...], timeout: float,
+    ) -> Any:
         url = self.base_url + path
         data = None if body is None else json.dumps(body).encode()
         headers = {"Accept": "application/json"}
