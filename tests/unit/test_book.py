@@ -41,7 +41,7 @@ def test_pages_hold_whole_chains_in_the_strategy_order_and_the_head_adds_up():
         assert len(page) <= 101  # a chain of two may close a page one step over
     assert head.steps == len(steps) and head.partitions == 1_000 and head.pages == len(pages)
     assert head.bytes_total == sum(s.bytes_to_copy for s in steps) and head.fingerprint == steps_fingerprint(steps)
-    assert sum(head.broker_bytes.values()) == 2 * head.bytes_total  # every byte leaves one broker, enters one
+    assert sum(head.lane_bytes.values()) == 2 * head.bytes_total  # every byte leaves one broker, enters one
 
 
 def test_smallest_first_reverses_the_pages_and_the_sender_is_recorded():

@@ -86,6 +86,16 @@ def test_busiest_brokers_feeds_the_busiest_broker_and_long_chains_first():
     assert take(ex2) != [0]
 
 
+def test_busiest_brokers_weighs_a_brokers_outbound_and_inbound_throttles_apart():
+    # Broker 1 sends 100 and receives 100: each of its two quotas has 100 to pass. Broker 5
+    # receives 150 through its one inbound quota: it sets the pace, so its copies go first.
+    steps = (chain("t", 0, [(1,), (2,)]) + chain("t", 1, [(3,), (1,)])
+             + chain("t", 2, [(4,), (5,)], size=75) + chain("t", 3, [(6,), (5,)], size=75))
+    ex = MoveExecutor(steps, ExecutionLimits(max_partition_movements=1, strategy="busiest-brokers"))
+    assert take(ex) == [2]
+    assert ex.lanes_left == {~1: 100, 2: 100, ~3: 100, 1: 100, ~4: 75, 5: 150, ~6: 75}
+
+
 def half_run(partitions: int) -> tuple[list[StepMove], MoveExecutor, list[int]]:
     """A plan of one-step partitions with 50 taken at t=5 and the first 10 of them finished."""
     steps = [s for p in range(partitions) for s in chain("t", p, [(1 + p % 20, 41), (21 + p % 20, 41)], size=1)]
@@ -107,7 +117,7 @@ def test_state_round_trip_is_compact_and_resumes_counters():
     assert again.counts == ex.counts and again.counts[DONE] == 10 and again.counts[IN_FLIGHT] == 40
     assert sorted(again.watches) == sorted(ex.watches) and again.watches[started[20]].submitted_at == 5.0
     assert {b: n for b, n in again.broker_load.items() if n} == {b: n for b, n in ex.broker_load.items() if n}
-    assert again.broker_left == ex.broker_left and again.done_bytes == ex.done_bytes == 10
+    assert again.lanes_left == ex.lanes_left and again.done_bytes == ex.done_bytes == 10
     other = MoveExecutor(steps[:-1], ExecutionLimits())
     with pytest.raises(ValueError, match="other steps"):
         other.load_state(state)
@@ -123,10 +133,10 @@ def test_a_state_with_a_character_per_step_still_resumes():
     for i in ex.status:
         codes[i] = ex.status[i]
     old = {k: v for k, v in state.items() if k not in ("pages", "cursor", "counts", "done_bytes",
-                                                         "partitions_done", "broker_left")}
+                                                         "partitions_done", "lanes_left")}
     again = MoveExecutor(steps, ExecutionLimits(max_partition_movements=50))
     again.load_state({**old, "v": 1, "status": "".join(codes)})
-    assert again.counts == ex.counts and again.broker_left == ex.broker_left
+    assert again.counts == ex.counts and again.lanes_left == ex.lanes_left
     assert again.book.pages_read == again.book.head.pages  # each page read once
     assert again.partitions_done == ex.partitions_done == 10
     assert {b: n for b, n in again.broker_load.items() if n} == {b: n for b, n in ex.broker_load.items() if n}

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from kafka_reassign.cluster.state import TopicPartition
 from kafka_reassign.execution.order import STRATEGIES, OrderContext, parse_strategy
 from kafka_reassign.execution.steps import StepMove
+from kafka_reassign.execution.wake import throttle_lanes
 from kafka_reassign.planning.leadership import senders
 
 #: Steps per page (a partition's chain is never split, so a page may hold a few more).
@@ -32,6 +33,11 @@ def data_brokers(step: StepMove, leader: int | None) -> tuple[int, ...]:
         return ()
     source = leader if leader is not None and leader in step.current else step.current[0]
     return (source, *step.adding)
+
+
+def step_lanes(step: StepMove, leader: int | None) -> tuple[int, ...]:
+    """The throttle lanes a step's bytes pass (:func:`~kafka_reassign.execution.wake.throttle_lanes`)."""
+    return throttle_lanes(data_brokers(step, leader), bool(step.adding))
 
 
 def steps_fingerprint(steps: Iterable[StepMove]) -> str:
@@ -76,7 +82,7 @@ class BookHead:
     :param bytes_total: bytes they copy
     :param fingerprint: :func:`steps_fingerprint` of the steps in plan order
     :param pages: pages, in admission order
-    :param broker_bytes: broker -> bytes it sends or receives over the whole plan
+    :param lane_bytes: throttle lane (a broker's outbound or inbound throttle) -> bytes through it over the whole plan
     """
 
     steps: int
@@ -84,17 +90,17 @@ class BookHead:
     bytes_total: float
     fingerprint: str
     pages: int
-    broker_bytes: dict[int, float] = field(default_factory=dict)
+    lane_bytes: dict[int, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"steps": self.steps, "partitions": self.partitions, "bytes_total": self.bytes_total,
                 "fingerprint": self.fingerprint, "pages": self.pages,
-                "broker_bytes": {str(b): v for b, v in sorted(self.broker_bytes.items())}}
+                "lane_bytes": {str(b): v for b, v in sorted(self.lane_bytes.items())}}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> BookHead:
         return cls(int(d["steps"]), int(d["partitions"]), float(d["bytes_total"]), str(d["fingerprint"]),
-                   int(d["pages"]), {int(b): float(v) for b, v in d.get("broker_bytes", {}).items()})
+                   int(d["pages"]), {int(b): float(v) for b, v in d.get("lane_bytes", {}).items()})
 
 
 class StepBook:
@@ -135,21 +141,21 @@ def paginate(steps: Sequence[StepMove], leaders: Mapping[TopicPartition, int], u
     """
     urp_keys = set(urp)
     lead = senders(steps, leaders)
-    data = [data_brokers(s, b) for s, b in zip(steps, lead)]
+    lanes = [step_lanes(s, b) for s, b in zip(steps, lead)]
     chains: dict[TopicPartition, list[int]] = {}
     for i, s in enumerate(steps):
         chains.setdefault(s.key, []).append(i)
     step_bytes = [float(s.bytes_to_copy) for s in steps]
     chain_left = [0.0] * len(steps)
-    broker_bytes: dict[int, float] = {}
+    lane_bytes: dict[int, float] = {}
     for chain in chains.values():
         left = 0.0
         for i in reversed(chain):
             left += step_bytes[i]
             chain_left[i] = left
-            for b in data[i]:
-                broker_bytes[b] = broker_bytes.get(b, 0.0) + step_bytes[i]
-    ctx = OrderContext({}, chain_left, step_bytes, data, {i for i, s in enumerate(steps) if s.key in urp_keys})
+            for b in lanes[i]:
+                lane_bytes[b] = lane_bytes.get(b, 0.0) + step_bytes[i]
+    ctx = OrderContext({}, chain_left, step_bytes, lanes, {i for i, s in enumerate(steps) if s.key in urp_keys})
     keys = [STRATEGIES[n][1] for n in parse_strategy(strategy)]
     ordered = sorted(chains.values(), key=lambda c: (*(x for fn in keys for x in fn(ctx, c[0])), c[0]))
     pages: list[list[PagedStep]] = []
@@ -162,5 +168,5 @@ def paginate(steps: Sequence[StepMove], leaders: Mapping[TopicPartition, int], u
     if page:
         pages.append(page)
     head = BookHead(len(steps), len(chains), float(sum(step_bytes)), steps_fingerprint(steps), len(pages),
-                    broker_bytes)
+                    lane_bytes)
     return head, pages

@@ -8,8 +8,8 @@ deterministic.
 
 * ``largest-first`` (default) / ``smallest-first``: by the bytes the step copies. Largest first
   keeps the run's tail short: what starts last is small (see ``defaults.MOVEMENT_STRATEGY``).
-* ``busiest-brokers``: steps whose brokers (the one sending, the ones receiving) have
-  the most bytes left to move in the whole plan go first, then the partitions with the most
+* ``busiest-brokers``: steps whose throttle lanes (the sender's outbound, each receiver's
+  inbound: Kafka's two quotas) have the most bytes left to move in the whole plan go first, then the partitions with the most
   bytes left in their chain of steps. The run lasts as long as its busiest broker needs at the
   throttle, so that broker must never wait, and long chains must start early.
 * ``postpone-urp``: partitions that were under-replicated when the run was prepared go last.
@@ -36,19 +36,19 @@ Indexed = Union[Sequence[T], Mapping[int, T]]
 class OrderContext:
     """What strategies look at, kept up to date by the executor.
 
-    :param broker_left: broker -> bytes still to send or receive in the plan
+    :param lanes_left: throttle lane -> bytes still to pass it in the plan
     :param chain_left: step index -> bytes of this step and the partition's later steps
     :param step_bytes: step index -> bytes the step copies
-    :param data_brokers: step index -> brokers the step's bytes go through (sender, receivers)
+    :param lanes: step index -> the throttle lanes its bytes pass (:func:`~kafka_reassign.execution.book.step_lanes`)
     :param urp: step indices of partitions under-replicated at prepare time
     """
 
-    def __init__(self, broker_left: dict[int, float], chain_left: Indexed[float], step_bytes: Indexed[float],
-                 data_brokers: Indexed[tuple[int, ...]], urp: set[int]) -> None:
-        self.broker_left = broker_left
+    def __init__(self, lanes_left: dict[int, float], chain_left: Indexed[float], step_bytes: Indexed[float],
+                 lanes: Indexed[tuple[int, ...]], urp: set[int]) -> None:
+        self.lanes_left = lanes_left
         self.chain_left = chain_left
         self.step_bytes = step_bytes
-        self.data_brokers = data_brokers
+        self.lanes = lanes
         self.urp = urp
 
 
@@ -56,8 +56,8 @@ StaticKey = Callable[[OrderContext, int], tuple[Any, ...]]
 BrokerKey = Callable[[OrderContext, tuple[int, ...]], tuple[Any, ...]]
 
 
-def _busiest_now(ctx: OrderContext, brokers: tuple[int, ...]) -> tuple[Any, ...]:
-    return (-max((ctx.broker_left.get(b, 0.0) for b in brokers), default=0.0),)
+def _busiest_now(ctx: OrderContext, lanes: tuple[int, ...]) -> tuple[Any, ...]:
+    return (-max((ctx.lanes_left.get(b, 0.0) for b in lanes), default=0.0),)
 
 
 #: name -> (key of the step's brokers as they are now or None, static key of the step)
@@ -96,7 +96,7 @@ class ReadyQueue:
         self._dyn = STRATEGIES[names[dyn_at]][0] if dyn_at is not None else None
         rest = names[dyn_at:] if dyn_at is not None else names
         self._within = [STRATEGIES[n][1] for n in rest]
-        #: buckets hold steps with the same brokers (a full receiving broker rules out a bucket)
+        #: buckets hold steps with the same lanes (a full receiving broker rules out a bucket)
         self.by_brokers = self._dyn is not None
         self.buckets: dict[tuple[Any, ...], list[tuple[tuple[Any, ...], int]]] = {}
         self._where: dict[int, tuple[Any, ...]] = {}
@@ -105,7 +105,7 @@ class ReadyQueue:
         head: tuple[Any, ...] = ()
         for fn in self._before:
             head += fn(self.ctx, i)
-        return (head, self.ctx.data_brokers[i] if self._dyn is not None else ())
+        return (head, self.ctx.lanes[i] if self._dyn is not None else ())
 
     def _key(self, i: int) -> tuple[Any, ...]:
         key: tuple[Any, ...] = ()
@@ -140,7 +140,7 @@ class ReadyQueue:
         return iter(list(self._where))
 
     def walk(self) -> Iterator[list[tuple[tuple[Any, ...], int]]]:
-        """Buckets, most urgent first (their brokers' bytes left as they are now)."""
+        """Buckets, most urgent first (their lanes' bytes left as they are now)."""
         def order(b: tuple[Any, ...]) -> tuple[Any, ...]:
             head, brokers = b
             dyn = self._dyn(self.ctx, brokers) if self._dyn is not None else ()

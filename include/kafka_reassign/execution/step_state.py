@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.cluster.state import InFlight, TopicPartition
 from kafka_reassign.errors import KafkaAdminError
-from kafka_reassign.execution.book import StepBook, data_brokers
+from kafka_reassign.execution.book import StepBook, data_brokers, step_lanes
 from kafka_reassign.execution.health import CapGovernor, MinIsrCache, read_health
 from kafka_reassign.execution.order import OrderContext, ReadyQueue, parse_strategy
 from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepWatch, outcome_of, run_outcome
 from kafka_reassign.execution.progress import RECENT_DONE_ROWS
 from kafka_reassign.execution.rate_control import rate_control_for
 from kafka_reassign.execution.steps import StepMove
-from kafka_reassign.execution.wake import FlightItem, WakeRule, throttle_lanes
+from kafka_reassign.execution.wake import FlightItem, WakeRule
 from kafka_reassign.execution.windows import format_instant, parse_windows
 from kafka_reassign.throttle.replica_lists import ReplicaThrottle
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
@@ -115,6 +115,7 @@ class StepStates:
         #: the broker expected to lead each step when it runs (lead steps hand leadership on)
         self.sender: dict[int, int | None] = {}
         self.data: dict[int, tuple[int, ...]] = {}
+        self.lane_of: dict[int, tuple[int, ...]] = {}
         self.touched: dict[int, tuple[int, ...]] = {}
         self.page_of: dict[int, int] = {}
         self.pages: dict[int, list[int]] = {}
@@ -122,8 +123,8 @@ class StepStates:
         self._urp_steps: set[int] = set()
         #: the first page never loaded: the pages from it on hold only queued steps
         self.cursor = 0
-        self.broker_left: dict[int, float] = dict(self.book.head.broker_bytes)
-        self.order = OrderContext(self.broker_left, self.chain_left, self.step_bytes, self.data, self._urp_steps)
+        self.lanes_left: dict[int, float] = dict(self.book.head.lane_bytes)
+        self.order = OrderContext(self.lanes_left, self.chain_left, self.step_bytes, self.lane_of, self._urp_steps)
 
     def _fresh_counters(self) -> None:
         """Every step queued, nothing held."""
@@ -149,6 +150,7 @@ class StepStates:
             self.steps[i], self.status[i], self.page_of[i], self.sender[i] = s, code, k, e.sender
             self.step_bytes[i] = float(s.bytes_to_copy)
             self.data[i] = data_brokers(s, e.sender)
+            self.lane_of[i] = step_lanes(s, e.sender)
             # A step occupies a slot on every broker it adds to or removes from, and on the leader
             # it copies from: a leader serving many copies at once splits its throttle among them.
             self.touched[i] = tuple(sorted(set(s.brokers_touched) | set(self.data[i])))
@@ -178,7 +180,7 @@ class StepStates:
         for i in self.pages.pop(k):
             self.ready.discard(i)
             for table in (self.steps, self.status, self.next_of, self.prev_of, self.step_bytes,
-                          self.chain_left, self.sender, self.data, self.touched, self.page_of):
+                          self.chain_left, self.sender, self.data, self.lane_of, self.touched, self.page_of):
                 del table[i]
             self._urp_steps.discard(i)
         del self._page_left[k]
@@ -279,7 +281,7 @@ class StepStates:
 
     def lanes(self, i: int) -> tuple[int, ...]:
         """The throttle lanes step ``i``'s bytes pass (:func:`~kafka_reassign.execution.wake.throttle_lanes`)."""
-        return throttle_lanes(self.data[i], bool(self.steps[i].adding))
+        return self.lane_of[i]
 
     def wake_at(self, now: float) -> tuple[float | None, float | None]:
         """(next cheap check for a step due to finish, when a broker holding steps back runs low)."""
@@ -324,8 +326,8 @@ class StepStates:
             self._hold(i, -1)
         self._set(i, DONE)
         self.done_bytes += self.step_bytes[i]
-        for b in self.data[i]:
-            self.broker_left[b] = self.broker_left.get(b, 0.0) - self.step_bytes[i]
+        for b in self.lane_of[i]:
+            self.lanes_left[b] = self.lanes_left.get(b, 0.0) - self.step_bytes[i]
         self._touched_topics.add(self.steps[i].topic)
         self._recent_done.append((self.steps[i], self.step_bytes[i]))
         nxt = self.next_of[i]
@@ -359,7 +361,7 @@ class StepStates:
                 "pages": {str(k): "".join(self.status[i] for i in idx)
                           for k, idx in self.pages.items() if self._page_left[k]},
                 "counts": dict(self.counts), "done_bytes": self.done_bytes, "partitions_done": self.partitions_done,
-                "broker_left": {str(b): v for b, v in sorted(self.broker_left.items())},
+                "lanes_left": {str(b): v for b, v in sorted(self.lanes_left.items())},
                 "watch": {str(i): w.to_json() for i, w in self.watches.items()},
                 "dead": {str(i): [o.value, m] for i, (o, m) in self.dead.items()},
                 "dead_moving": sorted(self._dead_moving), "started_at": self.started_at,
@@ -402,8 +404,9 @@ class StepStates:
         self.counts = {c: int(state["counts"][c]) for c in (QUEUED, IN_FLIGHT, DONE, DEAD)}
         self.done_bytes = float(state["done_bytes"])
         self.partitions_done = int(state["partitions_done"])
-        self.broker_left.clear()  # shared with the strategies' context
-        self.broker_left.update((int(b), float(v)) for b, v in state["broker_left"].items())
+        if "lanes_left" in state:  # a state saved before lanes keeps the plan's totals: an ordering hint only
+            self.lanes_left.clear()  # shared with the strategies' context
+            self.lanes_left.update((int(b), float(v)) for b, v in state["lanes_left"].items())
 
     def _load_whole_plan(self, status: str) -> None:
         """Resume a state with a character per step of the plan: load every page once, count from it."""
@@ -417,8 +420,8 @@ class StepStates:
             if code == DONE:
                 self.done_bytes += self.step_bytes[i]
                 self.partitions_done += self.next_of[i] < 0
-                for b in self.data[i]:
-                    self.broker_left[b] -= self.step_bytes[i]
+                for b in self.lane_of[i]:
+                    self.lanes_left[b] -= self.step_bytes[i]
         # The untouched pages after the last one worked on are read again when the window gets there.
         self.cursor = 1 + max((k for k, idx in self.pages.items() if any(self.status[i] != QUEUED for i in idx)),
                               default=-1)
