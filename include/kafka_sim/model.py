@@ -103,6 +103,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._preferred_dirs: dict[tuple[int, str, int], str] = {}
         self._rates: dict[int, tuple[float, float, float]] = {}
         self._plan: Any = None  # Replication's cached rates and next event
+        self._link_rates: Any = None  # (plan, link -> its flows' rates), see _plan_link_rates
         self._rng = random.Random(snapshot.get("seed", 0))
         self.cluster_id = str(snapshot.get("cluster_id") or
                               base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))

@@ -213,8 +213,7 @@ class ChangeTracking:
         :param spare: the link less its steady in-sync traffic
         :param wanted: each follower's produce rate
         """
-        plan = self._plan
-        flows = [f.rate for f in plan[0] if link in f.resources] if plan is not None else []
+        flows = self._plan_link_rates().get(link, [])
         # the flows' planned rates are what they take wherever they are bound; the rest is shared
         demands = sorted(flows + wanted)
         left, n = spare + 0.0, len(demands)
@@ -224,6 +223,21 @@ class ChangeTracking:
             left -= d
             n -= 1
         return min(wanted)  # room for every demand
+
+    def _plan_link_rates(self) -> dict[tuple[str, int], list[float]]:
+        """Link -> the planned rates of the flows crossing it, indexed once per physics plan: a
+        produce request looks up its links, it does not scan every flow of a large rehearsal."""
+        plan = self._plan
+        if plan is None:
+            return {}
+        cached = self._link_rates
+        if cached is None or cached[0] is not plan:  # a plan's rates are fixed until it is dropped
+            index: dict[tuple[str, int], list[float]] = {}
+            for f in plan[0]:
+                for key in f.resources:
+                    index.setdefault(key, []).append(f.rate)
+            cached = self._link_rates = (plan, index)
+        return cached[1]
 
     def _release(self, p: Partition, r: Replica) -> None:
         if r.tracking and self.brokers[r.broker].alive:
