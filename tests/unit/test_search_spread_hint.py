@@ -43,6 +43,20 @@ def test_with_the_goal_it_sheds_the_crowded_topic_to_a_receiver_below_its_even_s
     assert hint.count == {("hot", 2): 1}  # the task counts on its own copy
 
 
+def test_each_placement_counts_towards_the_receivers_share() -> None:
+    # three "hot" replicas leave broker 1; receiver 2 has the most quota by far, but once it
+    # holds one (even share 1) the next go to 3 and 4, still below even: the task counts as it places
+    rows = [("g", "hot", p, 0, 1, 100.0, [1], p, 0.0) for p in range(3)]
+    pdf = pd.DataFrame(rows, columns=["grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas",
+                                      "crc", "bytes_in_per_sec"])
+    q = GroupQuotas({1: 300.0}, local={2: 1000.0, 3: 450.0, 4: 400.0}, slack={1: 10.0}, count_excess={1: 3.0})
+    inp = SearchInputs({"g": q}, {b: "a" for b in (1, 2, 3, 4)}, {b: "g" for b in (1, 2, 3, 4)},
+                       spread=SpreadHint({"hot": 1}, {}, {1: {"hot": 2}}))
+    assert list(search_group(pdf, inp)["dst"]) == [2, 3, 4]
+    bytes_only = SearchInputs(inp.quotas, inp.rack, inp.group)
+    assert list(search_group(pdf, bytes_only)["dst"]) == [2, 2, 2]  # most quota each time
+
+
 def test_a_topic_no_longer_crowded_is_not_preferred() -> None:
     hint = SpreadHint({"hot": 1, "cold": 1}, {}, {1: {"hot": 1}})  # one above even + slack
     moves = search_group(_group(), _inputs(hint))

@@ -80,7 +80,8 @@ class SpreadHint:
     """What the search needs to pick moves that also spread topics (goal topic-spread listed).
 
     :param even: topic -> its even share (``ceil(replicas / placeable brokers)``)
-    :param count: (topic, receiver) -> replicas of the topic there before the search
+    :param count: (topic, receiver) -> replicas of the topic there; each task counts its own
+        placements on its copy as it makes them (tasks of other pieces do not see them)
     :param crowded: source -> topic -> its replicas there above even + topic_spread_slack
     """
 
