@@ -127,3 +127,25 @@ def test_a_move_leaving_the_crowded_broker_carries_its_replica_instead_at_no_ext
     assert list(zip(out["topic"], out["src"], out["dst"])) == [("t", 1, 2)]  # u-0 stays: its move is gone
     # a second replica of t finds no move left to ride on, and none of a topic that would crowd
     assert sp.substitute(Replica("t", 1, 0, 1, 100.0, 0.0, (1,), (1,))) is None
+
+
+def _one_crowded_replica(swap_first: bool) -> list[tuple]:
+    """Rows the pass makes for one replica of topic "t" crowded on broker 1, when broker 2 may take it
+    as it is and also holds a same-size partner of topic "u" that could come back."""
+    from kafka_reassign.planning.spark.network import NetState, Pool, Replica
+    from kafka_reassign.planning.spark.spread import Spread, _place
+
+    s = NetState({1: 100.0, 2: 50.0}, {1: 0.0, 2: 0.0}, float("inf"), {1: 1000.0, 2: 1000.0}, {1, 2},
+                 {1: "a", 2: "a"}, 0.0)
+    sp = Spread(s, {("t", 1): 5, ("u", 2): 1, ("u", 1): 0}, {1, 2}, 0, {})
+    sp.swap_first = swap_first
+    x = Replica("t", 0, 0, 1, 10.0, 0.0, (1,), (1,))
+    partner = Pool([Replica("u", 0, 0, 2, 10.0, 0.0, (2,), (2,))])
+    return _place(sp, x, {2: partner}) or []
+
+
+def test_a_plain_move_that_fits_comes_before_a_swap() -> None:
+    plain = _one_crowded_replica(swap_first=False)
+    assert [(r[0], r[3], r[4]) for r in plain] == [("t", 1, 2)]  # one copy: the partner stays
+    swap = _one_crowded_replica(swap_first=True)  # the retry's order when plain moves left a topic crowded
+    assert [(r[0], r[3], r[4]) for r in swap] == [("t", 1, 2), ("u", 2, 1)]

@@ -86,6 +86,7 @@ class Spread:
         self.s, self.counts, self.slack, self.leaving = s, counts, slack, leaving
         self.even = even_shares(counts, len(eligible))
         self.reach = 0  # receivers hold fewer than even + reach of the topic: 0, then the slack
+        self.swap_first = False  # plain moves before swaps (see :func:`_place`)
 
     def n(self, topic: str, b: int) -> int:
         return self.counts.get((topic, b), 0)
@@ -141,24 +142,34 @@ class Spread:
 
 def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple] | None:
     """Rows for one crowded replica, in the goal's order of preference: a redirect ([]), a
-    substitute for a move leaving its broker, a swap, a plain move; without ``pools`` the first
-    two only. None when it fits nowhere."""
+    substitute for a move leaving its broker, then a plain move before a swap (a swap copies the
+    partner too) or, with ``sp.swap_first``, a swap first (it keeps the receivers' disk room for
+    the next); without ``pools`` the first two only. None when it fits nowhere."""
     order = sp.receivers(x.topic)
-    if x.via >= 0:
-        for b in order:
-            if sp.fits(x, b):
-                return sp.move(x, b)
-    rows = sp.substitute(x) if x.via < 0 else None
+    rows = _plain_move(sp, x, order) if x.via >= 0 else sp.substitute(x)
     if rows is not None or pools is None:
         return rows
+    steps = (_swap_move, _plain_move) if sp.swap_first else (_plain_move, _swap_move)
+    for step in steps:
+        rows = step(sp, x, order, pools)
+        if rows is not None:
+            return rows
+    return None
+
+
+def _plain_move(sp: Spread, x: Replica, order: list[int], pools: Any = None) -> list[tuple] | None:
+    for b in order:
+        if sp.fits(x, b):
+            return sp.move(x, b)
+    return None
+
+
+def _swap_move(sp: Spread, x: Replica, order: list[int], pools: dict[int, Pool]) -> list[tuple] | None:
     a = x.broker
     for b in order[:SWAP_RECEIVERS]:
         y = sp.partner(x, b, pools[b]) if b in pools else None
         if y is not None:
             return sp.move(x, b) + sp.move(y, a)
-    for b in order:
-        if sp.fits(x, b):
-            return sp.move(x, b)
     return None
 
 
@@ -229,21 +240,33 @@ def crowded_replicas(engine: Any, sp: Spread, moves: Any, eligible: set[int]) ->
 def spread_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before: Loads, moves: Any,
                  hard_cap: dict[int, float], opts: Any) -> Any:
     """The moves so far, some redirected, plus the topic-spread pass's (unchanged when the goal
-    is off or every topic is within its slack).
+    is off or every topic is within its slack). Plain moves come before swaps (fewer bytes); when
+    that leaves a topic crowded (plain moves used disk room swaps needed), the pass runs again
+    with swaps first.
 
     :param engine: SparkData or LocalData (the crowded replicas, swap partners)
     :param before: the snapshot's loads (``topic_count`` included)
     :param opts: PlanOptions (balance_topic_spread, topic_spread_slack, balance_goals, tolerances)
     """
     eligible, slack = set(t.placeable), opts.topic_spread_slack
-    counts = moved_counts(before.topic_count, moves)
-    if not opts.balance_topic_spread or topic_spread(counts, eligible, slack) == 0:
+    if not opts.balance_topic_spread or topic_spread(moved_counts(before.topic_count, moves), eligible, slack) == 0:
         return moves
-    s = _state(brokers, t, before, moves, hard_cap, opts)
-    if s is None:
-        return moves
-    sp = Spread(s, counts, eligible, slack, leaving_moves(moves))
-    exclude = set(opts.exclude_topics)
+    out = moves
+    for swap_first in (False, True):
+        s = _state(brokers, t, before, moves, hard_cap, opts)
+        if s is None:
+            return moves
+        sp = Spread(s, moved_counts(before.topic_count, moves), eligible, slack, leaving_moves(moves))
+        sp.swap_first = swap_first
+        out = with_pass(moves, s, _spread_rounds(engine, sp, moves, eligible, set(opts.exclude_topics)))
+        if topic_spread(sp.counts, eligible, slack) == 0:
+            break
+    return out
+
+
+def _spread_rounds(engine: Any, sp: Spread, moves: Any, eligible: set[int], exclude: set[str]) -> list[tuple]:
+    """The pass's new rows: redirects and substitutes first, then sweeps with swap partners."""
+    slack = sp.slack
     crowded = crowded_replicas(engine, sp, moves, eligible)
     extra = spread_round(sp, crowded, None)
     if topic_spread(sp.counts, eligible, slack) > 0:
@@ -257,4 +280,4 @@ def spread_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before
                 extra += more
                 if not more:
                     break
-    return with_pass(moves, s, extra)
+    return extra
