@@ -91,3 +91,23 @@ def test_on_a_crowded_cluster_the_search_itself_spreads_the_topics(tmp_path: Pat
     listed = plan(snap, "rebalance", engine="local", balance_goals=WITH_SPREAD).summary
     assert listed["topic_spread"]["after"] == 0
     assert listed["balance_after"] <= 1 + 0.04 + 1e-6  # the disk result kept (balance_tolerance)
+
+
+def test_a_source_sheds_its_crowded_excess_first_smallest_first() -> None:
+    # broker 1 holds "hot" replicas of 10, 20, 30 and 40 bytes (2 above even + slack) and "cold" ones
+    # of 100: the two smallest "hot" leave first (the topic-spread bound's set), far from the byte
+    # search's 100-byte pick; the byte search sheds the rest
+    rows = [("g", "hot", p, 0, 1, 10.0 * (p + 1), [1], p, 0.0) for p in range(4)]
+    rows += [("g", "cold", p, 0, 1, 100.0, [1], p, 0.0) for p in range(4)]
+    pdf = pd.DataFrame(rows, columns=["grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas",
+                                      "crc", "bytes_in_per_sec"])
+    q = GroupQuotas({1: 200.0}, local={2: 300.0, 3: 300.0}, slack={1: 10.0}, count_excess={1: 2.0})
+    hint = SpreadHint({"hot": 1, "cold": 1}, {}, {1: {"hot": 2}})
+    moves = search_group(pdf, SearchInputs({"g": q}, {1: "a", 2: "a", 3: "a"}, {1: "g", 2: "g", 3: "g"},
+                                           spread=hint))
+    assert list(zip(moves["topic"], moves["partition"]))[:2] == [("hot", 0), ("hot", 1)]
+    assert 200.0 - 10.0 <= moves["size_bytes"].sum() <= 200.0 + 10.0
+    hint.first = False  # the search's second try (network in not reached): by size match only
+    later = search_group(pdf, SearchInputs({"g": q}, {1: "a", 2: "a", 3: "a"}, {1: "g", 2: "g", 3: "g"},
+                                           spread=hint))
+    assert ("hot", 0) not in set(zip(later["topic"], later["partition"]))

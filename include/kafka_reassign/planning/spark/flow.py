@@ -19,6 +19,7 @@ Steps 2-5 run under a deadline (``timeout_seconds``). Driver memory grows with b
 from __future__ import annotations
 
 import gc
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from typing import Any
 
 from kafka_reassign.errors import Problem, SnapshotError
 from kafka_reassign.planning.spark.assignor import PlanOptions
-from kafka_reassign.planning.spark.lower_bound import GoalBounds, goal_bounds
+from kafka_reassign.planning.spark.lower_bound import GoalBounds, goal_bounds, network_limit
 from kafka_reassign.errors import ConstraintError, GoalError
 from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
@@ -35,7 +36,7 @@ from kafka_reassign.planning.spark.leaders import LEADER_GOALS, LeaderInputs, du
 from kafka_reassign.planning.spark.loads import (Loads, broker_infos, loads_after, loads_from_frame, open_log_dirs,
                                                  topic_counts_from_frame)
 from kafka_reassign.planning.spark.finish import ordered_plan, rule_problems
-from kafka_reassign.planning.spark.network import network_moves
+from kafka_reassign.planning.spark.network import mid_loads, network_moves
 from kafka_reassign.planning.spark.pieces import PIECE_REPLICAS, split_quotas
 from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
 from kafka_reassign.planning.spark.report import build_summary
@@ -186,16 +187,44 @@ def hard_caps(run: Run) -> dict[int, float]:
     return {b: x.capacity * run.opts.capacity_ceiling for b, x in run.brokers.items()}
 
 
-def search_moves(engine: Any, run: Run, targets: Targets, quotas: dict, flows: dict, before: Loads) -> Any:
-    """Stage 4: the move search, one Spark task per piece of a rack (:mod:`.pieces`)."""
+def search_moves(engine: Any, run: Run, targets: Targets, quotas: dict, flows: dict, before: Loads,
+                 first: bool = True) -> Any:
+    """Stage 4: the move search, one Spark task per piece of a rack (:mod:`.pieces`).
+
+    :param first: topic-spread listed: sources shed their crowded topics' excess first
+    """
     limits = {b: (name, float("inf") if b in run.drain else q.sources[b] + q.slack.get(b, 0.0))
               for name, q in quotas.items() for b in q.sources}
     racks = {b: x.rack for b, x in run.brokers.items()}
     piece = {b: name for b, (name, _) in limits.items()}
     opts = run.opts
     hint = spread_hint(quotas, targets, before, opts.topic_spread_slack) if opts.balance_topic_spread else None
+    if hint is not None:
+        hint.first = first
     return engine.search(limits, run.exclude_topics,
                          SearchInputs(quotas, racks, targets.group, flows, piece, hint))
+
+
+def search_and_network(engine: Any, run: Run, targets: Targets, quotas: dict, flows: dict, before: Loads) -> Any:
+    """Stage 4 and the network-in pass. With topic-spread listed the search first sheds the
+    crowded topics' excess (fewer bytes than the spread pass copying it later); when the
+    network-in pass then leaves a broker above its limit (the crowded replicas were hot and the
+    receivers' network in took them), both run again without that, and the plan with the lower
+    network-in peak is kept: network in ranks above topic spread."""
+    opts = run.opts
+    tries = (True, False) if opts.balance_topic_spread and opts.balance_network_in else (True,)
+    best, peak = None, math.inf
+    for first in tries:
+        moves = run.timed("search_s", search_moves, engine, run, targets, quotas, flows, before, first)
+        moves = run.timed("network_in_s", network_moves, engine, run.brokers, targets, before, moves,
+                          hard_caps(run), opts)
+        limit = network_limit(run.brokers, targets, before.net_in, opts.network_in_tolerance)
+        top = max(mid_loads(before, moves)[1].values(), default=0.0)
+        if top < peak:
+            best, peak = moves, top
+        if limit is None or top <= limit:
+            break
+    return best
 
 
 def spread_hint(quotas: dict, targets: Targets, before: Loads, slack: int) -> SpreadHint:
@@ -279,9 +308,7 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
             before, totals = run.timed("read_and_aggregate_s", read_loads, engine, run)
             targets, quotas, flows = plan_targets(run, before, totals)
             bounds = run.timed("lower_bound_s", goal_bounds, engine, run.brokers, targets, before, opts)
-            moves = run.timed("search_s", search_moves, engine, run, targets, quotas, flows, before)
-            moves = run.timed("network_in_s", network_moves, engine, run.brokers, targets, before, moves,
-                              hard_caps(run), opts)
+            moves = search_and_network(engine, run, targets, quotas, flows, before)
             moves = run.timed("topic_spread_s", spread_moves, engine, run.brokers, targets, before, moves,
                               hard_caps(run), opts)
             changes = run.timed("leaders_s", apply_and_lead, engine, run, moves, targets, totals)

@@ -23,12 +23,17 @@ small slack (first-fit decreasing); each goes to the receiver with most quota le
 the rules. The many small replicas of a lognormal size distribution then close the gap, so the
 bytes moved stay within about a percent of the bytes above the target.
 
-With the topic-spread goal listed (``SearchInputs.spread``), a source takes instead a replica of
-a topic crowded on it (above even + slack) when one is within :data:`SPREAD_SIZE_MATCH` of the
-pick's size, and a replica goes first to a receiver below its topic's even share (among the top
-:data:`SPREAD_RECEIVER_SCAN` by quota): the copies the disk goal makes anyway then also spread
-topics, and the spread pass (:mod:`.spread`) has less left to copy. The quotas are unchanged, so
-the disk result is too; without the goal the search is byte for byte what it was.
+With the topic-spread goal listed (``SearchInputs.spread``), a source first sheds, of each topic
+crowded on it (above even + slack), as many of its smallest replicas as it holds above that (the
+set the goal's lower bound counts), smallest first while they fit the bytes it sheds; then it
+takes instead of the byte pick a replica of a still-crowded topic when one is within
+:data:`SPREAD_SIZE_MATCH` of the pick's size, and a replica goes first to a receiver below its
+topic's even share (among the top :data:`SPREAD_RECEIVER_SCAN` by quota): the copies the disk goal
+makes anyway then also spread topics, and the spread pass (:mod:`.spread`) has less left to copy.
+The quotas are unchanged, so the disk result is too; without the goal the search is byte for byte
+what it was. (When the crowded replicas are hot and the network-in pass cannot then bring every
+broker under its limit, the driver searches again without shedding them first:
+:func:`.flow.search_and_network`.)
 """
 from __future__ import annotations
 
@@ -88,6 +93,8 @@ class SpreadHint:
     even: dict[str, int]
     count: dict[tuple[str, int], int]
     crowded: dict[int, dict[str, int]]
+    #: a source sheds its crowded topics' excess before any other replica (:meth:`_Crowded.first`)
+    first: bool = True
 
 
 @dataclass
@@ -306,6 +313,27 @@ class _Crowded:
         if topic in self.excess:
             self.excess[topic] -= 1
 
+    def first(self, rows: list[tuple], budget: float) -> list[int]:
+        """The replicas the source sheds before any other: of each crowded topic its excess
+        count of smallest ones (the set the topic-spread term of the lower bound counts), smallest
+        first over all topics while their bytes add up to at most ``budget`` (most replicas for
+        the bytes; what does not fit is left to the spread pass).
+
+        :param budget: bytes the source sheds for the disk goal
+        """
+        left = dict(self.excess)
+        out: list[int] = []
+        for i in self.index:  # size ascending
+            if left[rows[i][0]] > 0:
+                left[rows[i][0]] -= 1
+                out.append(i)
+        total = 0.0
+        for cut, i in enumerate(out):
+            total += float(rows[i][3])
+            if total > budget:
+                return out[:cut]
+        return out
+
 
 def search_group(pdf: Any, inp: SearchInputs) -> Any:
     """Moves for one group's candidate replicas (pandas in, pandas out).
@@ -327,7 +355,7 @@ def search_group(pdf: Any, inp: SearchInputs) -> Any:
     if inp.spread is not None:  # the task counts its own moves onto receivers
         h = inp.spread
         inp = SearchInputs(inp.quotas, inp.rack, inp.group, inp.flows, inp.piece,
-                           SpreadHint(h.even, dict(h.count), h.crowded))
+                           SpreadHint(h.even, dict(h.count), h.crowded, h.first))
     # only a receiver's own rack may push it past its quota (once, not once per group)
     pools = (_Receivers(q.local, {b: RECEIVER_GIVE * q.give.get(b, 0.0) for b in q.local}, inp.group),
              _Receivers(q.exports, {b: q.slack.get(b, 0.0) for b in q.exports}, inp.group))
@@ -355,9 +383,12 @@ def _shed(src: int, rows: list[tuple], q: GroupQuotas, inp: SearchInputs,
     crowd = _Crowded(rows, hint.crowded[src]) if hint is not None and hint.crowded.get(src) else None
     out: list[tuple] = []
     order = iter(range(len(rows) - 1, -1, -1))
+    shed_first = crowd is not None and hint is not None and hint.first and not forced
+    first = iter(crowd.first(rows, left) if crowd is not None and shed_first else ())
     while True:
-        if forced:
-            i = next(order, None)
+        i = next(first, None)
+        if i is not None or forced:
+            i = i if i is not None else next(order, None)
         elif left <= slack:
             break
         else:
