@@ -7,7 +7,9 @@ What Kafka does (apache/kafka):
   (1 s); ``isQuotaExceeded`` is true while that rate is above the bound.
   ``SimpleRate.windowSize`` is the time since the oldest retained sample, never less than
   one sample window, so a fresh sensor allows about one window of bytes at once and a
-  sensor that has been recording for a while allows ``bound * 11 s - bytes in the window``.
+  sensor that has been recording for a while allows ``bound * span - bytes in the span``.
+  ``SampledStat`` keeps 12 samples and purges one once its last event is 11 s old, so
+  past its first window a sensor's span runs from 11 to 12 s and falls back each second.
 - Leader side, ``KafkaApis.handleFetchRequest`` records the size of every follower fetch
   response for throttled partitions (``sizeOfThrottledPartitions``), from in-sync and
   out-of-sync followers alike; ``ReplicaManager.shouldLeaderThrottle`` holds back only
@@ -24,26 +26,23 @@ over the last window, so the bytes in the window are exact in closed form betwee
 While the allowance ``bound * span - bytes in the window`` is positive, out-of-sync
 throttled flows are not held back; once it reaches zero they share ``bound - in-sync
 recorded traffic`` (what keeps the measured rate at the bound), and nothing at all while
-in-sync traffic alone is above it. Bytes leave the window a window after they were
-recorded, as in Kafka (where whole 1 s samples leave at once; the per-second sawtooth is
-not modelled). An earlier version let bytes leave exponentially; calibration against
-Apache Kafka 4.3.1 (benchmarks/calibration.py, docs/SIMULATOR.md) showed that made a
-leader quota filled by in-sync traffic last about 40% longer than Kafka's.
+in-sync traffic alone is above it. Bytes leave the window with their whole sample, as in
+Kafka: between purges the span's start stays put and only its end grows (the sawtooth).
+An earlier version let bytes leave exponentially; calibration against Apache Kafka 4.3.1
+(benchmarks/calibration.py, docs/SIMULATOR.md) showed that made a leader quota filled by
+in-sync traffic last about 40% longer than Kafka's; a later one slid a window of exactly
+11 s on the leader side, which made a leader-bound move 20% slower than Kafka's (g).
 """
 from __future__ import annotations
 
 import bisect
 import math
 
-import numpy
-
 #: replication.quota.window.num and replication.quota.window.size.seconds defaults.
 DEFAULT_SAMPLES = 11
 DEFAULT_SAMPLE_SECONDS = 1.0
 #: Bytes of allowance below which a quota counts as exhausted (float rounding).
 _EPS_BYTES = 1.0
-#: Breakpoints from which _least_net_leaving's pass is cheaper in numpy (its fixed cost is a few µs).
-_VECTOR_MIN = 48
 
 
 class QuotaMeter:
@@ -52,7 +51,8 @@ class QuotaMeter:
     :param samples: replication.quota.window.num
     :param sample_seconds: replication.quota.window.size.seconds
     :param aged: the sensor records all the time, so its window is always full: the leader
-        side, where KafkaApis records every follower fetch response, zero bytes included.
+        side, where KafkaApis records every follower fetch response, zero bytes included; its
+        samples run on a grid of whole samples from the broker's start (model time 0).
         A follower-side sensor records only throttled partitions' bytes, starts fresh (one
         sample) and starts fresh again once every sample has gone obsolete.
     """
@@ -99,8 +99,8 @@ class QuotaMeter:
             slope = self.rate
         return c0 + slope * (x - t0)
 
-    def _span(self, x: float) -> float:
-        """SimpleRate.windowSize at ``x``: time since the oldest sample, at least one sample.
+    def _tail(self, x: float) -> float:
+        """Start of the oldest retained sample at ``x`` (SampledStat.oldest after the purge).
 
         A follower-side sensor's samples are ``min_span`` long from its first record on
         (SampledStat.advance starts a sample when the current one is complete), and
@@ -110,21 +110,31 @@ class QuotaMeter:
         together with that sample's bytes. A sliding window of fixed length instead let a
         fresh sensor's first burst (a sample's worth recorded at once) leave a window later
         while the span stayed put: a spurious sample of allowance, seen in calibration as a
-        20 MB move at 2 MB/s finishing 0.6 s early.
+        20 MB move at 2 MB/s finishing 0.6 s early. A leader-side (aged) sensor is past its
+        first window from the start, so its span is always on that sawtooth; taken as exactly
+        the window instead, a leader-bound move (calibration g) took 20% longer than Kafka's.
+        A record at a sample's start is in that sample (it started it).
         """
-        if self.aged:
-            return self.window
-        if self.first is None:
-            return self.min_span
-        d = x - self.first
-        if d < self.window:
-            return max(self.min_span, d)
-        return d - math.floor((d - self.window) / self.min_span + 1e-9) * self.min_span
+        origin = 0.0 if self.aged else self.first
+        if origin is None:
+            return x
+        d = x - origin
+        if d < self.window and not self.aged:
+            return origin
+        return origin + math.floor((d - self.window) / self.min_span + 1e-9) * self.min_span
+
+    def _span(self, x: float) -> float:
+        """SimpleRate.windowSize at ``x``: time since the oldest sample, at least one sample."""
+        return max(self.min_span, x - self._tail(x))
+
+    def _in_span(self, x: float, tail: float) -> float:
+        """Bytes recorded from ``tail`` (a lump there included) to ``x``."""
+        return self._cum(x) - self._cum(tail, left=True)
 
     def _allowance_at(self, bound: float, x: float, left: bool = False) -> float:
-        # left: just before x, so before a follower sensor's sample purge at x too
-        span = self._span(x - 1e-6) + 1e-6 if left and not self.aged else self._span(x)
-        return bound * span - (self._cum(x) - self._cum(x - span, left))
+        # left: just before x, so before a sample purge at x too
+        tail = self._tail(x - 1e-6 if left else x)
+        return bound * max(self.min_span, x - tail) - self._in_span(x, tail)
 
     @property
     def span(self) -> float:
@@ -136,7 +146,7 @@ class QuotaMeter:
         """Bytes recorded in the window now."""
         if self.t is None:
             return 0.0
-        return self._cum(self.t) - self._cum(self.t - self._span(self.t))
+        return self._in_span(self.t, self._tail(self.t))
 
     # -- recording
     def _open(self, now: float) -> None:
@@ -153,16 +163,16 @@ class QuotaMeter:
         :param now: simulated seconds
         """
         if self.t is None:
-            if self.rate > 0:
+            if self.rate > 0 or self.aged:  # a leader-side sensor's span moves on from its first look
                 self._open(now)
             return
         if now <= self.t:
             return
         self.t = now
         ts = self.ts
-        # keep the last breakpoint before the window (a follower sensor's oldest sample may
-        # start up to one sample before it)
-        keep = self.window + (0.0 if self.aged else self.min_span)
+        # keep the last breakpoint before the window (the oldest retained sample may start
+        # up to one sample before it)
+        keep = self.window + self.min_span
         cut = bisect.bisect_right(ts, now - keep) - 1
         if cut > 0:
             del ts[:cut], self.cs[:cut]
@@ -235,77 +245,38 @@ class QuotaMeter:
     def bound_rate(self, bound: float) -> float:
         """Recording rate that holds the allowance where it is now, until the next break.
 
-        At the bound Kafka lets through what leaves the window plus what the window grows by.
+        At the bound Kafka lets through what the span grows by: between purges the span
+        starts at the oldest retained sample, so nothing leaves it (a fresh follower-side
+        sensor's first sample neither grows nor loses anything).
 
         :param bound: the quota in bytes/s
         """
-        if self.t is None:
+        if self.t is None or self.first is None:
             return 0.0
-        x = self.t
-        if not self.aged and self.first is not None:
-            # the tail stays at the oldest sample's start between purges: only the span grows
-            return bound if x - self.first >= self.min_span - 1e-9 else 0.0
-        span = self._span(x)
-        grows = not self.aged and self.first is not None and self.min_span <= x - self.first < self.window
-        ts, cs = self.ts, self.cs
-        tail = x - span
-        slope = 0.0
-        if grows:
-            pass  # the tail stays at the first sample while the window grows
-        elif ts and tail + 1e-9 >= ts[0]:
-            # the segment just after the tail (an event lands on a breakpoint up to rounding)
-            i = bisect.bisect_right(ts, tail + 1e-9) - 1
-            slope = (cs[i + 1] - cs[i]) / (ts[i + 1] - ts[i]) if i + 1 < len(ts) and ts[i + 1] > ts[i] else (
-                self.rate if i + 1 >= len(ts) else 0.0)
-        return (bound if grows else 0.0) + slope
+        return bound if self.aged or self.t - self.first >= self.min_span - 1e-9 else 0.0
 
     def next_break(self) -> float:
-        """Seconds until the allowance's slope next changes (inf if never)."""
+        """Seconds until the allowance's slope next changes or it jumps (inf if never)."""
         if self.t is None:
             return math.inf
-        if self.aged:
-            k = self._next_leaving()
-            return self.ts[k] + self.window - self.t if k < len(self.ts) else math.inf
         breaks = self._breaks(self.t)
         return breaks[0] if breaks else math.inf
 
-    def _next_leaving(self) -> int:
-        """Index of an open aged meter's next breakpoint to leave the window (``len(ts)``: none)."""
-        # _breaks' first: the breakpoints are in time order, and so are their exits
-        now, w = self.t, self.window
-        assert now is not None
-        return bisect.bisect_right(self.ts, 1e-12, key=lambda th: th + w - now)
-
-    def break_step(self) -> float:
-        """By how much the allowance's slope changes at the next break, in bytes/s.
-
-        Infinite where the allowance jumps or the break is not a breakpoint leaving the window:
-        a follower-side sensor (its breaks are sample purges) and a lump leaving.
-        """
-        if self.t is None or not self.aged:
-            return math.inf
-        k, ts, cs = self._next_leaving(), self.ts, self.cs
-        n = len(ts)
-        if k >= n or (k > 0 and ts[k - 1] == ts[k]) or (k + 1 < n and ts[k + 1] == ts[k]):
-            return math.inf
-        before = (cs[k] - cs[k - 1]) / (ts[k] - ts[k - 1]) if k > 0 else 0.0
-        after = (cs[k + 1] - cs[k]) / (ts[k + 1] - ts[k]) if k + 1 < n else self.rate
-        return abs(after - before)
-
     def _breaks(self, now: float) -> list[float]:
-        """Future times (as offsets from ``now``) where the allowance's slope changes or jumps."""
-        if not self.aged and self.first is not None:
-            # the span stops being one sample, then the oldest sample is purged every sample;
-            # a window later every retained sample holds the current rate and the sawtooth
-            # repeats itself, so the purges of the next window and a bit are enough
-            ms = self.min_span
-            d = now - self.first
-            k = math.floor(max(0.0, d - self.window) / ms + 1e-9) + 1
-            n = int(self.window / ms) + 3
-            out = [self.first + ms - now] + [self.first + self.window + (k + i) * ms - now for i in range(n)]
-            return sorted(x for x in out if x > 1e-12)
-        out = [th + self.window - now for th in self.ts]
-        return sorted(d for d in out if d > 1e-12)
+        """Future times (as offsets from ``now``) where the allowance's slope changes or jumps.
+
+        The span stops being one sample (a fresh follower-side sensor), then the oldest sample
+        is purged every sample; a window later every retained sample holds the current rate
+        and the sawtooth repeats itself, so the purges of the next window and a bit are enough.
+        """
+        ms, w = self.min_span, self.window
+        origin = 0.0 if self.aged else self.first
+        assert origin is not None
+        d = now - origin
+        k = math.floor((d - w if self.aged else max(0.0, d - w)) / ms + 1e-9) + 1
+        out = [] if self.aged else [origin + ms - now]
+        out += [origin + w + (k + i) * ms - now for i in range(int(w / ms) + 3)]
+        return sorted(x for x in out if x > 1e-12)
 
     def seconds_to_cross(self, bound: float, level: float = 0.0) -> float:
         """Seconds until the allowance, moving at the current rate, reaches ``level`` (inf if never).
@@ -316,20 +287,34 @@ class QuotaMeter:
         if self.t is None:
             return math.inf if self.rate <= 0 or bound * self.min_span <= level else \
                 (bound * self.min_span - level) / self.rate
-        if self.aged:
-            return self._sweep_to_cross(bound, level)
+        if self.aged and self._least_allowance(bound) - level > _EPS_BYTES:
+            return math.inf
         return self._walk_to_cross(bound, level)
 
+    def _least_allowance(self, bound: float) -> float:
+        """A floor under an open aged meter's allowance from now on, at the current rate.
+
+        Its span is at least the window, and what it counts is at most what the longest span
+        holds now plus what the current rate adds in a longest span: most quotas stay open
+        on their course, and this answers "never" for them without walking the purges.
+
+        :param bound: the quota in bytes/s
+        """
+        now = self.t
+        assert now is not None
+        longest = self.window + self.min_span
+        return bound * self.window - self._in_span(now, now - longest) - self.rate * longest
+
     def _walk_to_cross(self, bound: float, level: float) -> float:
-        """seconds_to_cross of an open meter, from break to break (any sensor)."""
+        """seconds_to_cross of an open meter, from break to break."""
         now = self.t
         assert now is not None
         side = self._allowance_at(bound, now) - level
         if side == 0:
             return math.inf
         d0 = 0.0
-        # piecewise linear between breaks, upward jumps at breaks (lumps leaving the window);
-        # after the last break the window holds only current-rate bytes: constant from then on
+        # linear between breaks (the span's start stays put), jumps at breaks (samples purged);
+        # after the last break the sawtooth repeats what the last sample did
         for d1 in self._breaks(now):
             a0 = self._allowance_at(bound, now + d0) - level
             if d0 > 1e-9 and (a0 > 0) != (side > 0):
@@ -342,104 +327,13 @@ class QuotaMeter:
             return d0
         return math.inf
 
-    def _sweep_to_cross(self, bound: float, level: float) -> float:
-        """seconds_to_cross of an open aged meter: :meth:`_walk_to_cross` in one pass.
-
-        Its span is always the window and its breaks are its breakpoints leaving the window,
-        in order, so the walk's bisections (four per break, at every re-plan, for every quota:
-        the rehearsal's hot spot) are replaced by the breakpoint at hand. The arithmetic is
-        the walk's, rounding included: the tail ``now + d - window`` may land an ulp either
-        side of the breakpoint, which decides whether a lump leaving counts as a jump there.
-        """
-        now = self.t
-        assert now is not None
-        ts, cs, w, rate = self.ts, self.cs, self.window, self.rate
-        n = len(ts)
-        last_t, last_c = ts[-1], cs[-1]
-        side = bound * w - (self._cum(now) - self._cum(now - w)) - level
-        if side == 0:
-            return math.inf
-        up = side > 0
-        if up and side - rate * w > _EPS_BYTES:
-            # bytes leaving only raise the allowance, and recording lowers it by at most
-            # rate * window before the window holds current-rate bytes alone: it stays above
-            # the level (far beyond rounding), as the sweep would find break after break
-            return math.inf
-        if up and side + self._least_net_leaving(now, rate) > _EPS_BYTES:
-            return math.inf  # the same argument with what leaves the window counted too
-        d0, a0 = 0.0, side  # the last break and the allowance just after it
-        k = 0
-        while k < n:
-            th = ts[k]
-            j = k
-            while j + 1 < n and ts[j + 1] == th:
-                j += 1  # a lump: two breakpoints at one time
-            d1 = th + w - now
-            if d1 > 1e-12:
-                x = now + d1
-                head = cs[0] if x <= ts[0] else last_c + rate * (x - last_t)  # _cum(x): x is past ts[-1]
-                a1 = bound * w - (head - self._cum_near(x - w, k, j, True)) - level
-                if a1 == 0 or (a1 > 0) != up:
-                    return d0 + (d1 - d0) * a0 / (a0 - a1) if a0 != a1 else d1
-                d0 = d1
-                a0 = bound * w - (head - self._cum_near(x - w, k, j, False)) - level
-                if d0 > 1e-9 and (a0 > 0) != up:
-                    return d0
-            k = j + 1
-        return math.inf
-
-    def _least_net_leaving(self, now: float, rate: float) -> float:
-        """Least, over the time ahead, of the bytes that left the window minus those recorded since ``now``.
-
-        An aged meter's allowance ``d`` seconds ahead is the allowance now plus that difference,
-        so when the allowance now exceeds minus this least value it never falls to zero on the
-        current course. Between breakpoints the difference is linear, and from a window ahead on
-        the window holds current-rate bytes alone, so the breakpoints in the window (before a
-        lump, its lower side) and the window's end are its only candidates: one pass over the
-        breakpoints, without the sweep's evaluation of the allowance at each.
-
-        :param now: the meter's time
-        :param rate: the current recording rate
-        """
-        ts, cs = self.ts, self.cs
-        tail = now - self.window
-        c_tail = self._cum(tail)
-        least = min(0.0, (self._cum(now) - c_tail) - rate * self.window)
-        k = bisect.bisect_right(ts, tail)
-        n = len(ts) - k
-        if n >= _VECTOR_MIN:
-            # the same operations element by element (numpy rounds each as Python does), at C speed:
-            # at 6,000 moves (simulator, decommission) this pass was 6% of the rehearsal's CPU
-            gaps = (numpy.array(cs[k:]) - c_tail) - rate * (numpy.array(ts[k:]) - tail)
-            least = min(least, float(gaps.min()))
-        elif n > 0:
-            least = min(least, min(map(lambda t, c: (c - c_tail) - rate * (t - tail), ts[k:], cs[k:])))
-        return least
-
-    def _cum_near(self, x: float, k: int, j: int, left: bool) -> float:
-        """``_cum(x, left)`` for ``x`` within rounding of ``ts[k] == ... == ts[j]``, without bisecting."""
-        ts, cs = self.ts, self.cs
-        n = len(ts)
-        if x <= ts[0]:
-            return cs[0]
-        th = ts[k]
-        if x < th or (x == th and left):
-            i = k - 1  # bisect lands before the breakpoint(s) at th
-            if ts[i] >= x:
-                return self._cum(x, left)
-        else:
-            i = j
-            if j + 1 < n and ts[j + 1] <= x:
-                return self._cum(x, left)
-        return self._on_segment(i, x)
-
     def cross_at(self, now: float, bound: float, level: float) -> float:
         """Time the allowance reaches ``level``: ``seconds_to_cross`` in absolute time, with a
         "never" kept while the meter's course, the bound and the level stay the same.
 
-        Most open quotas never cross on their course, and the sweep that finds that out (over
-        every breakpoint of the window, for every quota at every re-plan) was the rehearsal's
-        hot spot. Finite crossings are computed afresh every time: the walk started at a later
+        Most open quotas never cross on their course, and the walk that finds that out (over
+        a window of sample purges, for every quota at every re-plan) was the rehearsal's hot
+        spot. Finite crossings are computed afresh every time: the walk started at a later
         time lands on the same crossing only up to rounding, and the fluid model's event
         order (then the executor's choices) can turn on that last bit. A "never" is not kept
         while a lump is in the window: there the walk's window tail can land an ulp past the
@@ -461,8 +355,8 @@ class QuotaMeter:
         """Time of the allowance's next slope change: ``next_break`` in absolute time, kept
         until the meter's course changes or the break is reached.
 
-        The breaks are fixed points in time between rate changes, lumps and fresh windows, so
-        a quota at its bound whose recording rate a re-plan did not change costs nothing.
+        The breaks are sample purges, fixed points in time, so a quota at its bound whose
+        recording rate a re-plan did not change costs nothing.
         (Crossings are not kept that way: recomputed later, the walk can land a window's tail
         an ulp the other side of a lump and answer differently, so keeping one would change
         the model's event times; :meth:`cross_at` keeps only "never".)

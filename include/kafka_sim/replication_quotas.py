@@ -15,10 +15,6 @@ from kafka_sim.state import Partition, is_throttled
 #: quota meter keys are (side, broker id): the leader's and the follower's replication quota
 LEADER_QUOTA = "lt"
 FOLLOWER_QUOTA = "ft"
-#: A quota at its bound takes a small slope change (at most this fraction of the bound) at the
-#: next tick of a grid of this fraction of a sample (see ``_on_grid``).
-SMALL_BREAK = 1e-2
-BREAK_GRID = 0.1
 
 
 class ReplicationQuotas:
@@ -149,10 +145,11 @@ class ReplicationQuotas:
         The mode is decided afresh (the bytes in the window now); the event time is kept while
         the meter's course (its version), the bound and the mode stay the same and the event is
         ahead. Between events most quotas' courses do not change (a re-plan changes the rates of
-        the flows an event touched), and finding a crossing sweeps the whole window, which at
-        every re-plan for every quota was the rehearsal's hot spot. A kept crossing equals a
-        recomputed one up to rounding (the sweep started later); not kept while a lump is in the
-        window, where the sweep's answer can depend on when it starts (QuotaMeter.cross_at).
+        the flows an event touched), and finding a crossing walks a window of sample purges,
+        which at every re-plan for every quota was the rehearsal's hot spot. A kept crossing
+        equals a recomputed one up to rounding (the walk started later); not kept while a lump
+        is in the window, where the walk's answer can depend on when it starts
+        (QuotaMeter.cross_at).
         """
         bound = self._bound(key)
         if math.isinf(bound):
@@ -170,26 +167,7 @@ class ReplicationQuotas:
         elif mode < 0:
             event = meter.cross_at(self._t, bound, -band * 0.5)
         else:
-            event = self._on_grid(meter, bound, meter.break_at(self._t))  # at the bound until what leaves changes
+            event = meter.break_at(self._t)  # at the bound until the next sample purge
         if meter.t is not None and meter._lump_at < meter.ts[0]:
             self._kept_events[key] = (meter, (meter.version, bound, mode), event)
         return event
-
-    def _on_grid(self, meter: QuotaMeter, bound: float, event: float) -> float:
-        """A small break of a quota at its bound, moved to the next tick of a fixed grid.
-
-        At its bound a leader quota lets through what leaves its window, so every change of the
-        rates it records comes back a window later as a break, and each break re-plans every
-        flow: changes echo from quota to quota (decommission of 2,000 moves, simulator: 40 breaks
-        a simulated second, 83% of the re-plans). Most echoes change the slope by rounding or a
-        few thousandths; such a break is taken on the grid, where the echoes of the same window
-        meet (the window is a whole number of ticks). Taken up to a tick late, it moves the
-        allowance by at most ``SMALL_BREAK x bound x tick`` (1/5000 of the band within which
-        the quota counts as at its bound), and the next plan decides the mode from the bytes
-        then in the window. Jumps (a lump leaving, a sample purged) and larger steps stay exact.
-        """
-        if math.isinf(event) or meter.break_step() > SMALL_BREAK * bound:
-            return event
-        tick = meter.min_span * BREAK_GRID
-        at = math.ceil((event - 1e-9) / tick) * tick  # an echo lands on a tick up to rounding
-        return at if at > self._t else event

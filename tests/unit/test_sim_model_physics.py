@@ -77,11 +77,12 @@ def test_star_throttles_every_replica_and_flows_share_the_quota():
     st0, st1 = m.partition_state("t", 0), m.partition_state("t", 1)
     # one leader quota of 10 MB/s shared fairly by two throttled flows, after the burst an
     # idle leader sensor allows: its window is full (KafkaApis records every follower fetch,
-    # zero bytes too), so 11 samples x 10 MB/s = 110 MB go through at once; the burst leaves
-    # the window 11 s later and comes again (sliding window): 110 MB at 0, 11, 22, 33, 44 s
-    assert abs(st0["sizes"][4] - 275 * MB) < 5 * MB and abs(st1["sizes"][5] - 275 * MB) < 5 * MB
+    # zero bytes too), so 11 samples x 10 MB/s = 110 MB go through at once, and 10 MB more as
+    # the span grows to 12 s; then nothing while the purges of empty samples pull the span
+    # back, until the burst's sample leaves 12 s later: 120 MB at 0, 12, 24, 36, 48 s
+    assert abs(st0["sizes"][4] - 300 * MB) < 8 * MB and abs(st1["sizes"][5] - 300 * MB) < 8 * MB
     took = run_until(m, lambda: done(m, "t", 0)() and done(m, "t", 1)(), step=0.1)
-    assert abs(took - 198) / 198 < 0.02  # the 19th burst, at 18 x 11 s, moves the last 20 MB
+    assert abs(took - 192) / 192 < 0.02  # the 17th burst, at 16 x 12 s, moves the last 80 MB
 
 
 def test_in_sync_replicas_are_never_throttled():

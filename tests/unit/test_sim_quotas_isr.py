@@ -104,6 +104,56 @@ def test_quota_meter_window_follows_simple_rate():
     assert math.isinf(meter.seconds_to_cross(10 * MB, level=-1.0))  # nothing recorded: only grows
 
 
+
+def _sampled_stat_allowance(bound: float, records: dict[int, float], until_ms: int, at_ms: set[int]) -> dict[int, float]:
+    """Kafka's SampledStat and SimpleRate, event by event: ``bound * windowSize - total`` at ``at_ms``.
+
+    A leader-side sensor records every follower fetch (here every 10 ms from the broker's
+    start, ``records`` bytes at those times); 11 + 1 samples of 1 s, a sample started by the
+    first record a sample after the last one started, purged once its last event is 11 s old.
+    """
+    samples: list[list[float]] = []  # [start, last event, bytes]
+    current, out = 0, {}
+    for now in range(0, until_ms + 1, 10):
+        if not samples or now - samples[current][0] >= 1000:  # complete: SampledStat.advance
+            current = (current + 1) % 12 if samples else 0
+            if current == len(samples):
+                samples.append([now, now, 0.0])
+            else:
+                samples[current] = [now, now, 0.0]
+        samples[current][1:] = [now, samples[current][2] + records.get(now, 0.0)]
+        if now in at_ms:
+            for s in samples:  # purgeObsoleteSamples
+                if now - s[1] >= 11_000:
+                    s[:] = [now, now, 0.0]
+            span = max(now - min(s[0] for s in samples), 1000) / 1000
+            out[now] = bound * span - sum(s[2] for s in samples)
+    return out
+
+
+def test_leader_quota_span_follows_sampled_stat_purges():
+    # the leader side's span is not a fixed 11 s window: it runs from 11 to 12 s from the oldest
+    # retained sample's start and falls back each second, as whole samples (and their bytes) go
+    bound = 10 * MB
+    course = [(15_000, 4 * MB), (19_300, 0.0), (24_000, 1 * MB)]  # ms, bytes/s recorded from then on
+    lump_ms, lump = 22_000, 6 * MB
+    rate_at = lambda ms: next((r for t, r in reversed(course) if ms > t), 0.0)  # noqa: E731
+    records = {ms: rate_at(ms) * 0.01 for ms in range(0, 46_000, 10)}
+    records[lump_ms] += lump
+    probes = set(range(12_130, 46_000, 250))  # clear of the purges' 10 ms of event-time rounding
+    kafka = _sampled_stat_allowance(bound, records, 46_000, probes)
+    meter = QuotaMeter(samples=11, sample_seconds=1.0, aged=True)
+    for ms in sorted(probes | {t for t, _r in course} | {lump_ms}):
+        meter.advance(ms / 1000)
+        if ms == lump_ms:
+            meter.record(ms / 1000, lump)
+        for t, r in course:
+            if t == ms:
+                meter.set_rate(ms / 1000, r)
+        if ms in probes:
+            assert meter.allowance(bound) == pytest.approx(kafka[ms], abs=0.1 * MB), ms
+    assert max(kafka.values()) - min(kafka.values()) > 20 * MB  # the course did move the allowance
+
 def test_follower_on_a_slow_link_leaves_the_isr_and_rejoins():
     # Partition.getOutOfSyncReplicas: not caught up for replica.lag.time.max.ms (30 s),
     # checked every 15 s by ReplicaManager's isr-expiration task -> out within 30-45 s;
