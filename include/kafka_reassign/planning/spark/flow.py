@@ -215,8 +215,9 @@ def search_and_network(engine: Any, run: Run, targets: Targets, quotas: dict, fl
     tries = (True, False) if opts.balance_topic_spread and opts.balance_network_in else (True,)
     best, peak = None, math.inf
     for first in tries:
-        moves = run.timed("search_s", search_moves, engine, run, targets, quotas, flows, before, first)
-        moves = run.timed("network_in_s", network_moves, engine, run.brokers, targets, before, moves,
+        again = "" if first else "_again"  # the second try's timings apart from the first's
+        moves = run.timed(f"search{again}_s", search_moves, engine, run, targets, quotas, flows, before, first)
+        moves = run.timed(f"network_in{again}_s", network_moves, engine, run.brokers, targets, before, moves,
                           hard_caps(run), opts)
         limit = network_limit(run.brokers, targets, before.net_in, opts.network_in_tolerance)
         top = max(mid_loads(before, moves)[1].values(), default=0.0)
