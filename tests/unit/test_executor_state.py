@@ -272,6 +272,23 @@ def test_a_broker_busy_sending_still_takes_a_copy_in():
     assert sorted(ex.steps[i].partition for i in take(ex)) == [0, 1]
 
 
+def test_a_sender_slowed_at_a_shared_receiver_takes_a_copy_to_an_idle_one():
+    # Broker 1 has 300 MB in flight to broker 2 (over its 250 MB budget), but broker 2 shares its
+    # inbound throttle among four copies: 1 sends at a quarter of its rate. A copy from 1 to the
+    # idle broker 6 starts; with 1 moving at full rate it would wait.
+    limits = ExecutionLimits(max_movements_per_broker=20, budget_seconds=10.0, strategy="smallest-first")
+    steps = [*(s for p in (1, 2, 3) for s in chain("t", p, [(2 + p,), (2,)], size=50_000_000)),
+             *chain("t", 0, [(1,), (2,)], size=300_000_000), *chain("t", 4, [(1,), (6,)], size=400_000_000)]
+    ex = MoveExecutor(steps, limits, throttle_rate=25_000_000)
+    assert sorted(ex.steps[i].partition for i in take(ex)) == [0, 1, 2, 3]  # 1's lane got a step: full
+    assert [ex.steps[i].partition for i in take(ex)] == [4]
+    alone = MoveExecutor([*chain("t", 0, [(1,), (2,)], size=300_000_000), *chain("t", 4, [(1,), (6,)],
+                                                                                  size=400_000_000)],
+                         limits, throttle_rate=25_000_000)
+    assert [alone.steps[i].partition for i in take(alone)] == [0]
+    assert take(alone) == []  # 1 sends its 300 MB at its full rate: the copy to 6 waits
+
+
 def test_small_steps_fill_the_budget_up_to_the_count_cap():
     limits = ExecutionLimits(max_movements_per_broker=30, budget_seconds=10.0)
     ex = MoveExecutor(_one_receiver([5_000_000] * 100), limits, throttle_rate=25_000_000)

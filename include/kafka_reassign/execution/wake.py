@@ -86,6 +86,18 @@ def step_rates(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerR
             for i, it in items.items()}
 
 
+def lane_sending(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerRates | None = None
+                 ) -> dict[int, float]:
+    """Lane -> bytes/s its steps in flight are expected to move through it (:func:`step_rates`):
+    below the lane's rate when its steps are held back by busier lanes at their other end."""
+    rates = step_rates(items, rate, per_broker)
+    out: dict[int, float] = {}
+    for i, it in items.items():
+        for b in it.brokers:
+            out[b] = out.get(b, 0.0) + rates[i]
+    return out
+
+
 def bytes_left_now(items: Mapping[int, FlightItem], rate: float, now: float,
                    per_broker: BrokerRates | None = None) -> dict[int, float]:
     """Each step's bytes left now, projected from its last observation at its expected rate."""

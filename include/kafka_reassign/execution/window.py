@@ -14,7 +14,10 @@ from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.execution.cluster_io import classify, elect_leaders, submit
 from kafka_reassign.execution.outcome import Outcome, StepWatch
 from kafka_reassign.execution.step_state import IN_FLIGHT, StepStates, log
-from kafka_reassign.execution.wake import lane_broker, lane_left
+from kafka_reassign.execution.wake import lane_broker, lane_left, lane_sending
+
+#: a lane moving this share of its rate is full: rounding must not read a full lane as short
+SATURATED = 0.999
 from kafka_reassign.throttle.record import note_submitted
 
 
@@ -45,7 +48,10 @@ class AdmissionWindow(StepStates):
         cap_b, cap_l = self.broker_cap, self.limits.max_leader_movements
         reduced = self.reduced_broker_caps  # brokers adaptive concurrency holds below cap_b
         rate, per_broker = self.move_rate, self.broker_rates
-        left = lane_left(self.flight_items(), rate, time.time() if now is None else now, per_broker)
+        items = self.flight_items()
+        left = lane_left(items, rate, time.time() if now is None else now, per_broker)
+        sending = lane_sending(items, rate, per_broker)
+        fresh: set[int] = set()  # lanes given a step by this pick: its rate there is not known yet
         chosen: list[int] = []
         for bucket in self.ready.walk():
             for _, i in bucket:
@@ -57,18 +63,29 @@ class AdmissionWindow(StepStates):
                 if self.steps[i].moves_leader and self.leader_load >= cap_l:
                     continue
                 lanes = self.lanes(i)
-                busy = [k for k in lanes
-                        if left.get(k, 0.0) >= per_broker.get(lane_broker(k), rate) * self.limits.budget_seconds]
+                busy = [k for k in lanes if self._lane_busy(per_broker.get(lane_broker(k), rate), k, left, sending, fresh)]
                 if busy:
                     self._held_back.update(busy)
                     continue
                 self._hold(i, +1)
+                fresh.update(lanes)
                 for k in lanes:
                     left[k] = left.get(k, 0.0) + self.step_bytes[i]
                 chosen.append(i)
                 if len(chosen) >= room:
                     return chosen
         return chosen
+
+    def _lane_busy(self, lane_rate: float, k: int, left: dict[int, float], sending: dict[int, float],
+                   fresh: set[int]) -> bool:
+        """Whether lane ``k`` has its budget in flight and moves at its full rate: a lane whose
+        steps are slowed at their other end (a receiver shared with many copies) has room left
+        for a copy to an idle receiver, however many bytes it has in flight. (Decommission of a
+        rack, 6,000 moves on 60 brokers, in rehearsal: the busiest sender's lane sat under its
+        rate behind its budget and finished 1.13x its own work after the other lanes.)"""
+        if left.get(k, 0.0) < lane_rate * self.limits.budget_seconds:
+            return False
+        return k in fresh or sending.get(k, 0.0) >= lane_rate * SATURATED
 
     def refill(self, admin: KafkaAdminPort, now: float) -> list[int]:
         """Submit the next eligible steps that fit; returns the indices now in flight because of it."""
