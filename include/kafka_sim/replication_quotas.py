@@ -162,10 +162,10 @@ class ReplicationQuotas:
         if (kept is not None and kept[0] is meter and kept[1] == (meter.version, bound, mode)
                 and self._t < kept[2] and not self.replan_all):
             return kept[2]
-        if mode > 0:
+        if mode != 0:
+            # spent, or back under the bound (where Kafka lets a fetch through again): not before,
+            # or a quota held back between purges would let bytes in while still over its bound
             event = meter.cross_at(self._t, bound, 0.0)
-        elif mode < 0:
-            event = meter.cross_at(self._t, bound, -band * 0.5)
         else:
             event = meter.break_at(self._t)  # at the bound until the next sample purge
         if meter.t is not None and meter._lump_at < meter.ts[0]:
