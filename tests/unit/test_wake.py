@@ -5,7 +5,8 @@ import pytest
 
 from kafka_reassign.execution.outcome import StepWatch
 from kafka_reassign.execution.wake import (CHECK_GAP_SECONDS, FlightItem, WakeRule, lane_left, bytes_left_now,
-                                           due_times, lane_broker, low_water_time, next_check, step_rates,
+                                           due_times, lane_broker, lane_sending, low_water_time, max_min_rates,
+                                           next_check, step_rates,
                                            throttle_lanes)
 
 RATE = 10_000_000.0
@@ -17,6 +18,20 @@ def test_a_step_moves_at_its_smallest_share_of_the_throttle():
     items = {0: FlightItem((1, 4), 50e6, 0.0), 1: FlightItem((1, 5), 50e6, 0.0), 2: FlightItem((2, 5), 50e6, 0.0)}
     assert step_rates(items, RATE) == {0: 5e6, 1: 5e6, 2: 5e6}
     assert step_rates({0: FlightItem((1, 4), 1.0, 0.0)}, RATE) == {0: RATE}
+
+
+def test_a_lane_whose_steps_are_held_back_elsewhere_is_not_full():
+    # Broker 2 takes in four copies (a quarter of its throttle each), one of them from broker 1; 1's
+    # other copy, to the idle broker 6, gets the rest of 1's outbound throttle (max-min fair).
+    items = {i: FlightItem((~(3 + i), 2), 50e6, 0.0) for i in range(3)}
+    items[3] = FlightItem((~1, 2), 50e6, 0.0)
+    items[4] = FlightItem((~1, 6), 50e6, 0.0)
+    rates = max_min_rates(items, RATE)
+    assert rates == {0: RATE / 4, 1: RATE / 4, 2: RATE / 4, 3: RATE / 4, 4: RATE * 3 / 4}
+    assert lane_sending(items, RATE) == {**{~(3 + i): RATE / 4 for i in range(3)}, 2: RATE, ~1: RATE, 6: RATE * 3 / 4}
+    del items[4]  # alone, 1's copy to broker 2 leaves 1's outbound throttle three quarters idle
+    assert lane_sending(items, RATE)[~1] == RATE / 4
+    assert max_min_rates({0: FlightItem((), 1.0, 0.0)}, RATE, {1: 5.0}) == {0: RATE}
 
 
 def test_a_broker_sends_and_receives_on_two_throttles():

@@ -20,6 +20,7 @@ checked again every gap until the next full poll corrects its bytes left.
 """
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -88,13 +89,43 @@ def step_rates(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerR
 
 def lane_sending(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerRates | None = None
                  ) -> dict[int, float]:
-    """Lane -> bytes/s its steps in flight are expected to move through it (:func:`step_rates`):
-    below the lane's rate when its steps are held back by busier lanes at their other end."""
-    rates = step_rates(items, rate, per_broker)
+    """Lane -> bytes/s its steps in flight move through it, shared max-min fairly (what a step
+    does not get at its busiest lane goes to the others on its other lanes): below the lane's
+    rate when all its steps are held back by busier lanes at their other end."""
+    rates = max_min_rates(items, rate, per_broker)
     out: dict[int, float] = {}
     for i, it in items.items():
         for b in it.brokers:
             out[b] = out.get(b, 0.0) + rates[i]
+    return out
+
+
+def max_min_rates(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerRates | None = None
+                  ) -> dict[int, float]:
+    """Each step's max-min fair rate over its lanes (progressive filling: the lane with the least
+    share per step fixes its steps at that share, and gives the rest of their lanes what is left)."""
+    of = per_broker or {}
+    on: dict[int, set[int]] = {}
+    for i, it in items.items():
+        for b in it.brokers:
+            on.setdefault(b, set()).add(i)
+    cap = {b: of.get(lane_broker(b), rate) for b in on}
+    heap = [(cap[b] / len(steps), b) for b, steps in on.items()]
+    heapq.heapify(heap)
+    out = {i: rate for i, it in items.items() if not it.brokers}
+    while heap:
+        share, b = heapq.heappop(heap)
+        steps = on.get(b)
+        if not steps or share != cap[b] / len(steps):
+            continue  # stale: the lane lost steps or capacity since it was pushed
+        for i in list(steps):
+            out[i] = share
+            for k in items[i].brokers:
+                on[k].discard(i)
+                cap[k] = max(0.0, cap[k] - share)
+                if k != b and on[k]:
+                    heapq.heappush(heap, (cap[k] / len(on[k]), k))
+        del on[b]
     return out
 
 
