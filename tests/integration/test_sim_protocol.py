@@ -147,6 +147,32 @@ def test_cached_full_metadata_follows_state_changes(sim_cluster: Any, small_snap
     assert "fresh" in names
 
 
+def test_requested_topics_metadata_matches_the_full_answer_and_follows_changes(sim_cluster: Any,
+                                                                              small_snapshot: dict) -> None:
+    # The requested-topics answer is assembled from the same cached per-topic bytes as the full one.
+    cluster = sim_cluster(small_snapshot)
+    addr = cluster.endpoints[1]
+    T = MetadataRequest.MetadataRequestTopic
+    for version, cid in ((9, 10), (12, 20)):
+        full = {t.name: t for t in MetadataResponse.decode(
+            _roundtrip(addr, _request(MetadataRequest(topics=None, allow_auto_topic_creation=False), version, cid)
+                       )[5:], version=version).topics}
+        req = MetadataRequest(topics=[T(name="orders"), T(name="nope"), T(name="clicks")],
+                              allow_auto_topic_creation=False)
+        resp = MetadataResponse.decode(_roundtrip(addr, _request(req, version, cid + 1))[5:], version=version)
+        assert [t.name for t in resp.topics] == ["orders", "nope", "clicks"]
+        assert resp.topics[0] == full["orders"] and resp.topics[2] == full["clicks"]
+        assert resp.topics[1].error_code == 3 and resp.topics[1].partitions == []
+        assert sorted(b.node_id for b in resp.brokers) == sorted(b.node_id for b in MetadataResponse.decode(
+            _roundtrip(addr, _request(MetadataRequest(topics=[], allow_auto_topic_creation=False), version, cid + 2)
+                       )[5:], version=version).brokers)
+    cluster.stop_broker(2)
+    req = MetadataRequest(topics=[T(name="orders")], allow_auto_topic_creation=False)
+    (orders,) = MetadataResponse.decode(_roundtrip(addr, _request(req, 12, 30))[5:], version=12).topics
+    p1 = next(p for p in orders.partitions if p.partition_index == 1)
+    assert 2 not in p1.isr_nodes and p1.leader_id in (3, 4) and list(p1.offline_replicas) == [2]
+
+
 def _batch(values: list[bytes], producer_id: int = -1, base_sequence: int = -1) -> bytearray:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 

@@ -114,16 +114,28 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         """Metadata of ``topics`` (all when None)."""
         from kafka.errors import for_code
         out = []
-        for t in self._call("Metadata", "describe_topics", topics):
-            code = t.get("error_code", 0) or 0
-            parts = tuple(PartitionMetadata(partition=int(p["partition_index"]), leader=int(p.get("leader_id", -1)),
-                                            replicas=tuple(int(x) for x in p.get("replica_nodes", []) or []),
-                                            isr=tuple(int(x) for x in p.get("isr_nodes", []) or []),
-                                            offline=tuple(int(x) for x in p.get("offline_replicas", []) or []))
-                          for p in t.get("partitions", []) or [])
-            out.append(TopicMetadata(name=t["name"], partitions=parts, internal=bool(t.get("is_internal", False)),
+        for t in self._retried("Metadata", lambda: self._metadata_topics(topics)):
+            parts = tuple(PartitionMetadata(partition=int(p.partition_index), leader=int(p.leader_id),
+                                            replicas=tuple(p.replica_nodes or ()), isr=tuple(p.isr_nodes or ()),
+                                            offline=tuple(p.offline_replicas or ()))
+                          for p in t.partitions or ())
+            code = t.error_code or 0
+            out.append(TopicMetadata(name=t.name, partitions=parts, internal=bool(t.is_internal),
                                      error=error_name(for_code(code)) if code else None))
         return out
+
+    def _metadata_topics(self, topics: list[str] | None) -> list:
+        """One Metadata request, its topic entries as decoded. Sent without kafka-python's
+        ``describe_topics``, which turns the whole answer into dicts and asks for ACL operations:
+        the executor's health read of a thousand topics spent more time there than decoding."""
+        from kafka.protocol.metadata import MetadataRequest
+        manager = self._open._manager
+        wanted = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
+        request = MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
+
+        async def ask() -> list:
+            return list((await manager.send(request)).topics)
+        return self._within_deadline("Metadata", manager.run, (ask,), {})
 
     def cluster_state(self, include_log_dirs: bool = True, topics: list[str] | None = None) -> ClusterState:
         """Read brokers, topics (replicas, ISR, leader, offline), min ISR, sizes, log dirs, in-flight moves.

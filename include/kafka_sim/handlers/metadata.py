@@ -80,7 +80,7 @@ class MetadataHandlers(HandlerBase):
         with self.model.lock:
             self.model.advance()
             if not all_topics:
-                return self._build_metadata(v, self._requested_topics(v, request))
+                return self._requested_body(v, flexible, self._requested_topics(v, request))
             state = self._metadata_state_key()
             cached = self._metadata_cache.get(v)
             if state is None or cached is None or cached[0] != state:
@@ -105,15 +105,6 @@ class MetadataHandlers(HandlerBase):
                 code = INVALID_TOPIC_EXCEPTION
             wanted.append((topic, rt.name, tid, code))
         return wanted
-
-    def _partition_entry(self, p: Partition, alive: set[int]) -> Any:
-        return MetadataResponse.MetadataResponseTopic.MetadataResponsePartition(**_partition_fields(p, alive))
-
-    def _topic_entry(self, topic: Topic, alive: set[int]) -> Any:
-        TopicCls = MetadataResponse.MetadataResponseTopic
-        parts = [self._partition_entry(p, alive) for p in topic.partitions]
-        return TopicCls(error_code=NONE, name=topic.name, topic_id=topic.topic_id,
-                        is_internal=topic.internal, partitions=parts)
 
     def _encode_topic(self, topic: Topic, alive: set[int], v: int, flexible: bool,
                       previous: tuple[Any, ...] | None) -> tuple[bytes, list[Any], list[bytes]]:
@@ -150,42 +141,47 @@ class MetadataHandlers(HandlerBase):
                                                                rack=b.rack))
         return out
 
-    def _build_metadata(self, v: int, wanted: list[tuple[Any, str | None, Any, int]]) -> Any:
-        TopicCls = MetadataResponse.MetadataResponseTopic
+    def _requested_body(self, v: int, flexible: bool, wanted: list[tuple[Any, str | None, Any, int]]) -> RawBody:
+        """A response for the requested topics, from the same per-topic bytes as the all-topics one
+        (a health read of a thousand topics every 30 s would otherwise rebuild each partition)."""
+        outer = MetadataResponse.fields["topics"].array_of
         alive = {b.id for b in self._alive_brokers()}
-        topics_out = []
+        alive_key = frozenset(alive)
+        chunks = []
         for topic, name, tid, code in wanted:
             if topic is None:
-                topics_out.append(TopicCls(error_code=code, name=name, topic_id=tid or ZERO_UUID,
-                                           is_internal=False, partitions=[]))
+                missing = MetadataResponse.MetadataResponseTopic(error_code=code, name=name, topic_id=tid or ZERO_UUID,
+                                                                 is_internal=False, partitions=[])
+                chunks.append(outer.encode(missing, version=v, compact=flexible, tagged=flexible))
             else:
-                topics_out.append(self._topic_entry(topic, alive))
-        return MetadataResponse(version=v, throttle_time_ms=0, brokers=self._broker_entries(),
-                                cluster_id=self.model.cluster_id,
-                                controller_id=self.model.controller_id, topics=topics_out,
-                                error_code=NONE)
+                chunks.append(self._topic_bytes_of(topic, alive, alive_key, v, flexible))
+        head, tail = self._envelope(v, flexible, self.model.controller_id)
+        return RawBody([head, _array_count(len(chunks), flexible), *chunks, tail], flexible)
+
+    def _topic_bytes_of(self, topic: Topic, alive: set[int], alive_key: frozenset[int], v: int, flexible: bool
+                        ) -> bytes:
+        """One topic's encoded entry, cached until its partitions or the live brokers change."""
+        cache = self._topic_bytes.setdefault(v, {})
+        key = (topic.topic_id, topic.version, len(topic.partitions))
+        hit = cache.get(topic.name)
+        if hit is None or hit[0] != key or hit[1] != alive_key:
+            # partition bytes are reusable only while the same brokers are alive
+            previous = hit[3:] if hit is not None and hit[0][0] == topic.topic_id and hit[1] == alive_key else None
+            body, pkeys, pchunks = self._encode_topic(topic, alive, v, flexible, previous)
+            hit = (key, alive_key, body, pkeys, pchunks)
+            cache[topic.name] = hit
+        return hit[2]
 
     def _encode_topics_blob(self, v: int, flexible: bool) -> list[bytes]:
         """The all-topics array (count, then one buffer per topic), reusing unchanged topics' bytes."""
         alive = {b.id for b in self._alive_brokers()}
         alive_key = frozenset(alive)
+        chunks = [self._topic_bytes_of(self.model.topics[name], alive, alive_key, v, flexible)
+                  for name in sorted(self.model.topics)]
         cache = self._topic_bytes.setdefault(v, {})
-        chunks = []
-        for name in sorted(self.model.topics):
-            topic = self.model.topics[name]
-            key = (topic.topic_id, topic.version, len(topic.partitions))
-            hit = cache.get(name)
-            if hit is None or hit[0] != key or hit[1] != alive_key:
-                # partition bytes are reusable only while the same brokers are alive
-                previous = hit[3:] if hit is not None and hit[0][0] == topic.topic_id and hit[1] == alive_key else None
-                body, pkeys, pchunks = self._encode_topic(topic, alive, v, flexible, previous)
-                hit = (key, alive_key, body, pkeys, pchunks)
-                cache[name] = hit
-            chunks.append(hit[2])
         for gone in set(cache) - set(self.model.topics):
             del cache[gone]
-        count = _uvarint(len(chunks) + 1) if flexible else struct.pack(">i", len(chunks))
-        return [count, *chunks]
+        return [_array_count(len(chunks), flexible), *chunks]
 
     def _envelope(self, v: int, flexible: bool, controller: int) -> tuple[bytes, bytes]:
         """The response around the topic array: (bytes before it, bytes after it)."""
@@ -248,6 +244,11 @@ def _partition_fields(p: Partition, alive: set[int]) -> dict[str, Any]:
             "isr_nodes": list(p.isr), "offline_replicas": [b for b in p.replicas if b not in alive]}
 
 
+def _array_count(n: int, flexible: bool) -> bytes:
+    """An array's length prefix: compact (uvarint n + 1) or int32."""
+    return _uvarint(n + 1) if flexible else struct.pack(">i", n)
+
+
 def _splice_array(encoded_empty: bytes, suffix_len: int, flexible: bool, items: list[bytes]) -> bytes:
     """Put pre-encoded array items into a structure encoded with that (last) array empty.
 
@@ -260,7 +261,7 @@ def _splice_array(encoded_empty: bytes, suffix_len: int, flexible: bool, items: 
     end = len(encoded_empty) - suffix_len
     head = encoded_empty[:end - marker_len]
     tail = encoded_empty[end:]
-    count = _uvarint(len(items) + 1) if flexible else struct.pack(">i", len(items))
+    count = _array_count(len(items), flexible)
     return b"".join([head, count, *items, tail])
 
 
