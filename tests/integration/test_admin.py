@@ -35,6 +35,19 @@ def test_cluster_state(cluster_admin):
     assert st.cluster_id and st.in_flight == {}
 
 
+def test_partition_metadata_answers_the_partitions_asked_only(cluster_admin):
+    cluster, admin = cluster_admin
+    got = admin.partition_metadata([("orders", 1), ("clicks", 0), ("orders", 9), ("nope", 0)])
+    assert sorted(got) == [("clicks", 0), ("orders", 1)]  # no such partition / topic: absent
+    whole = {(t.name, p.partition): p for t in admin.topic_metadata(["orders", "clicks"]) for p in t.partitions}
+    assert got[("orders", 1)] == whole[("orders", 1)] and got[("clicks", 0)] == whole[("clicks", 0)]
+    assert got[("orders", 1)].replicas == (2, 3, 4) and set(got[("orders", 1)].isr) == {2, 3, 4}
+    cluster.stop_broker(3)
+    after = admin.partition_metadata([("orders", 1)])[("orders", 1)]
+    assert 3 not in after.isr and after.offline == (3,)
+    assert admin.partition_metadata([]) == {}
+
+
 def test_configs_set_read_delete(cluster_admin):
     cluster, admin = cluster_admin
     admin.alter_configs([ConfigChange("broker", "2", LEADER_RATE, None, "1234567"),

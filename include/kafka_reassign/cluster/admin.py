@@ -21,7 +21,7 @@ raised, so a caller can report every partition.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from kafka_reassign.cluster.calls import (KIP455_APIS, SECRET_KWARGS, TRANSIENT_PARTITION_ERRORS,
                                           UnsupportedClusterError, error_name, is_transient, log, redact)
@@ -33,6 +33,13 @@ from kafka_reassign.cluster.tiered import EARLIEST, EARLIEST_LOCAL, EARLIEST_LOC
 from kafka_reassign.errors import KafkaAdminError
 from kafka_reassign.cluster.state import (BrokerInfo, ClusterState, DirSpace, InFlight, PartitionInfo,
                                           ReplicaLogDir, TopicInfo, TopicPartition)
+
+def _partition_of(p: Any) -> PartitionMetadata:
+    """A decoded Metadata partition entry as plain data."""
+    return PartitionMetadata(partition=int(p.partition_index), leader=int(p.leader_id),
+                             replicas=tuple(p.replica_nodes or ()), isr=tuple(p.isr_nodes or ()),
+                             offline=tuple(p.offline_replicas or ()))
+
 
 #: Per topic: partition index -> its Metadata.
 TopicPartitions = dict[str, dict[int, PartitionMetadata]]
@@ -115,13 +122,27 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         from kafka.errors import for_code
         out = []
         for t in self._retried("Metadata", lambda: self._metadata_topics(topics)):
-            parts = tuple(PartitionMetadata(partition=int(p.partition_index), leader=int(p.leader_id),
-                                            replicas=tuple(p.replica_nodes or ()), isr=tuple(p.isr_nodes or ()),
-                                            offline=tuple(p.offline_replicas or ()))
-                          for p in t.partitions or ())
+            parts = tuple(_partition_of(p) for p in t.partitions or ())
             code = t.error_code or 0
             out.append(TopicMetadata(name=t.name, partitions=parts, internal=bool(t.is_internal),
                                      error=error_name(for_code(code)) if code else None))
+        return out
+
+    def partition_metadata(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionMetadata]:
+        """Metadata of these partitions only: their topics are read whole (Metadata cannot name a
+        partition), but only the wanted entries are built (the executor reads a few partitions
+        of each of a thousand topics)."""
+        wanted: dict[str, set[int]] = {}
+        for t, p in keys:
+            wanted.setdefault(t, set()).add(p)
+        if not wanted:
+            return {}
+        out = {}
+        for t in self._retried("Metadata", lambda: self._metadata_topics(sorted(wanted))):
+            mine = wanted.get(t.name, ())
+            for p in t.partitions or ():
+                if p.partition_index in mine:
+                    out[(t.name, int(p.partition_index))] = _partition_of(p)
         return out
 
     def _metadata_topics(self, topics: list[str] | None) -> list:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping, Protocol, runtime_checkable
 
 from kafka_reassign.cluster.config_source import ConfigChangeLike, ConfigsRead
-from kafka_reassign.cluster.metadata import ClusterDescription, TopicMetadata
+from kafka_reassign.cluster.metadata import ClusterDescription, PartitionMetadata, TopicMetadata
 from kafka_reassign.cluster.state import ClusterState, InFlight, ReplicaLogDir, TopicPartition
 from kafka_reassign.cluster.tiered import TieredOffsets
 
@@ -62,6 +62,10 @@ class KafkaAdminPort(ClusterReader, TieredReader, Protocol):
 
     def topic_metadata(self, topics: list[str] | None = None) -> list[TopicMetadata]:
         """Metadata of ``topics`` (all when None)."""
+        ...
+
+    def partition_metadata(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionMetadata]:
+        """Metadata of these partitions (absent: the partition does not exist)."""
         ...
 
     def read_configs(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),

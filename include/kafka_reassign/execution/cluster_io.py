@@ -36,17 +36,6 @@ class ClusterView:
     futures: set[tuple[str, int, int]] = field(default_factory=set)
 
 
-def partition_metadata(admin: KafkaAdminPort, topics: Sequence[str]) -> dict[TopicPartition, PartitionMetadata]:
-    """(topic, partition) -> :class:`~kafka_reassign.cluster.metadata.PartitionMetadata` of ``topics``."""
-    out: dict[TopicPartition, PartitionMetadata] = {}
-    if not topics:
-        return out
-    for t in admin.topic_metadata(sorted(set(topics))):
-        for p in t.partitions:
-            out[(t.name, p.partition)] = p
-    return out
-
-
 def read_cluster(admin: KafkaAdminPort, steps: Sequence[StepMove], whole_brokers: bool = False) -> ClusterView:
     """Read what the steps in flight need: reassignments, live brokers, replica sizes and dirs.
 
@@ -164,7 +153,7 @@ def classify(candidates: Mapping[int, StepMove], listing: Mapping[TopicPartition
     submission happened but was not saved. Later refills trust the executor's own record.
     """
     out = Admission()
-    parts = partition_metadata(admin, [s.topic for s in candidates.values() if not s.is_log_dir_only]) if verify else {}
+    parts = admin.partition_metadata([s.key for s in candidates.values() if not s.is_log_dir_only]) if verify else {}
     _classify_dir_steps(admin, {i: s for i, s in candidates.items() if s.is_log_dir_only}, out)
     for i, s in candidates.items():
         if s.is_log_dir_only:

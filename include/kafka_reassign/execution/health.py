@@ -31,7 +31,6 @@ from typing import Any, Iterable, Mapping, Sequence
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.cluster.state import TopicPartition
 from kafka_reassign.errors import KafkaAdminError
-from kafka_reassign.execution.cluster_io import partition_metadata
 from kafka_reassign.execution.steps import StepMove
 
 log = logging.getLogger(__name__)
@@ -124,7 +123,7 @@ def read_health(admin: KafkaAdminPort, steps: Sequence[StepMove], min_isr: MinIs
     health = Health(brokers_touched=len({b for s in moving for b in (*s.current, *s.target)}))
     if not moving:
         return health
-    parts = partition_metadata(admin, [s.topic for s in moving])
+    parts = admin.partition_metadata([s.key for s in moving])
     any_broker = next((p.leader for p in parts.values() if p.leader >= 0), None)
     floors = min_isr.get(admin, {s.topic for s in moving}, any_broker)
     for s in moving:
