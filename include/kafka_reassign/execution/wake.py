@@ -110,21 +110,22 @@ def max_min_rates(items: Mapping[int, FlightItem], rate: float, per_broker: Brok
         for b in it.brokers:
             on.setdefault(b, set()).add(i)
     cap = {b: of.get(lane_broker(b), rate) for b in on}
-    heap = [(cap[b] / len(steps), b) for b, steps in on.items()]
+    version = dict.fromkeys(on, 0)  # a lane's entry in the heap is current only at its version
+    heap = [(cap[b] / len(steps), b, 0) for b, steps in on.items()]
     heapq.heapify(heap)
     out = {i: rate for i, it in items.items() if not it.brokers}
     while heap:
-        share, b = heapq.heappop(heap)
-        steps = on.get(b)
-        if not steps or share != cap[b] / len(steps):
+        share, b, v = heapq.heappop(heap)
+        if b not in on or v != version[b]:
             continue  # stale: the lane lost steps or capacity since it was pushed
-        for i in list(steps):
+        for i in list(on[b]):
             out[i] = share
             for k in items[i].brokers:
                 on[k].discard(i)
                 cap[k] = max(0.0, cap[k] - share)
                 if k != b and on[k]:
-                    heapq.heappush(heap, (cap[k] / len(on[k]), k))
+                    version[k] += 1
+                    heapq.heappush(heap, (cap[k] / len(on[k]), k, version[k]))
         del on[b]
     return out
 
