@@ -59,7 +59,8 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
                 break
             if self._plan is None:
                 self._plan = self._make_plan()
-            flows, event_at, lagging = self._plan
+            plan = self._plan
+            flows, event_at, lagging, _kept = plan
             steps += 1
             forced = steps > MAX_SUBSTEPS  # too many events in one call: finish in one step
             stop_at = until if forced else min(until, event_at)
@@ -69,9 +70,12 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
                 self._t = stop_at
             if self._t >= event_at or forced:
                 self._settle(flows, lagging)
-                self._plan = None
-                self._flush_dirty()
-                self._finish_trivial()
+                # the settle drops the plan when it changes a partition (_touch, _caught_up)
+                unchanged = self._plan is plan and not forced and not self._dirty and not self._fresh
+                self._plan = self._refreshed(plan) if unchanged else None
+                if self._plan is None:
+                    self._flush_dirty()
+                    self._finish_trivial()
 
     def _finish_trivial(self) -> None:
         """Finish at once what needs no time: empty logs, caught-up copies of idle partitions.

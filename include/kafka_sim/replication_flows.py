@@ -45,6 +45,25 @@ class Flow:
         return self.rate >= self.grow * _KEEP_UP
 
 
+class _Kept:
+    """What a plan keeps to be refreshed after an event that changed no partition."""
+
+    __slots__ = ("event", "cap", "terms", "quota_at", "versions", "alter_keys")
+
+    def __init__(self, event: float, cap: dict, terms: dict[tuple[str, int], tuple[float, float]],
+                 quota_at: dict[tuple[str, int], float], versions: dict[tuple[str, int], int]) -> None:
+        self.event = event  # the first catch-up, ISR shrink or HW event
+        self.cap = cap  # resource -> capacity the rates were shared from
+        self.terms = terms  # quota -> (unheld, overhead) of its capacity
+        self.quota_at = quota_at  # quota -> when it next changes mode
+        self.versions = versions  # quota -> its meter's course when that was found
+        self.alter_keys = [key for key in cap if key[0] == "a" and not math.isinf(cap[key])]
+
+
+#: flows, next event, lagging ISR members, what a refresh needs
+Plan = tuple[list[Flow], float, list[tuple[Partition, Replica, float]], _Kept]
+
+
 class FlowPlanning(FetchSharing):
     """Mixin of ClusterModel: the flows of the active partitions, their rates and the next event."""
 
@@ -129,7 +148,8 @@ class FlowPlanning(FetchSharing):
             flows.extend(fl)
         return flows
 
-    def _capacities(self, flows: list[Flow]) -> dict:
+    def _capacities(self, flows: list[Flow]) -> tuple[dict, dict[tuple[str, int], tuple[float, float]]]:
+        """Each resource's capacity, and each quota's (unheld, overhead) terms (kept for a refresh)."""
         cap: dict = {}
         quota_keys: list[tuple[str, int]] = []
         self._quota_keys = quota_keys
@@ -161,16 +181,18 @@ class FlowPlanning(FetchSharing):
                 cap[key] = self._alter_dirs_cap(b, flows)
             elif kind == "d":
                 cap[key] = brokers[b].disk_bytes_per_sec
-        for key in quota_keys:
+        terms = {key: (unheld.get(key, 0.0), overhead.get(key, 1.0)) for key in quota_keys}
+        for key, (held, over) in terms.items():
             # capacities are in appended bytes; the quota counts fetched bytes
-            cap[key] = self._quota_capacity(key, unheld.get(key, 0.0)) / overhead.get(key, 1.0)
-        return cap
+            cap[key] = self._quota_capacity(key, held) / over
+        return cap, terms
 
-    def _make_plan(self) -> tuple[list[Flow], float, list[tuple[Partition, Replica, float]]]:
+    def _make_plan(self) -> Plan:
         """Rates of every flow and the next event time; valid until something changes."""
         while True:
             flows = self._collect_flows()
-            rates = self._fair_rates(flows, self._capacities(flows))
+            cap, terms = self._capacities(flows)
+            rates = self._fair_rates(flows, cap)
             if rates is not None:
                 break
             self._flush_dirty()  # in-sync followers a saturated link squeezed became flows: plan again
@@ -192,12 +214,48 @@ class FlowPlanning(FetchSharing):
                     event = now
             elif net > 0:
                 event = min(event, now + f.gap / net)
-        event = min(event, self._set_flow_records(flow_rec))
+        quota_at = self._set_flow_records(flow_rec)
         lagging = self._lagging(flows)
         if lagging:
             event = min(event, max(now, min(d for _p, _r, d in lagging)))
             event = min(event, self._reaches_hw(flows, lagging))
-        return flows, event, lagging
+        kept = _Kept(event, cap, terms, quota_at, {key: self._course(key) for key in quota_at})
+        return flows, min(event, min(quota_at.values(), default=math.inf)), lagging, kept
+
+    def _refreshed(self, plan: Plan) -> Plan | None:
+        """The plan after an event that changed no partition, or None when it must be made again.
+
+        Most events of a large rehearsal are a quota reaching a sample purge at its bound, or a
+        quota's allowance changing mode: nothing but that quota's meter moved. Flows, their
+        write rates and the in-sync traffic are as planned (every change of those drops the
+        plan), so the rates stand as long as every capacity does: the quotas' (their mode is
+        decided afresh, as a new plan would) and the KIP-113 copies' (their size moved). The
+        catch-up, ISR and HW events of the plan are absolute times that stand with the rates;
+        only the quotas whose event is due, or whose meter changed course, are asked again.
+        """
+        flows, _event, lagging, kept = plan
+        cap = kept.cap
+        for key, (held, over) in kept.terms.items():
+            if self._quota_capacity(key, held) / over != cap[key]:
+                return None
+        for key in kept.alter_keys:
+            if self._alter_dirs_cap(key[1], flows) != cap[key]:
+                return None
+        now = self._t
+        quota_at, versions = kept.quota_at, kept.versions
+        for key, at in quota_at.items():
+            if at <= now or self._course(key) != versions[key]:
+                quota_at[key] = self._quota_event(key)
+                versions[key] = self._course(key)
+        event = min(kept.event, min(quota_at.values(), default=math.inf))
+        if event <= now:
+            return None  # an event now that changed nothing would repeat: plan afresh, as before
+        return flows, event, lagging, kept
+
+    def _course(self, key: tuple[str, int]) -> int:
+        """The version of a quota meter's course (-1 before it exists)."""
+        meter = self._meters.get(key)
+        return -1 if meter is None else meter.version
 
     def _hw_bytes(self, p: Partition) -> float:
         """Bytes up to the high watermark: the leader's log end, or the least ISR member's bytes."""
@@ -226,15 +284,12 @@ class FlowPlanning(FetchSharing):
                     event = min(event, self._t + max(0.0, hw - r._bytes) / (f.rate - hw_rate))
         return event
 
-    def _set_flow_records(self, flow_rec: dict[tuple[str, int], float]) -> float:
-        """Record the new flows in the quota meters; returns when a quota next flips."""
+    def _set_flow_records(self, flow_rec: dict[tuple[str, int], float]) -> dict[tuple[str, int], float]:
+        """Record the new flows in the quota meters; returns when each quota the flows cross next flips."""
         old, self._flow_rec = self._flow_rec, flow_rec
-        event = math.inf
         for key in set(old) | set(flow_rec):
             self._record_rate(key)
-        for key in self._quota_keys:
-            event = min(event, self._quota_event(key))
-        return event
+        return {key: self._quota_event(key) for key in self._quota_keys}
 
     def _lagging(self, flows: list[Flow]) -> list[tuple[Partition, Replica, float]]:
         """ISR members not caught up, with the time the isr-expiration task removes them."""
