@@ -149,3 +149,24 @@ def test_a_plain_move_that_fits_comes_before_a_swap() -> None:
     assert [(r[0], r[3], r[4]) for r in plain] == [("t", 1, 2)]  # one copy: the partner stays
     swap = _one_crowded_replica(swap_first=True)  # the retry's order when plain moves left a topic crowded
     assert [(r[0], r[3], r[4]) for r in swap] == [("t", 1, 2), ("u", 2, 1)]
+
+
+def test_the_receivers_order_is_the_sort_by_count_then_network_in_then_id() -> None:
+    import random
+
+    from kafka_reassign.planning.spark.network import NetState
+    from kafka_reassign.planning.spark.spread import Spread
+
+    rnd = random.Random(3)
+    brokers = list(range(60))
+    net = {b: float(rnd.choice([0, 5, 5, 9, 12])) for b in brokers[:50]}  # ties, and brokers with none
+    s = NetState({b: 0.0 for b in brokers}, net, float("inf"), {b: 1.0 for b in brokers}, set(brokers[5:]),
+                 {b: str(b % 4) for b in brokers}, 0.0)
+    counts = {(t, b): rnd.randint(0, 4) for t in "abc" for b in brokers if rnd.random() < 0.8}
+    sp = Spread(s, counts, set(brokers), 1, {})
+    for reach in (0, 1):
+        sp.reach = reach
+        for t in "abc":  # the definition: receivers below even + reach, fewest first, then least network in
+            want = sorted((b for b in s.receivers if sp.n(t, b) < sp.even[t] + reach),
+                          key=lambda b: (sp.n(t, b), net.get(b, 0.0), b))
+            assert sp.receivers(t) == want and want

@@ -97,8 +97,15 @@ class Spread:
 
     def receivers(self, topic: str) -> list[int]:
         """Receivers below even + ``reach`` for the topic, fewest of it first, then least network in."""
-        return sorted((b for b in self.s.receivers if self.n(topic, b) < self.even[topic] + self.reach),
-                      key=lambda b: (self.n(topic, b), self.s.net.get(b, 0.0), b))
+        # called per crowded replica over every receiver: plain tuples, no per-broker method calls
+        below, counts, net = self.even[topic] + self.reach, self.counts, self.s.net
+        keyed = []
+        for b in self.s.receivers:
+            n = counts.get((topic, b), 0)
+            if n < below:
+                keyed.append((n, net.get(b, 0.0), b))
+        keyed.sort()
+        return [b for _, _, b in keyed]
 
     def move(self, x: Replica, dst: int) -> list[tuple]:
         self.counts[(x.topic, x.broker)] -= 1
@@ -145,10 +152,11 @@ def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple]
     substitute for a move leaving its broker, then a plain move before a swap (a swap copies the
     partner too) or, with ``sp.swap_first``, a swap first (it keeps the receivers' disk room for
     the next); without ``pools`` the first two only. None when it fits nowhere."""
-    order = sp.receivers(x.topic)
-    rows = _plain_move(sp, x, order) if x.via >= 0 else sp.substitute(x)
+    # the receivers' order only when needed: a redirect or substitute that finds nothing changes nothing
+    rows = _plain_move(sp, x, sp.receivers(x.topic)) if x.via >= 0 else sp.substitute(x)
     if rows is not None or pools is None:
         return rows
+    order = sp.receivers(x.topic)
     steps = (_swap_move, _plain_move) if sp.swap_first else (_plain_move, _swap_move)
     for step in steps:
         rows = step(sp, x, order, pools)
@@ -249,31 +257,42 @@ def spread_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before
     :param opts: PlanOptions (balance_topic_spread, topic_spread_slack, balance_goals, tolerances)
     """
     eligible, slack = set(t.placeable), opts.topic_spread_slack
-    if not opts.balance_topic_spread or topic_spread(moved_counts(before.topic_count, moves), eligible, slack) == 0:
+    counts = moved_counts(before.topic_count, moves)
+    if not opts.balance_topic_spread or topic_spread(counts, eligible, slack) == 0:
         return moves
-    out = moves
+    out, leaving = moves, leaving_moves(moves)
+    # both tries start from the same state, so they find the same crowded replicas and swap
+    # partners: fetched once (neither the replicas nor the pools change while the pass runs)
+    found: dict[str, Any] = {}
     for swap_first in (False, True):
         s = _state(brokers, t, before, moves, hard_cap, opts)
         if s is None:
             return moves
-        sp = Spread(s, moved_counts(before.topic_count, moves), eligible, slack, leaving_moves(moves))
+        sp = Spread(s, dict(counts), eligible, slack, leaving)
         sp.swap_first = swap_first
-        out = with_pass(moves, s, _spread_rounds(engine, sp, moves, eligible, set(opts.exclude_topics)))
+        out = with_pass(moves, s, _spread_rounds(engine, sp, moves, eligible, set(opts.exclude_topics), found))
         if topic_spread(sp.counts, eligible, slack) == 0:
             break
     return out
 
 
-def _spread_rounds(engine: Any, sp: Spread, moves: Any, eligible: set[int], exclude: set[str]) -> list[tuple]:
-    """The pass's new rows: redirects and substitutes first, then sweeps with swap partners."""
+def _spread_rounds(engine: Any, sp: Spread, moves: Any, eligible: set[int], exclude: set[str],
+                   found: dict[str, Any]) -> list[tuple]:
+    """The pass's new rows: redirects and substitutes first, then sweeps with swap partners.
+
+    :param found: the crowded replicas and swap partners of an earlier try from the same state
+        (filled on the first)
+    """
     slack = sp.slack
-    crowded = crowded_replicas(engine, sp, moves, eligible)
+    if "crowded" not in found:
+        found["crowded"] = crowded_replicas(engine, sp, moves, eligible)
+    crowded = found["crowded"]
     extra = spread_round(sp, crowded, None)
     if topic_spread(sp.counts, eligible, slack) > 0:
         sp.reach = slack  # partners on every receiver of either step
-        side = {b: ("cold", PER_BROKER) for b in sorted({b for tp, _ in crowded for b in sp.receivers(tp)})}
-        found = candidates(engine.net_candidates(side, exclude), moves, side)
-        pools = {b: Pool(rs) for b, rs in found.items()}
+        if "pools" not in found:
+            found["pools"] = partner_pools(engine, sp, crowded, moves, exclude)
+        pools = found["pools"]
         for sp.reach in sorted({0, slack}):
             for _ in range(SWEEPS):
                 more = spread_round(sp, crowded, pools)
@@ -281,3 +300,12 @@ def _spread_rounds(engine: Any, sp: Spread, moves: Any, eligible: set[int], excl
                 if not more:
                     break
     return extra
+
+
+def partner_pools(engine: Any, sp: Spread, crowded: dict[tuple[str, int], list[Replica]], moves: Any,
+                  exclude: set[str]) -> dict[int, Pool]:
+    """Swap partners on every receiver a crowded topic may go to (at ``sp.reach``)."""
+    topics = {tp for tp, _ in crowded}
+    side = {b: ("cold", PER_BROKER) for b in sorted({b for tp in topics for b in sp.receivers(tp)})}
+    found = candidates(engine.net_candidates(side, exclude), moves, side)
+    return {b: Pool(rs) for b, rs in found.items()}
