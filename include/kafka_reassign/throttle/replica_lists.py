@@ -23,7 +23,7 @@ from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
 from kafka_reassign.execution.steps import StepMove
 from kafka_reassign.throttle.specs import (FOLLOWER_REPLICAS, LEADER_REPLICAS, ConfigChange,
-                                     format_replica_list, parse_replica_list)
+                                           format_replica_list, our_entries, parse_replica_list)
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,25 @@ class ReplicaThrottle:
             fresh.submitted = record.submitted if record is not None else {}
             record = fresh
         noted = record.add_submitted(submitting, {s.key for s in in_flight}) if submitting else False
+        writes, landing = self._list_writes(record, want, current)
+        if not writes:
+            if noted:
+                self.store.put(record)
+            return []
+        self.store.put(record)  # durable BEFORE the write: a crash after it still restores
+        admin.alter_configs(writes)
+        self.writes += 1
+        if self._landed(record, landing):
+            self.store.put(record)  # only now: entries a failed write was removing stay recorded
+        return writes
+
+    def _list_writes(self, record: ThrottleRecord, want: dict[tuple[str, str], Entries],
+                     current: dict) -> tuple[list[ConfigChange], dict[tuple[str, str], tuple[str | None, str | None]]]:
+        """The writes that bring each wanted list to its entries, recorded in ``record`` first.
+
+        :returns: the writes, and per list (what the record holds now, what it may hold once the
+            write has landed)
+        """
         # The first change of a key holds its value before the run; the last one what we wrote
         # last (a throttle guard may have appended a re-application in between).
         first: dict[tuple[str, str], int] = {}
@@ -94,29 +113,56 @@ class ReplicaThrottle:
                 first.setdefault((c.name, c.key), i)
                 last[(c.name, c.key)] = i
         writes: list[ConfigChange] = []
+        landing: dict[tuple[str, str], tuple[str | None, str | None]] = {}
         for (topic, key), needed in sorted(want.items()):
             now = (current.get(("topic", topic)) or {}).get(key)
             at = last.get((topic, key))
             prior = record.changes[first[(topic, key)]].prior if at is not None else now
-            new = self._merged(now, prior, record.changes[at].value if at is not None else None, needed)
+            before = record.changes[at].value if at is not None else None
+            new = self._merged(now, prior, before, needed)
             if new == now:
                 continue
             # Recorded: the prior value plus our entries only, so that a restore takes out ours and
-            # leaves whatever others added meanwhile (what was written may hold theirs too).
-            ours = self._ours(prior, needed)
+            # leaves whatever others added meanwhile (what was written may hold theirs too). Ours
+            # that this write removes stay recorded until it has landed: should it fail, a restore
+            # still takes them out.
+            ours = self._ours(prior, needed | self._removing(now, prior, before, needed))
             if at is None:
                 record.changes.append(ConfigChange("topic", topic, key, prior, ours))
             else:
                 record.changes[at] = ConfigChange("topic", topic, key, record.changes[at].prior, ours)
+            landing[(topic, key)] = (ours, self._ours(prior, needed))
             writes.append(ConfigChange("topic", topic, key, now, new))
-        if not writes:
-            if noted:
-                self.store.put(record)
-            return []
-        self.store.put(record)  # durable BEFORE the write: a crash after it still restores
-        admin.alter_configs(writes)
-        self.writes += 1
-        return writes
+        return writes, landing
+
+    @staticmethod
+    def _landed(record: ThrottleRecord, landing: dict[tuple[str, str], tuple[str | None, str | None]]) -> bool:
+        """After a write: drop from the record the entries it removed, and the lists left with
+        nothing of ours (the record stays as large as the moves in flight need). Whether it changed."""
+        by_list: dict[tuple[str, str], list[int]] = {}
+        for i, c in enumerate(record.changes):
+            if c.resource_type == "topic" and (c.name, c.key) in landing:
+                by_list.setdefault((c.name, c.key), []).append(i)
+        drop: set[int] = set()
+        for lst, at in by_list.items():
+            recorded, landed = landing[lst]
+            c = record.changes[at[-1]]
+            if recorded == landed:
+                continue
+            record.changes[at[-1]] = ConfigChange(c.resource_type, c.name, c.key, c.prior, landed)
+            if not our_entries([record.changes[i] for i in at]):
+                drop.update(at)
+        record.changes = [c for i, c in enumerate(record.changes) if i not in drop]
+        return any(recorded != landed for recorded, landed in landing.values())
+
+    @staticmethod
+    def _removing(now: str | None, prior: str | None, last: str | None, needed: Entries) -> Entries:
+        """Our entries in the list now that the write drops."""
+        parsed_now, parsed_prior, parsed_last = (parse_replica_list(v) for v in (now, prior, last))
+        if isinstance(parsed_now, str) or isinstance(parsed_last, str):
+            return set()
+        prior_set: Entries = set() if isinstance(parsed_prior, str) else parsed_prior
+        return ((parsed_last - prior_set) - needed) & parsed_now
 
     @staticmethod
     def _ours(prior: str | None, needed: Entries) -> str | None:

@@ -313,7 +313,7 @@ def _group_by_key(changes: Iterable[ConfigChange]) -> dict[tuple[str, str, str],
     return out
 
 
-def _our_entries(changes: list[ConfigChange]) -> set[tuple[int, int]]:
+def our_entries(changes: list[ConfigChange]) -> set[tuple[int, int]]:
     """Replica-list entries a run added: what each of its writes held beyond the value before it."""
     ours: set[tuple[int, int]] = set()
     for c in changes:
@@ -331,7 +331,7 @@ def _restore_list(changes: list[ConfigChange], now: str | None) -> tuple[str | N
         if prior_set == WILDCARD:
             return now, None
         return now, "is now '*' (set by someone else during the run): kept"
-    left = now_set - _our_entries(changes)
+    left = now_set - our_entries(changes)
     if prior_set != WILDCARD and left == prior_set:
         return first_prior, None  # exactly as before the run
     desired = format_replica_list(left) if left else None
