@@ -64,3 +64,18 @@ def test_submitted_keeps_only_the_moves_still_in_flight():
     assert rec.add_submitted({}, moving=[])  # everything finished: dropping is a change too
     assert rec.submitted == {}
     assert ThrottleRecord.from_json(rec.to_json()) == rec
+
+
+def test_memory_store_hands_out_copies_that_survive_a_json_round_trip():
+    store = MemoryRecordStore()
+    rec = ThrottleRecord.new("r", "c", [ConfigChange("topic", "t", "follower.replication.throttled.replicas",
+                                                     None, "0:1")])
+    rec.add_submitted({("t", 0): [1, 2]})
+    store.put(rec)
+    rec.changes.clear()
+    rec.submitted[("t", 0)].append((9,))
+    got = store.get("r")
+    assert got is not None and len(got.changes) == 1 and got.submitted == {("t", 0): [(1, 2)]}
+    got.pending["topic t"] = "unreachable"
+    assert store.get("r").pending == {}
+    assert ThrottleRecord.from_json(json.loads(json.dumps(got.to_json()))) == got

@@ -12,7 +12,7 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
@@ -93,6 +93,11 @@ class ThrottleRecord:
                 known.append(t)
                 new = True
         return new
+
+    def copy(self) -> "ThrottleRecord":
+        """A copy that shares nothing mutable with this record (changes are frozen)."""
+        return replace(self, changes=list(self.changes), notes=list(self.notes), pending=dict(self.pending),
+                       submitted={k: list(v) for k, v in self.submitted.items()})
 
     @classmethod
     def new(cls, run_id: str, cluster_id: str | None, changes: list[ConfigChange]) -> "ThrottleRecord":
@@ -269,15 +274,16 @@ class MemoryRecordStore(RecordStoreBase):
     """In-process store (tests, dry runs). Not durable: do not use for real runs."""
 
     def __init__(self) -> None:
-        self._records: dict[str, dict[str, Any]] = {}
+        # Copies, not JSON: the rehearsal writes the record at every refill, and parsing it back
+        # each time was most of what its executor spent per refill.
+        self._records: dict[str, ThrottleRecord] = {}
 
     def put(self, record: ThrottleRecord) -> None:
-        self._records[record.run_id] = record.to_json()
+        self._records[record.run_id] = record.copy()
 
     def get(self, run_id: str) -> ThrottleRecord | None:
-        d = self._records.get(run_id)
-        return ThrottleRecord.from_json(d) if d is not None else None
+        r = self._records.get(run_id)
+        return r.copy() if r is not None else None
 
     def list_all(self) -> list[ThrottleRecord]:
-        recs = [ThrottleRecord.from_json(d) for d in self._records.values()]
-        return sorted(recs, key=lambda r: r.created_at)
+        return sorted((r.copy() for r in self._records.values()), key=lambda r: r.created_at)
