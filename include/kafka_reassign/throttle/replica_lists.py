@@ -9,7 +9,11 @@ in one IncrementalAlterConfigs for every topic touched.
 
 Safety: the run's throttle record holds, per (topic, key), the value before the run first
 touched it (``prior``) and that value plus this run's entries now (``value``); it is saved
-*before* each write, so a restore after a crash at any point knows exactly what to undo. Each update is
+*before* each write, so a restore after a crash at any point knows exactly what to undo. An
+entry a write removes stays in ``value`` until the write has returned (then the record is
+saved again without it): a write that fails leaves it on the topic, and the restore must still
+take it out. A list left with nothing of ours is dropped from the record, which so names the
+topics of the moves in flight, not every topic the run touched. Each update is
 relative to the value read now: entries someone else added during the run are kept, and
 only entries this run added (in ``value``, not in ``prior``) are ever dropped. A list set to
 ``*`` (everything throttled) is left alone.
