@@ -227,7 +227,11 @@ class QuotaMeter:
         kept = self._allowance
         if kept[0] == self.t and kept[1] == self.version and kept[2] == bound:
             return kept[3]  # asked again before anything changed (a plan asks twice per quota)
-        value = bound * self.span - self.total
+        if self.t is None:
+            value = bound * self.span
+        else:  # span and total at one window tail, found once
+            tail = self._tail(self.t)
+            value = bound * max(self.min_span, self.t - tail) - self._in_span(self.t, tail)
         self._allowance = (self.t, self.version, bound, value)
         return value
 

@@ -71,7 +71,8 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
             if self._t >= event_at or forced:
                 self._settle(flows, lagging)
                 # the settle drops the plan when it changes a partition (_touch, _caught_up)
-                unchanged = self._plan is plan and not forced and not self._dirty and not self._fresh
+                unchanged = (self._plan is plan and not forced and not self._dirty and not self._fresh
+                             and not self.replan_all)
                 self._plan = self._refreshed(plan) if unchanged else None
                 if self._plan is None:
                     self._flush_dirty()

@@ -288,7 +288,9 @@ class FlowPlanning(FetchSharing):
         """Record the new flows in the quota meters; returns when each quota the flows cross next flips."""
         old, self._flow_rec = self._flow_rec, flow_rec
         for key in set(old) | set(flow_rec):
-            self._record_rate(key)
+            # an unchanged rate only brings the meter to now, which every reader of it does first
+            if old.get(key, 0.0) != flow_rec.get(key, 0.0):
+                self._record_rate(key)
         return {key: self._quota_event(key) for key in self._quota_keys}
 
     def _lagging(self, flows: list[Flow]) -> list[tuple[Partition, Replica, float]]:
