@@ -121,3 +121,36 @@ def test_network_in_forces_copies_the_disk_bound_does_not_count(seed: int) -> No
     assert s["moved_over_lower_bound"] == pytest.approx(moved / s["lower_bound_bytes"], abs=1e-4)
     # listed without network-in the same snapshot needs no copy at all
     assert plan(balanced, "rebalance", engine="local", balance_network_in=False).summary["lower_bound_bytes"] == 0
+
+
+def test_candidates_are_the_engine_rows_not_moved_then_the_moves_onto_each_broker() -> None:
+    import random
+
+    import pandas as pd
+
+    from kafka_reassign.planning.spark.data import NET_COLUMNS
+    from kafka_reassign.planning.spark.network import candidates
+    from kafka_reassign.planning.spark.search import MOVE_COLUMNS
+
+    rnd = random.Random(5)
+    parts = {(f"t{i % 7}", i): rnd.sample(range(12), 3) for i in range(300)}
+    moved = [(t, p, pos, reps[pos], rnd.choice([b for b in range(12) if b not in reps]), float(rnd.randint(1, 9)),
+              rnd.random(), reps) for (t, p), reps in parts.items() for pos in range(3) if rnd.random() < 0.2]
+    moves = pd.DataFrame(moved, columns=list(MOVE_COLUMNS))
+    side = {b: None for b in (1, 3, 4, 8, 11)}
+    frame = pd.DataFrame([(t, p, pos, reps[pos], float(p % 5 + 1), 0.5, reps, 0) for (t, p), reps in parts.items()
+                          for pos in range(3) if reps[pos] in side], columns=list(NET_COLUMNS))
+    got = {b: [(x.topic, x.partition, x.pos, x.broker, x.size, x.rate, x.replicas, x.orig, x.via) for x in rs]
+           for b, rs in candidates(frame, moves, side).items()}
+    done: dict[tuple[str, int], dict[int, int]] = {}
+    for t, p, pos, _, dst, *_ in moved:
+        done.setdefault((t, p), {})[pos] = dst
+    after = {k: tuple(d.get(i, x) for i, x in enumerate(parts[k])) for k, d in done.items()}
+    want: dict[int, list[tuple]] = {b: [] for b in side}
+    for t, p, pos, b, size, rate, reps, _ in frame.itertuples(index=False):
+        if pos not in done.get((t, p), {}):
+            want[b].append((t, p, pos, b, size, rate, after.get((t, p), tuple(reps)), tuple(reps), -1))
+    for i, (t, p, pos, _, dst, size, rate, reps) in enumerate(moved):
+        if dst in want:
+            want[dst].append((t, p, pos, dst, size, rate, after[(t, p)], tuple(reps), i))
+    assert got == want and all(want.values())
