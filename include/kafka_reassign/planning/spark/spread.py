@@ -159,6 +159,8 @@ def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple]
     order = sp.receivers(x.topic)
     steps = (_swap_move, _plain_move) if sp.swap_first else (_plain_move, _swap_move)
     for step in steps:
+        if step is _plain_move and x.via >= 0:
+            continue  # tried just above, on the same receivers: it would find nothing again
         rows = step(sp, x, order, pools)
         if rows is not None:
             return rows
