@@ -34,15 +34,15 @@ from kafka_reassign.errors import KafkaAdminError
 from kafka_reassign.cluster.state import (BrokerInfo, ClusterState, DirSpace, InFlight, PartitionInfo,
                                           ReplicaLogDir, TopicInfo, TopicPartition)
 
+#: Per topic: partition index -> its Metadata.
+TopicPartitions = dict[str, dict[int, PartitionMetadata]]
+
+
 def _partition_of(p: Any) -> PartitionMetadata:
     """A decoded Metadata partition entry as plain data."""
     return PartitionMetadata(partition=int(p.partition_index), leader=int(p.leader_id),
                              replicas=tuple(p.replica_nodes or ()), isr=tuple(p.isr_nodes or ()),
                              offline=tuple(p.offline_replicas or ()))
-
-
-#: Per topic: partition index -> its Metadata.
-TopicPartitions = dict[str, dict[int, PartitionMetadata]]
 
 
 def _readable_topics(metas: Iterable[TopicMetadata]) -> tuple[TopicPartitions, dict[str, bool], set[int]]:

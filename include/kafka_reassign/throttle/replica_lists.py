@@ -182,10 +182,7 @@ class ReplicaThrottle:
         if isinstance(parsed_now, str):  # the wildcard
             return now  # everything is throttled already; not ours to narrow
         prior_set: Entries = set() if isinstance(parsed_prior, str) else parsed_prior
-        parsed_last = parse_replica_list(last)
-        ours_before: Entries = set() if isinstance(parsed_last, str) else parsed_last - prior_set
-        keep = parsed_now - (ours_before - needed)
-        merged = keep | needed
+        merged = (parsed_now - ReplicaThrottle._removing(now, prior, last, needed)) | needed
         if merged == prior_set:
             return prior  # back to exactly what it was (including None = not set)
         return format_replica_list(merged) if merged else None
