@@ -6,6 +6,10 @@ KIP-73 leader/follower quotas when it is throttled, the broker's disk for KIP-11
 copies. Kafka's quotas are per broker and every throttled fetcher shares them, so the
 fair answer is progressive filling: raise every flow's rate together, freeze the flows
 of whichever resource saturates first, continue with the rest.
+
+The filling works on resources numbered 0..n-1 (:func:`fill`): the physics numbers its
+resources once (``FlowPlanning``) and keeps each flow's numbers with the flow, so a plan
+neither hashes resource keys per flow nor builds per-flow lists of the finite ones.
 """
 from __future__ import annotations
 
@@ -24,25 +28,39 @@ def allocate(flows: Sequence[Sequence[Hashable]], capacity: Mapping[Hashable, fl
     :param unlimited: rate given to a flow no finite resource limits
     :returns: one rate per flow
     """
-    n = len(flows)
-    rates: list[float | None] = [None] * n
-    remaining: dict[Hashable, float] = {}
-    members: dict[Hashable, list[int]] = {}
+    ids: dict[Hashable, int] = {}
+    numbered = [tuple(ids.setdefault(key, len(ids)) for key in res) for res in flows]
+    cap = [math.inf] * len(ids)
+    for key, r in ids.items():
+        c = capacity.get(key)
+        if c is not None:
+            cap[r] = c
+    return fill(numbered, cap, unlimited)
+
+
+def fill(flows: Sequence[Sequence[int]], cap: Sequence[float], unlimited: float = math.inf) -> list[float]:
+    """Max-min fair rates of flows crossing numbered resources (progressive filling).
+
+    :param flows: for each flow, the numbers of the resources it crosses
+    :param cap: capacity of every resource number in ``flows`` (inf: does not limit)
+    :param unlimited: rate given to a flow no finite resource limits
+    :returns: one rate per flow
+    """
+    rates: list[float | None] = [None] * len(flows)
+    # an infinite resource stays infinite as frozen flows are taken off it: no test per flow
+    remaining = [c if math.isinf(c) else max(0.0, float(c)) for c in cap]
+    count = [0] * len(cap)
+    members: dict[int, list[int]] = {}  # finite resource -> its flows, in the order first crossed
     for i, res in enumerate(flows):
-        for key in res:
-            if key in members:
-                members[key].append(i)
-                continue
-            cap = capacity.get(key)
-            if cap is None or math.isinf(cap):
-                continue
-            remaining[key] = max(0.0, float(cap))
-            members[key] = [i]
-    # each flow's finite resources, found once (the filling loop visits them for every flow it freezes)
-    limited = [[key for key in res if key in remaining] for res in flows]
-    count = {k: len(v) for k, v in members.items()}
-    order = {k: idx for idx, k in enumerate(members)}  # tie-breaker, keys need not be comparable
-    heap = [(remaining[k] / count[k], order[k], k) for k in members]
+        for r in res:
+            count[r] += 1
+            m = members.get(r)
+            if m is not None:
+                m.append(i)
+            elif not math.isinf(remaining[r]):
+                members[r] = [i]
+    # the order resources are first crossed breaks ties between equal shares
+    heap = [(remaining[r] / count[r], tie, r) for tie, r in enumerate(members)]
     heapq.heapify(heap)
     # A resource's fair share only grows as flows elsewhere freeze below it (they take at
     # most its share), so a popped share is a lower bound: re-check it, re-queue if it grew.
@@ -59,7 +77,7 @@ def allocate(flows: Sequence[Sequence[Hashable]], capacity: Mapping[Hashable, fl
             if rates[i] is not None:
                 continue
             rates[i] = actual
-            for other in limited[i]:
+            for other in flows[i]:
                 if other != key:
                     remaining[other] -= actual
                     count[other] -= 1

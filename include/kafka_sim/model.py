@@ -88,6 +88,8 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._kept_events: dict[tuple[str, int], tuple[Any, tuple[int, float, int], float]] = {}
         self.replan_all = False  # True: nothing kept between plans (tests compare the two)
         self._flow_cache: dict[Partition, list[Any]] = {}  # flows of each active partition
+        self._res_ids: dict[tuple[str, int], int] = {}  # physics resource key -> its number
+        self._res_keys: list[tuple[str, int]] = []  # physics resource number -> its key
         self._fresh: OrderedSet[Partition] = OrderedSet()  # flushed since the last zero-time check
         self._lag_cache: dict[int, float] = {}
         self._dir_logs: dict[int, dict[str, int]] = {}  # logs per log dir of each broker

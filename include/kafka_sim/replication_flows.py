@@ -11,6 +11,7 @@ event, which the plan computes too.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from itertools import chain
 
 from kafka_sim.model_base import CATCH_UP_EPS
@@ -25,15 +26,16 @@ _KEEP_UP = 1.0 - 1e-9
 class Flow:
     """One transfer in a physics step."""
 
-    __slots__ = ("kind", "partition", "replica", "resources", "recorded", "gap", "grow", "rate", "follows",
-                 "fetched")
+    __slots__ = ("kind", "partition", "replica", "resources", "rids", "recorded", "gap", "grow", "rate",
+                 "follows", "fetched")
 
-    def __init__(self, kind: int, partition: Partition, replica: Replica, resources: tuple, gap: float,
-                 grow: float, recorded: tuple = ()) -> None:
+    def __init__(self, kind: int, partition: Partition, replica: Replica, resources: tuple, rids: tuple[int, ...],
+                 gap: float, grow: float, recorded: tuple = ()) -> None:
         self.kind = kind  # 0 follower fetch, 1 future replica copy
         self.partition = partition
         self.replica = replica
         self.resources = resources  # what limits it
+        self.rids = rids  # the numbers of its resources (FlowPlanning._resource_ids)
         self.recorded = recorded  # quota meters its bytes are recorded in
         self.gap = gap
         self.grow = grow
@@ -59,6 +61,9 @@ class _Kept:
         self.versions = versions  # quota -> its meter's course when that was found
         self.alter_keys = [key for key in cap if key[0] == "a" and not math.isinf(cap[key])]
 
+
+#: resource key -> capacity, quota -> (unheld, overhead), resource number -> flows crossing it
+Capacities = tuple[dict, dict[tuple[str, int], tuple[float, float]], Counter[int]]
 
 #: flows, next event, lagging ISR members, what a refresh needs
 Plan = tuple[list[Flow], float, list[tuple[Partition, Replica, float]], _Kept]
@@ -94,7 +99,7 @@ class FlowPlanning(FetchSharing):
                     res.append((FOLLOWER_QUOTA, b))
                 recorded = (((LEADER_QUOTA, leader),) if lead_thr else ()) + (
                     ((FOLLOWER_QUOTA, b),) if follow_thr else ())
-                flow = Flow(0, p, r, tuple(res), 0.0, 0.0, recorded)
+                flow = Flow(0, p, r, tuple(res), self._resource_ids(res), 0.0, 0.0, recorded)
                 if recorded:
                     flow.fetched = self._fetch_overhead(p, b)
                 out.append(flow)
@@ -102,7 +107,8 @@ class FlowPlanning(FetchSharing):
         for b in p.replicas:
             r = p._reps[b]
             if r.future_log_dir is not None and brokers[b].alive:
-                f = Flow(1, p, r, (("d", b), ("a", b)), 0.0, 0.0)
+                copy = (("d", b), ("a", b))
+                f = Flow(1, p, r, copy, self._resource_ids(copy), 0.0, 0.0)
                 f.follows = b in fetching  # its source is itself catching up
                 out.append(f)
         return out
@@ -148,7 +154,19 @@ class FlowPlanning(FetchSharing):
             flows.extend(fl)
         return flows
 
-    def _capacities(self, flows: list[Flow]) -> tuple[dict, dict[tuple[str, int], tuple[float, float]]]:
+    def _resource_ids(self, resources: list | tuple) -> tuple[int, ...]:
+        """The numbers of resource keys (numbered once per model, for :func:`kafka_sim.fairshare.fill`)."""
+        ids = self._res_ids
+        out = []
+        for key in resources:
+            rid = ids.get(key)
+            if rid is None:
+                rid = ids[key] = len(self._res_keys)
+                self._res_keys.append(key)
+            out.append(rid)
+        return tuple(out)
+
+    def _capacities(self, flows: list[Flow]) -> Capacities:
         """Each resource's capacity, and each quota's (unheld, overhead) terms (kept for a refresh)."""
         cap: dict = {}
         quota_keys: list[tuple[str, int]] = []
@@ -166,9 +184,12 @@ class FlowPlanning(FetchSharing):
                         overhead[key] = fetched
                     if in_sync and key[0] == LEADER_QUOTA:  # the follower side holds back ISR members too
                         unheld[key] = unheld.get(key, 0.0) + f.grow * fetched
-        # each resource once, in the order the flows first cross it (thousands of flows share a
-        # few hundred resources: looking each up per flow was most of this pass)
-        for key in dict.fromkeys(chain.from_iterable([f.resources for f in flows])):
+        # each resource once, in the order the flows first cross it, with the number of flows
+        # crossing it (thousands of flows share a few hundred resources: counted in one pass)
+        crossing = Counter(chain.from_iterable([f.rids for f in flows]))
+        keys = self._res_keys
+        for rid in crossing:
+            key = keys[rid]
             kind, b = key
             if kind == "o":
                 cap[key] = max(0.0, brokers[b].network_bytes_per_sec - self._steady_out.get(b, 0.0))
@@ -185,14 +206,14 @@ class FlowPlanning(FetchSharing):
         for key, (held, over) in terms.items():
             # capacities are in appended bytes; the quota counts fetched bytes
             cap[key] = self._quota_capacity(key, held) / over
-        return cap, terms
+        return cap, terms, crossing
 
     def _make_plan(self) -> Plan:
         """Rates of every flow and the next event time; valid until something changes."""
         while True:
             flows = self._collect_flows()
-            cap, terms = self._capacities(flows)
-            rates = self._fair_rates(flows, cap)
+            cap, terms, crossing = self._capacities(flows)
+            rates = self._fair_rates(flows, cap, crossing)
             if rates is not None:
                 break
             self._flush_dirty()  # in-sync followers a saturated link squeezed became flows: plan again

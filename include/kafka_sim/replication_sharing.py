@@ -26,7 +26,10 @@ shares per partition throughout.
 """
 from __future__ import annotations
 
-from kafka_sim.fairshare import allocate
+import math
+from collections import Counter
+
+from kafka_sim.fairshare import allocate, fill
 from kafka_sim.state import Partition, Replica
 
 #: an in-sync follower keeps up when it gets its write rate, within rounding
@@ -38,18 +41,23 @@ Link = tuple[str, int]
 class FetchSharing:
     """Mixin of ClusterModel: rates of a plan's flows with in-sync followers sharing saturated links."""
 
-    def _fair_rates(self, flows: list, capacity: dict) -> list[float] | None:
+    def _fair_rates(self, flows: list, capacity: dict, crossing: Counter[int]) -> list[float] | None:
         """Max-min fair rates of ``flows``, or None after handing squeezed in-sync followers to the physics.
 
-        :param flows: the plan's flows (each with ``resources``)
+        :param flows: the plan's flows (each with ``resources`` and their numbers, ``rids``)
         :param capacity: resource -> capacity, links net of the steady in-sync traffic
+        :param crossing: resource number -> how many flows cross it
         """
-        resources = [f.resources for f in flows]
         followers: list[tuple[Partition, Replica, float]] = []
-        for link in self._squeezed_links(flows, capacity):
+        for link in self._squeezed_links(capacity, crossing):
             followers.extend(self._in_sync_on(link))
         if not followers:
-            return allocate(resources, capacity)
+            keys = self._res_keys
+            numbered = [math.inf] * len(keys)
+            for rid in crossing:
+                numbered[rid] = capacity[keys[rid]]
+            return fill([f.rids for f in flows], numbered)
+        resources = [f.resources for f in flows]
         capacity = dict(capacity)
         # a follower on two squeezed links (its leader's out, its own in) is one flow
         distinct = list({id(r): (p, r, rate) for p, r, rate in followers}.values())
@@ -75,20 +83,19 @@ class FetchSharing:
         steady = self._steady_out if side == "o" else self._steady_in
         return max(0.0, self.brokers[b].network_bytes_per_sec - steady.get(b, 0.0))
 
-    def _squeezed_links(self, flows: list, capacity: dict) -> list[Link]:
+    def _squeezed_links(self, capacity: dict, crossing: Counter[int]) -> list[Link]:
         """Links whose fair level may fall under an in-sync follower's write rate.
 
         A saturated link's level is at least its net capacity over the flows crossing it (those
         limited elsewhere take less), so a link where that bound reaches the fastest write rate
         of its in-sync followers shares as before.
         """
-        crossing: dict[Link, int] = {}
-        for f in flows:
-            for key in f.resources:
-                if key[0] in ("o", "i"):
-                    crossing[key] = crossing.get(key, 0) + 1
         squeezed = []
-        for link, count in crossing.items():
+        keys = self._res_keys
+        for rid, count in crossing.items():
+            link = keys[rid]
+            if link[0] not in ("o", "i"):
+                continue
             floor = capacity.get(link, 0.0) / count
             if floor >= self._rate_bound.get(link[1], 0.0):  # cheap: no scan of the broker's partitions
                 continue
