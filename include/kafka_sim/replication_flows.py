@@ -143,14 +143,16 @@ class FlowPlanning(FetchSharing):
             if not fl:
                 continue
             log = p.log_bytes()
+            rate = p._rate
             for f in fl:
                 r = f.replica
                 if f.kind == 0:
-                    f.gap = max(0.0, log - r._bytes)
-                    f.grow = p._rate
+                    gap = log - r._bytes
+                    f.gap = gap if gap > 0.0 else 0.0  # max(0.0, gap), without the call
+                    f.grow = rate
                 else:
-                    f.gap = max(0.0, r.exact_bytes() - r.future_bytes)
-                    f.grow = -1.0 if f.follows else (p._rate if r.tracking else 0.0)
+                    f.gap = max(0.0, (log if r.tracking else r._bytes) - r.future_bytes)  # r.exact_bytes()
+                    f.grow = -1.0 if f.follows else (rate if r.tracking else 0.0)
             flows.extend(fl)
         return flows
 
@@ -175,15 +177,18 @@ class FlowPlanning(FetchSharing):
         overhead: dict[tuple[str, int], float] = {}  # recorded bytes per appended byte, per quota
         brokers = self.brokers
         for f in flows:
-            recorded = f.recorded
-            if recorded:
-                fetched = f.fetched
-                in_sync = f.kind == 0 and f.replica.broker in f.partition.isr
+            recorded = f.recorded  # the leader's quota first (_partition_flows); none for a KIP-113 copy
+            if not recorded:
+                continue
+            fetched = f.fetched
+            if fetched > 1.0:
                 for key in recorded:
                     if fetched > overhead.get(key, 1.0):
                         overhead[key] = fetched
-                    if in_sync and key[0] == LEADER_QUOTA:  # the follower side holds back ISR members too
-                        unheld[key] = unheld.get(key, 0.0) + f.grow * fetched
+            key = recorded[0]
+            # the follower side holds back ISR members too
+            if key[0] == LEADER_QUOTA and f.replica.broker in f.partition.isr:
+                unheld[key] = unheld.get(key, 0.0) + f.grow * fetched
         # each resource once, in the order the flows first cross it, with the number of flows
         # crossing it (thousands of flows share a few hundred resources: counted in one pass)
         crossing = Counter(chain.from_iterable([f.rids for f in flows]))
@@ -223,18 +228,23 @@ class FlowPlanning(FetchSharing):
         flow_rec: dict[tuple[str, int], float] = {}
         for f, rate in zip(flows, rates):
             f.rate = rate
-            if f.grow < 0:
+            grow = f.grow
+            if grow < 0:
                 if follow_rate is None:
                     follow_rate = {id(g.replica): r for g, r in zip(flows, rates) if g.kind == 0}
-                f.grow = follow_rate.get(id(f.replica), 0.0)
-            for key in f.recorded:
-                flow_rec[key] = flow_rec.get(key, 0.0) + rate * f.fetched
-            net = rate - f.grow
+                grow = f.grow = follow_rate.get(id(f.replica), 0.0)
+            if f.recorded:
+                fetched = f.fetched
+                for key in f.recorded:
+                    flow_rec[key] = flow_rec.get(key, 0.0) + rate * fetched
+            net = rate - grow
             if f.gap <= CATCH_UP_EPS:
                 if f.kind == 1 or f.keeps_up():
                     event = now
             elif net > 0:
-                event = min(event, now + f.gap / net)
+                at = now + f.gap / net
+                if at < event:  # min(event, at), without the call
+                    event = at
         quota_at = self._set_flow_records(flow_rec)
         lagging = self._lagging(flows)
         if lagging:
