@@ -86,11 +86,8 @@ class QuotaMeter:
         ts, cs = self.ts, self.cs
         if not ts or x <= ts[0]:
             return cs[0] if cs else 0.0
-        return self._on_segment((bisect.bisect_left(ts, x) if left else bisect.bisect_right(ts, x)) - 1, x)
-
-    def _on_segment(self, i: int, x: float) -> float:
-        """Bytes recorded up to ``x`` on the segment from breakpoint ``i`` (at the current rate past the last)."""
-        ts, cs = self.ts, self.cs
+        # on the segment from the last breakpoint before x (at the current rate past the last one)
+        i = (bisect.bisect_left(ts, x) if left else bisect.bisect_right(ts, x)) - 1
         t0, c0 = ts[i], cs[i]
         if i + 1 < len(ts):
             t1 = ts[i + 1]
@@ -227,11 +224,7 @@ class QuotaMeter:
         kept = self._allowance
         if kept[0] == self.t and kept[1] == self.version and kept[2] == bound:
             return kept[3]  # asked again before anything changed (a plan asks twice per quota)
-        if self.t is None:
-            value = bound * self.span
-        else:  # span and total at one window tail, found once
-            tail = self._tail(self.t)
-            value = bound * max(self.min_span, self.t - tail) - self._in_span(self.t, tail)
+        value = bound * self.span if self.t is None else self._allowance_at(bound, self.t)
         self._allowance = (self.t, self.version, bound, value)
         return value
 
@@ -316,13 +309,14 @@ class QuotaMeter:
         side = self._allowance_at(bound, now) - level
         if side == 0:
             return math.inf
-        d0 = 0.0
+        d0, a0 = 0.0, side
         # linear between breaks (the span's start stays put), jumps at breaks (samples purged);
         # after the last break the sawtooth repeats what the last sample did
         for d1 in self._breaks(now):
-            a0 = self._allowance_at(bound, now + d0) - level
-            if d0 > 1e-9 and (a0 > 0) != (side > 0):
-                return d0
+            if d0:  # at d0 = 0 the allowance is the one just found
+                a0 = self._allowance_at(bound, now + d0) - level
+                if d0 > 1e-9 and (a0 > 0) != (side > 0):
+                    return d0
             a1 = self._allowance_at(bound, now + d1, left=True) - level
             if a1 == 0 or (a1 > 0) != (side > 0):
                 return d0 + (d1 - d0) * a0 / (a0 - a1) if a0 != a1 else d1
