@@ -118,7 +118,7 @@ RUN_PARAMS: tuple[RunParam, ...] = (
                                  "dirs already under it only receive (and stay under it).")),
     RunParam(
         # The balancing plans' goals (planning/goal_order.py): a row so the DAG form, the CLI and
-        # the planner flags all take it from here; the default is the plans of before the list.
+        # the planner flags all take it from here; the default is every goal (as Cruise Control).
         "balance_goals", tuple, DEFAULT_BALANCE_GOALS,
         "balance goals, highest priority first (repeat the flag or give a comma list; hard goals first): "
         + ", ".join(g.name for g in BALANCE_GOALS), planner=True,

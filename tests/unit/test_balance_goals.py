@@ -10,9 +10,9 @@ import pytest
 from kafka_reassign import defaults
 from kafka_reassign.errors import GoalError, ParamError
 from kafka_reassign.fleet import FleetChecks, FleetConfigError, parse_fleet
-from kafka_reassign.planning.goal_order import DEFAULT_BALANCE_GOALS, order_problems, resources_over
+from kafka_reassign.planning.goal_order import BALANCE_GOALS, DEFAULT_BALANCE_GOALS, order_problems, resources_over
 from kafka_reassign.planning.spark import command as planner_cli
-from kafka_reassign.planning.spark import make_options, plan
+from kafka_reassign.planning.spark import PlanOptions, make_options, plan
 from kafka_reassign.planning.validate import validate_params
 from test_planner_inputs import tiny
 
@@ -36,28 +36,33 @@ def test_bad_lists_are_one_line_each_naming_the_problem(names: list[str], needle
         validate_params({"balance_goals": names})
 
 
-def test_the_default_list_is_the_plans_of_before_and_the_list_sets_the_switches() -> None:
+def test_the_default_list_is_every_goal_and_the_list_sets_the_switches() -> None:
     opts = make_options("rebalance")
     assert opts.balance_goals == DEFAULT_BALANCE_GOALS == validate_params({}).balance_goals
-    assert (opts.balance_network_in, opts.balance_leaders, opts.balance_leader_bytes_in) == (True, True, False)
+    assert DEFAULT_BALANCE_GOALS == tuple(g.name for g in BALANCE_GOALS) and not order_problems(DEFAULT_BALANCE_GOALS)
+    assert all(getattr(opts, g.switch) for g in BALANCE_GOALS if g.switch)
+    # a PlanOptions made directly has the switches the default list sets
+    assert all(getattr(PlanOptions(), g.switch) for g in BALANCE_GOALS if g.switch)
     opts = make_options("rebalance", balance_goals="capacity,disk,leader-bytes-in,leader-count")
     assert opts.balance_goals == ("capacity", "disk", "leader-bytes-in", "leader-count")
     assert (opts.balance_network_in, opts.balance_leaders, opts.balance_leader_bytes_in) == (False, True, True)
     # a switch given by name (as before the list) drops its goal or adds it last
     assert "network-in" not in make_options("rebalance", balance_network_in=False).balance_goals
-    assert make_options("rebalance", balance_leader_bytes_in=True).balance_goals[-1] == "leader-bytes-in"
+    assert make_options("rebalance", balance_goals="disk", balance_leader_bytes_in=True).balance_goals == (
+        "disk", "leader-bytes-in")
+    assert "leader-bytes-in" not in make_options("rebalance", balance_leader_bytes_in=False).balance_goals
     # hard goals need not be listed (they are rules every plan keeps); plan kinds that move no data
     # through the search may leave disk out
     assert make_options("rebalance", balance_goals=["disk"]).balance_leaders is False
     assert make_options("rack-repair", balance_goals=["leader-count"]).balance_goals == ("leader-count",)
 
 
-def test_topic_spread_is_off_by_default_and_listed_turns_it_on() -> None:
-    assert "topic-spread" not in DEFAULT_BALANCE_GOALS
-    assert make_options("rebalance").balance_topic_spread is False
-    opts = make_options("rebalance", balance_goals="disk,network-in,topic-spread,leader-count")
-    assert (opts.balance_topic_spread, opts.balance_network_in, opts.balance_leaders) == (True, True, True)
-    assert make_options("rebalance", balance_topic_spread=True).balance_goals[-1] == "topic-spread"
+def test_topic_spread_is_on_by_default_and_left_out_turns_it_off() -> None:
+    assert "topic-spread" in DEFAULT_BALANCE_GOALS
+    assert make_options("rebalance").balance_topic_spread is True
+    opts = make_options("rebalance", balance_goals="disk,network-in,leader-count")
+    assert (opts.balance_topic_spread, opts.balance_network_in, opts.balance_leaders) == (False, True, True)
+    assert make_options("rebalance", balance_goals="disk", balance_topic_spread=True).balance_goals[-1] == "topic-spread"
     with pytest.raises(GoalError, match="'topic-spread' is above hard goal 'capacity'"):
         make_options("rebalance", balance_goals="topic-spread,capacity,disk")
     # its figure is an excess count, not max / mean: the threshold never reads it
@@ -114,7 +119,8 @@ def test_fleet_entry_chooses_its_goals_and_bad_ones_are_named() -> None:
 def test_the_threshold_acts_on_any_listed_resource_above_it() -> None:
     balance = {"disk": {"before": 1.02}, "network_in": {"before": 1.30}, "leaders": {"before": 1.05},
                "leader_bytes_in": {"before": 2.5}}
-    assert resources_over(balance, DEFAULT_BALANCE_GOALS, 1.10) == {"network-in": 1.30}
+    assert resources_over(balance, DEFAULT_BALANCE_GOALS, 1.10) == {"network-in": 1.30, "leader-bytes-in": 2.5}
+    assert resources_over(balance, ("disk", "network-in", "leader-count"), 1.10) == {"network-in": 1.30}
     assert resources_over(balance, ("disk", "leader-bytes-in"), 1.10) == {"leader-bytes-in": 2.5}
     assert resources_over(balance, ("rack-aware", "disk", "leader-count"), 1.10) == {}
 

@@ -124,7 +124,13 @@ def test_rebalance_meets_targets_near_lower_bound():
     assert s["lower_bound_bytes"] > 0
     # the bound is for the balance the goal accepts (within the tolerance): no plan reaching it moves less
     assert s["reaches_accepted_balance"] is True
-    assert s["lower_bound_bytes"] <= s["data_to_move_bytes"] <= 1.05 * s["lower_bound_bytes"]
+    # every goal on (the default): topic spread evened too, within 1.10 of the joint bound (issue 23)
+    assert s["topic_spread"]["after"] == 0 < s["topic_spread"]["before"]
+    assert s["lower_bound_goals"] == ["disk", "network-in", "topic-spread"]
+    assert s["lower_bound_bytes"] <= s["data_to_move_bytes"] <= 1.10 * s["lower_bound_bytes"]
+    # the disk goal's own search comes within 1.05 of its bound
+    disk = plan(snap, "rebalance", engine="local", balance_goals=["disk", "leader-count"]).summary
+    assert disk["lower_bound_bytes"] <= disk["data_to_move_bytes"] <= 1.05 * disk["lower_bound_bytes"]
     # replica counts and preferred leaders evened out too
     la = loads(after)
     mean_r = sum(x["replicas"] for x in la.values()) / len(la)

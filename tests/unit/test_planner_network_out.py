@@ -18,10 +18,10 @@ from kafka_reassign.planning.spark import leaders, make_options, plan
 from kafka_reassign.planning.validate import validate_params
 from test_planner_goals import apply_plan, check_common
 from test_planner_leader_bytes import _leader_count_balance, _replica_sets
-from test_planner_network import hot_snapshot
+from test_planner_network import BASE_GOALS, hot_snapshot
 
 TOL = 0.10
-OUT_LAST = DEFAULT_BALANCE_GOALS + ("network-out",)
+OUT_LAST = BASE_GOALS + ("network-out",)
 OUT_FIRST = ("rack-aware", "capacity", "disk", "network-in", "network-out", "leader-count")
 
 
@@ -62,18 +62,18 @@ def test_network_out_ends_within_tolerance_by_reorders_only(goals: tuple) -> Non
                                                      "after": pytest.approx(out_balance(after), abs=1e-3)}
     assert res.summary["balance"]["network_out"] != res.summary["balance"]["leader_bytes_in"]
     # no data moves for it: the plan without it holds the same replicas and copies the same bytes
-    off = plan(snap, "rebalance", engine="local")
+    off = plan(snap, "rebalance", engine="local", balance_goals=BASE_GOALS)
     off_after = apply_plan(snap, off.plan.to_json())
     assert _replica_sets(off_after) == _replica_sets(after)
     assert res.summary["data_to_move_bytes"] == off.summary["data_to_move_bytes"] > 0
-    assert out_balance(off_after) > 1 + TOL  # the default plans leave it uneven
+    assert out_balance(off_after) > 1 + TOL  # the plan without it leaves it uneven
     if goals == OUT_LAST:  # leader-count ranks above: never pushed past its limit
         assert _leader_count_balance(after) <= 1 + TOL + 1e-9
 
 
 def test_below_leader_count_and_leader_bytes_in_it_keeps_both_within_their_tolerances() -> None:
     snap = hot_leader_snapshot()
-    goals = DEFAULT_BALANCE_GOALS + ("leader-bytes-in", "network-out")
+    goals = BASE_GOALS + ("leader-bytes-in", "network-out")
     res = plan(snap, "rebalance", engine="local", balance_goals=goals, consumer_fanout=0.0)
     after = check_common(snap, res, goal="rebalance")
     balance = res.summary["balance"]
@@ -108,9 +108,10 @@ def test_consumer_fanout_is_one_row_reaching_the_cli_and_the_planner() -> None:
     from kafka_reassign_airflow.params import reassign_params
 
     assert validate_params({}).consumer_fanout == 1.0 == make_options("rebalance").consumer_fanout
-    # off by default; the switch by name adds the goal last, like its neighbours'
-    assert "network-out" not in DEFAULT_BALANCE_GOALS and make_options("rebalance").balance_network_out is False
-    assert make_options("rebalance", balance_network_out=True).balance_goals[-1] == "network-out"
+    # on by default (last); the switch by name drops the goal or adds it last, like its neighbours'
+    assert DEFAULT_BALANCE_GOALS[-1] == "network-out" and make_options("rebalance").balance_network_out is True
+    assert "network-out" not in make_options("rebalance", balance_network_out=False).balance_goals
+    assert make_options("rebalance", balance_goals="disk", balance_network_out=True).balance_goals[-1] == "network-out"
     assert reassign_params()["consumer_fanout"].value == 1.0
     flags = defaults.planner_flags({"consumer_fanout": 2.5})
     assert flags == ["--consumer-fanout", "2.5"]

@@ -62,7 +62,7 @@ BALANCE_GOALS: tuple[BalanceGoal, ...] = (
                 "produce received (as leader or follower) within network_in_tolerance of the mean"),
     BalanceGoal("topic-spread", DISTRIBUTION, "balance_topic_spread", "topic_spread_slack", None,
                 "each topic's replicas per broker at most topic_spread_slack above its even share "
-                "(redirects, swaps, moves; off by default)"),
+                "(redirects, swaps, moves)"),
     BalanceGoal("leader-count", DISTRIBUTION, "balance_leaders", "leader_tolerance", "leaders",
                 "preferred-leader counts within leader_tolerance of the mean (reorders, no data moved)"),
     BalanceGoal("leader-bytes-in", DISTRIBUTION, "balance_leader_bytes_in", "leader_bytes_in_tolerance",
@@ -70,12 +70,12 @@ BALANCE_GOALS: tuple[BalanceGoal, ...] = (
                 "produce led within leader_bytes_in_tolerance of the mean (reorders, no data moved)"),
     BalanceGoal("network-out", DISTRIBUTION, "balance_network_out", "network_out_tolerance", "network_out",
                 "sent as leader (produce x (followers + consumer_fanout)) within network_out_tolerance of "
-                "the mean (reorders, no data moved; off by default)"),
+                "the mean (reorders, no data moved)"),
 )
 GOALS_BY_NAME: dict[str, BalanceGoal] = {g.name: g for g in BALANCE_GOALS}
-#: today's plans: every goal but leader-bytes-in, topic-spread and network-out (off by default so
-#: existing plans stay the same; list topic-spread after network-in to turn it on)
-DEFAULT_BALANCE_GOALS: tuple[str, ...] = ("rack-aware", "capacity", "disk", "network-in", "leader-count")
+#: every goal, in the order of the table above (Cruise Control's default goals cover the same
+#: resources): a user moving from it keeps network out, leader bytes in and topic spread
+DEFAULT_BALANCE_GOALS: tuple[str, ...] = tuple(g.name for g in BALANCE_GOALS)
 
 
 def goal_names(value: Any) -> tuple[str, ...]:

@@ -74,7 +74,7 @@ class PlanOptions:
     :param balance_goals: the balance goals by name, highest priority first
         (:mod:`~kafka_reassign.planning.goal_order`); the switches above follow from it
     :param topic_spread_slack: replicas of one topic per broker allowed above the even share
-        (goal topic-spread, switch ``balance_topic_spread``: off unless listed)
+        (goal topic-spread, switch ``balance_topic_spread``)
     :param throttle_bytes_per_sec: replication throttle for the time estimate (None = NIC speed)
     :param timeout_seconds: the planning Spark jobs are cancelled after this long (an error
         names this option)
@@ -100,13 +100,13 @@ class PlanOptions:
     topic_spread_slack: int = 1
     balance_counts: bool = True
     balance_leaders: bool = True
-    balance_topic_spread: bool = False
+    balance_topic_spread: bool = True
     balance_network_in: bool = True
     throttle_bytes_per_sec: float | None = None
     log_dir_throttle_bytes_per_sec: float | None = None
-    balance_leader_bytes_in: bool = False
+    balance_leader_bytes_in: bool = True
     leader_bytes_in_tolerance: float = 0.10
-    balance_network_out: bool = False
+    balance_network_out: bool = True
     network_out_tolerance: float = 0.10
     consumer_fanout: float = D.CONSUMER_FANOUT
     balance_goals: tuple[str, ...] = DEFAULT_BALANCE_GOALS
