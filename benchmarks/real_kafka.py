@@ -17,6 +17,10 @@ prints two tables; nothing in them comes from the simulator.
 2. *Faults on real Kafka.* One small topic per fault: kill -9 of a receiving broker mid-move
    then restart; another admin deletes our throttle mid-run; another tool's reassignment in
    flight; prior throttles per broker, as the cluster default and ``*`` on the topic.
+3. *Leader-aware sourcing.* A decommission where the leaving broker leads 4 of its 10 partitions,
+   with ``--leader-sourcing`` off and on, on data written in 1 MB and in 16 KB producer batches:
+   the moving time against the fixed-leader and source-free bounds
+   (:mod:`benchmarks.real_kafka_sourcing`).
 
 Run: ``make bench`` or ``.venv/bin/python -m benchmarks.run real_kafka`` (6-11 minutes on a
 shared 2-core machine, much of it JVMs starting). ``KAFKA_LOCAL_DIR`` reuses a running
@@ -32,6 +36,8 @@ from pathlib import Path
 from benchmarks.real_kafka_cluster import LOG_DIRS, RACKS, ROOT, Bench, start_cluster
 from benchmarks.real_kafka_compare import SEED, THROTTLE, compare_tools, print_compare
 from benchmarks.real_kafka_faults import print_faults, run_faults
+from benchmarks.real_kafka_sourcing import THROTTLE as SOURCING_THROTTLE
+from benchmarks.real_kafka_sourcing import print_sourcing, run_sourcing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "tests" / "real_kafka"))  # real_kafka_checks: the independent read-backs
     import logging
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    # `python -m benchmarks.real_kafka compare|faults` runs one table; benchmarks.run's own argv is ignored.
-    only = {a for a in (argv if argv is not None else sys.argv[1:]) if a in ("compare", "faults")}
+    # `python -m benchmarks.real_kafka compare|faults|sourcing` runs one table; benchmarks.run's own argv is ignored.
+    only = {a for a in (argv if argv is not None else sys.argv[1:]) if a in ("compare", "faults", "sourcing")}
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-real-kafka-") as tmp:
         cluster, owned = start_cluster(Path(tmp))
@@ -56,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
             if not only or "faults" in only:
                 print("Faults on real Kafka (one small topic each, 1 MB/s, --poll-interval-seconds 2):", flush=True)
                 print_faults(run_faults(bench))
+            if not only or "sourcing" in only:
+                print(f"Leader-aware sourcing on real Kafka: broker 6 leaves (10 x 8 MB, leads 4), "
+                      f"{SOURCING_THROTTLE / 1e6:g} MB/s; moving phase from the cluster's side:", flush=True)
+                print_sourcing(run_sourcing(bench))
         finally:
             if owned:
                 cluster.down()

@@ -29,15 +29,18 @@ SIZE = 100 * MB
 TIME_SCALE = 2.0
 
 
-def decommission_layout() -> tuple[list[list[int]], list[list[int]]]:
-    """(current, target) replicas of the 21 partitions: broker 8 leaves, leading every third."""
-    current, target, received = [], [], {b: 0 for b in range(1, 8)}
-    for p, (a, b) in enumerate(itertools.combinations(range(1, 8), 2)):
-        now = [(8, a, b), (a, 8, b), (a, b, 8)][p % 3]
+def decommission_layout(brokers: int = 8) -> tuple[list[list[int]], list[list[int]]]:
+    """(current, target) replicas: broker ``brokers`` leaves, holding one replica of a partition per pair
+    of the others (21 partitions at 8 brokers) and leading every third; each replica goes to the
+    least loaded broker not already in the partition."""
+    last = brokers
+    current, target, received = [], [], {b: 0 for b in range(1, last)}
+    for p, (a, b) in enumerate(itertools.combinations(range(1, last), 2)):
+        now = [(last, a, b), (a, last, b), (a, b, last)][p % 3]
         new = min((x for x in received if x not in (a, b)), key=lambda x: (received[x], x))
         received[new] += 1
         current.append(list(now))
-        target.append([new if r == 8 else r for r in now])
+        target.append([new if r == last else r for r in now])
     return current, target
 
 

@@ -10,6 +10,8 @@ import time
 from typing import Mapping
 
 RECORD_BYTES = 100_000
+#: librdkafka's default batch.size: bulk writes make batches of about 0.9 MB
+BATCH_BYTES = 1_000_000
 
 
 def create_topic(bootstrap: str, name: str, assignment: Mapping[int, list[int]],
@@ -45,11 +47,18 @@ def wait_leaders(bootstrap: str, topic: str, partitions: int, timeout: float = 6
 
 
 def fill(bootstrap: str, topic: str, bytes_per_partition: Mapping[int, int],
-         record_bytes: int = RECORD_BYTES) -> int:
-    """Write about ``bytes_per_partition[p]`` bytes to each partition (acks=all); total bytes acked."""
+         record_bytes: int = RECORD_BYTES, batch_bytes: int = BATCH_BYTES) -> int:
+    """Write about ``bytes_per_partition[p]`` bytes to each partition (acks=all); total bytes acked.
+
+    :param record_bytes: bytes of one record's value
+    :param batch_bytes: the producer's ``batch.size``: the record batches on disk are at most this
+        (or one record, when larger). A follower's fetch of 1 MiB ends in a partial batch that its
+        throttle counts but it cannot append, so batch size sets how much of a throttled copy's
+        rate is real progress (docs/SIMULATOR.md, calibration f)
+    """
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20,
-                         "batch.size": 1_000_000, "compression.type": "none",
+                         "batch.size": batch_bytes, "compression.type": "none",
                          "message.max.bytes": 1_000_000})
     payload = os.urandom(record_bytes)
     acked = [0]

@@ -259,9 +259,11 @@ def sourced(bootstrap: str, rtype: str, name: str, keys: tuple[str, ...]) -> dic
     return {k: configs[k] for k in keys if k in configs}
 
 
-def loaded_topic(bootstrap: str, name: str, assignment: Mapping[int, list[int]], mb_each: float) -> str:
-    """Create ``name`` where ``assignment`` says and write ``mb_each`` MB of incompressible data per partition."""
+def loaded_topic(bootstrap: str, name: str, assignment: Mapping[int, list[int]], mb_each: float,
+                 **fill_args: int) -> str:
+    """Create ``name`` where ``assignment`` says and write ``mb_each`` MB of incompressible data per partition
+    (``fill_args``: record and batch bytes, :func:`kafka_local.load.fill`)."""
     from kafka_local.load import create_topic, fill
     create_topic(bootstrap, name, assignment)
-    fill(bootstrap, name, {p: int(mb_each * MB) for p in assignment})
+    fill(bootstrap, name, {p: int(mb_each * MB) for p in assignment}, **fill_args)
     return name
