@@ -151,7 +151,7 @@ class FlowPlanning(FetchSharing):
                     f.gap = gap if gap > 0.0 else 0.0  # max(0.0, gap), without the call
                     f.grow = rate
                 else:
-                    f.gap = max(0.0, (log if r.tracking else r._bytes) - r.future_bytes)  # r.exact_bytes()
+                    f.gap = max(0.0, r.exact_bytes() - r.future_bytes)
                     f.grow = -1.0 if f.follows else (rate if r.tracking else 0.0)
             flows.extend(fl)
         return flows
