@@ -24,11 +24,11 @@ the same figure. What it models, as Kafka does it:
   the future replica must beat the produce rate too: ``S / (r_dir - P)``.
 
 Per broker, moves through it share its quotas; the run takes as long as its busiest broker.
-Two lower bounds come with every estimate (:mod:`kafka_reassign.planning.bounds`): the
-*fixed-leader bound* (the busiest broker's bytes in or out, as the prepare-time leader, divided
-by its throttle), against which ``estimate / bound`` says what in-sync traffic and produce rates
-cost on top, and the *source-free bound* (any in-sync replica may send a copy's bytes), which
-says how much moving leadership off the busiest sender could save.
+Two lower bounds come with an estimate (:mod:`kafka_reassign.planning.bounds`): the
+*fixed-leader bound* (busiest broker's bytes in or out, as the prepare-time leader, / its
+throttle: ``estimate / bound`` is what in-sync traffic and produce rates cost on top) and the
+*source-free bound* (any in-sync replica may send; what moving leadership off the busiest
+sender could save; not in the plan summary, which reads the time only).
 """
 from __future__ import annotations
 
@@ -84,26 +84,25 @@ def step_loads(steps: Iterable[Any], state: ClusterState) -> list[StepLoad]:
     :param state: the cluster as read before the run (leaders, ISR, produce rates)
     """
     steps = list(steps)
-    sending = senders(steps, {k: p.leader for k in {(s.topic, s.partition) for s in steps}
-                              if (p := state.partition(*k)) is not None})
+    # each partition looked up once (a million-step plan has several steps per partition)
+    parts = {k: state.partition(*k) for k in dict.fromkeys((s.topic, s.partition) for s in steps)}
+    sending = senders(steps, {k: p.leader for k, p in parts.items() if p is not None})
     out = []
     # Per partition, the replicas in sync when its next step starts: the ISR read before the run,
     # then every replica an earlier step of its chain added (a step ends once they caught up).
     in_sync: dict[TopicPartition, set[int]] = {}
     for s, lead in zip(steps, sending):
         current, target = tuple(s.current), tuple(s.target)
-        p = state.partition(s.topic, s.partition)
+        p = parts[key := (s.topic, s.partition)]
         leader = lead if lead is not None else -1
         isr = p.isr if p is not None else current
-        synced = in_sync.setdefault((s.topic, s.partition), set(isr or current))
+        synced = in_sync.get(key) or in_sync.setdefault(key, set(isr or current))
         produce = p.bytes_in_per_sec if p is not None else 0.0
         size = int(getattr(s, "size_bytes", 0) or (p.size_bytes if p is not None else 0))
         adding = tuple(b for b in target if b not in current)
-        dirs: tuple[int, ...] = ()
         log_dirs = getattr(s, "log_dirs", None)
-        if current == target and log_dirs:
-            dirs = tuple(b for b, d in zip(target, log_dirs) if d != "any")
-        out.append(StepLoad(key=(s.topic, s.partition), leader=leader, adding=adding, size_bytes=size,
+        dirs = tuple(b for b, d in zip(target, log_dirs) if d != "any") if current == target and log_dirs else ()
+        out.append(StepLoad(key=key, leader=leader, adding=adding, size_bytes=size,
                             produce=produce, in_sync_followers=sum(1 for b in isr if b != leader and b in current),
                             dir_brokers=dirs, sources=tuple(b for b in current if b in synced)))
         synced.update(adding)
@@ -217,8 +216,7 @@ class Estimate:
                 "broker_seconds": {str(b): (None if math.isinf(v) else round(v, 3))
                                    for b, v in sorted(self.broker_seconds.items())},
                 "stalled": list(self.stalled), "detail": dict(self.detail),
-                "source_free_seconds": (None if self.source_free_seconds is None
-                                        else round(self.source_free_seconds, 3)),
+                "source_free_seconds": None if self.source_free_seconds is None else round(self.source_free_seconds, 3),
                 "text": self.describe()}
 
     @classmethod
@@ -317,10 +315,10 @@ def estimate_batches(batches: Sequence[Sequence[Any]], state: ClusterState, limi
 
 
 def estimate_loads(per_batch: Sequence[Sequence[StepLoad]], state: ClusterState, limits: Limits,
-                   pipelined: bool = False, per_step: bool = False,
-                   stalls: Sequence[StallPoint] | None = None) -> tuple[Estimate, list[float]]:
-    """:func:`estimate_batches` on the batches' :func:`step_loads`; ``stalls``: their stalling
-    :func:`stall_points` when the caller has them (a million-step plan makes them once)."""
+                   pipelined: bool = False, per_step: bool = False, stalls: Sequence[StallPoint] | None = None,
+                   source_free: bool = True) -> tuple[Estimate, list[float]]:
+    """:func:`estimate_batches` on the batches' :func:`step_loads`; ``stalls``: their stalling :func:`stall_points`
+    when the caller has them (made once for a million steps); ``source_free=False``: ``source_free_seconds`` None."""
     everything = [ld for b in per_batch for ld in b]
     quota = quota_load(everything, per_step)
     whole = broker_times(everything, limits, quota)
@@ -335,11 +333,11 @@ def estimate_loads(per_batch: Sequence[Sequence[StepLoad]], state: ClusterState,
     bound = throttle_bound(everything, limits)
     seconds = max(whole.values(), default=0.0) if pipelined else sum(batch_secs)
     stalled = sorted({p.name for p in (stall_points(everything, limits, quota, True) if stalls is None else stalls)})
-    if stalled:
-        seconds = INF
+    seconds = INF if stalled else seconds
     remote = sum(p.remote_bytes for k in {ld.key for ld in everything} if (p := state.partition(*k)) is not None)
     return (Estimate(detail={"remote_bytes": remote} if remote else {}, seconds=seconds, bound_seconds=bound.seconds,
-                     busiest_broker=bound.broker, source_free_seconds=source_free_bound(everything, limits).seconds,
+                     busiest_broker=bound.broker,
+                     source_free_seconds=source_free_bound(everything, limits).seconds if source_free else None,
                      bytes_total=sum(ld.size_bytes * (len(ld.adding) or len(ld.dir_brokers)) for ld in everything),
                      broker_seconds=whole, stalled=stalled), batch_secs)
 
@@ -395,7 +393,7 @@ def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
     topics: dict[str, TopicInfo] = {}
     brokers: dict[int, BrokerInfo] = {}
     for m in moves:
-        isr = tuple(b for b in m.current if b not in m.offline)
+        isr = tuple(b for b in m.current if b not in m.offline) if m.offline else m.current
         info = PartitionInfo(topic=m.topic, partition=m.partition, replicas=m.current, isr=isr,
                              leader=m.leader if m.leader in m.current else (isr[0] if isr else -1),
                              offline=m.offline, size_bytes=int(m.size_bytes), bytes_in_per_sec=m.produce,
@@ -410,13 +408,15 @@ def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
 
 
 def estimate_plan(moves: Sequence[PlannedMove], rate: float | None, log_dir_rate: float | None = None,
-                  network: Mapping[int, float] | None = None) -> tuple[Estimate, list[StallPoint]]:
+                  network: Mapping[int, float] | None = None,
+                  source_free: bool = True) -> tuple[Estimate, list[StallPoint]]:
     """:func:`estimate_run` for a plan the planner holds (the executor's KIP-435 steps, made once).
 
     :param moves: the plan's partition moves with their sizes and produce rates
     :param rate: the replication throttle the run will use (None: unthrottled)
     :param log_dir_rate: the KIP-113 throttle (None: ``rate``)
     :param network: broker -> network bytes/s where the snapshot says
+    :param source_free: False: no source-free bound (``source_free_seconds`` None)
     :returns: (the estimate, where the moves that never finish run out of quota)
     """
     # Steps are the executor's (execution builds on planning.plan; imported here, not at load).
@@ -429,7 +429,7 @@ def estimate_plan(moves: Sequence[PlannedMove], rate: float | None, log_dir_rate
     # Steps, loads and stall points are made once: estimate_run's figures on the same loads.
     loads = step_loads(plan_all_steps(wanted, state), state)
     stalls = stall_points(loads, limits, quota_load(loads, per_step=True), stalling_only=True)
-    return estimate_loads([loads], state, limits, pipelined=True, per_step=True, stalls=stalls)[0], stalls
+    return estimate_loads([loads], state, limits, True, True, stalls, source_free)[0], stalls
 
 
 @dataclass(frozen=True)

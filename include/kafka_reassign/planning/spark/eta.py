@@ -15,6 +15,7 @@ from kafka_reassign.planning.estimate import PlannedMove, StallPoint, estimate_p
 from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.cluster import Cluster
+from kafka_reassign.planning.spark.network import columns
 from kafka_reassign.units import fmt_bytes
 
 if TYPE_CHECKING:  # pandas is imported where the frames are made
@@ -32,8 +33,9 @@ def plan_eta(moves: Sequence[PlannedMove], opts: PlanOptions,
     :param opts: the planner options (throttles)
     :param network: broker -> network bytes/s
     """
+    # the summary reads the time only: no source-free bound (a max-flow, seconds at 3M replicas)
     estimate, stalls = estimate_plan(moves, opts.throttle_bytes_per_sec, opts.log_dir_throttle_bytes_per_sec,
-                                     network)
+                                     network, source_free=False)
     if not math.isinf(estimate.seconds):
         return round(estimate.seconds, 1), []
     # No throttle stall: a broker's network cannot carry a move's produce and in-sync traffic.
@@ -80,9 +82,8 @@ def change_moves(changes: pd.DataFrame, plan: ReassignmentPlan, min_isr: Mapping
     :param min_isr: topic -> min.insync.replicas (1 where absent)
     """
     # Rows by partition, each move made once from its row (a million changes at 3M replicas).
-    rows = {(str(r[0]), int(r[1])): r for r in zip(
-        changes["topic"], changes["partition"], changes["orig"], changes["size_bytes"],
-        changes["bytes_in_per_sec"], changes["leader"], changes["remote_bytes"])}
+    rows = {(str(r[0]), int(r[1])): r for r in zip(*columns(changes, (
+        "topic", "partition", "orig", "size_bytes", "bytes_in_per_sec", "leader", "remote_bytes")))}
     out = []
     for m in plan.moves:
         _t, _p, orig, size, rate, lead, remote = rows[m.key]
