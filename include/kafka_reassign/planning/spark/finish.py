@@ -10,6 +10,7 @@ from typing import Any
 from kafka_reassign.errors import Problem
 from kafka_reassign.planning.plan import ANY_LOG_DIR, PartitionMove, ReassignmentPlan
 from kafka_reassign.planning.spark.loads import Loads
+from kafka_reassign.planning.spark.network import columns
 from kafka_reassign.planning.spark.targets import Targets
 
 MAX_PROBLEMS = 20
@@ -52,8 +53,7 @@ def ordered_plan(changes: Any, dirs: dict[int, list[tuple[str, float]]], before:
     the receivers interleaved (so a sliding window starts a copy on every receiver at once and
     the big copies, which set the end time, start early); leader-only reorders last."""
     rows = []
-    for topic, part, orig, final, size in zip(changes["topic"], changes["partition"], changes["orig"],
-                                              changes["final"], changes["size_bytes"]):
+    for topic, part, orig, final, size in zip(*columns(changes, ("topic", "partition", "orig", "final", "size_bytes"))):
         orig, final = [int(x) for x in orig], [int(x) for x in final]
         added = [b for b in final if b not in orig]
         rows.append((str(topic), int(part), orig, final, float(size), added))

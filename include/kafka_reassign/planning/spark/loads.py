@@ -84,7 +84,9 @@ def loads_from_frame(per: Any, dirs: dict[int, list[tuple[str, float]]]) -> Load
 
 def topic_counts_from_frame(frame: Any) -> dict[tuple[str, int], int]:
     """(topic, broker) -> replicas from the engine's ``topic_counts`` frame."""
-    return {(str(t), int(b)): int(n) for t, b, n in zip(frame["topic"], frame["broker"], frame["replicas"])}
+    # whole columns to lists first: iterating Arrow-backed columns costs a call per element
+    return {(str(t), int(b)): int(n) for t, b, n in zip(frame["topic"].tolist(), frame["broker"].tolist(),
+                                                       frame["replicas"].tolist())}
 
 
 def _topic_after(after: Loads, frame: Any) -> None:

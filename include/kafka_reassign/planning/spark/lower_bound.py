@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kafka_reassign.planning.spark.loads import Loads
-from kafka_reassign.planning.spark.network import hot_candidates
+from kafka_reassign.planning.spark.network import columns, hot_candidates
 from kafka_reassign.planning.spark.spread import even_shares
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets, disk_excess
 
@@ -160,7 +160,7 @@ def spread_terms(engine: Any, counts: dict[tuple[str, int], int], eligible: set[
         return {}, {}
     sizes: dict[tuple[str, int], list[float]] = {}
     rows = engine.topic_candidates(set(allowed))
-    for tp, b, size in zip(rows["topic"], rows["broker"], rows["size_bytes"]):
+    for tp, b, size in zip(*columns(rows, ("topic", "broker", "size_bytes"))):
         sizes.setdefault((str(tp), int(b)), []).append(float(size))
     out: dict[int, float] = {}
     for (tp, b), xs in sizes.items():

@@ -138,7 +138,7 @@ def mid_loads(before: Loads, moves: Any) -> tuple[dict[int, float], dict[int, fl
     :param moves: the search's moves (search.MOVE_COLUMNS)
     """
     byt, net = dict(before.bytes), dict(before.net_in)
-    for src, dst, size, rate in zip(moves["src"], moves["dst"], moves["size_bytes"], moves["bytes_in_per_sec"]):
+    for src, dst, size, rate in zip(*columns(moves, ("src", "dst", "size_bytes", "bytes_in_per_sec"))):
         byt[int(src)] -= float(size)
         byt[int(dst)] += float(size)
         net[int(src)] = net.get(int(src), 0.0) - float(rate)
@@ -187,10 +187,10 @@ def hot_candidates(count: int, net: float, upper: float) -> int:
     return max(PER_BROKER, min(count, math.ceil(2 * count * (net - upper) / net)))
 
 
-def _search_moves(moves: Any) -> dict[tuple[str, int], dict[int, int]]:
+def search_moves(moves: Any) -> dict[tuple[str, int], dict[int, int]]:
     """(topic, partition) -> {position: new broker} of the search's moves."""
     out: dict[tuple[str, int], dict[int, int]] = {}
-    for t, p, pos, dst in zip(moves["topic"], moves["partition"], moves["pos"], moves["dst"]):
+    for t, p, pos, dst in zip(*columns(moves, ("topic", "partition", "pos", "dst"))):
         out.setdefault((str(t), int(p)), {})[int(pos)] = int(dst)
     return out
 
@@ -199,16 +199,18 @@ def _after(orig: tuple[int, ...], done: dict[int, int]) -> tuple[int, ...]:
     return tuple(done.get(i, x) for i, x in enumerate(orig))
 
 
-def candidates(frame: Any, moves: Any, side: dict[int, Any]) -> dict[int, list[Replica]]:
+def candidates(frame: Any, moves: Any, side: dict[int, Any],
+               moved: dict[tuple[str, int], dict[int, int]] | None = None) -> dict[int, list[Replica]]:
     """Per broker of ``side``: the engine's candidates (a replica the search moves itself left
     out) and the search's moves onto it (``via``).
 
     :param frame: the engine's candidates (data.NET_COLUMNS)
+    :param moved: :func:`search_moves` of ``moves`` when the caller has it (made once per pass)
     """
-    moved = _search_moves(moves)
+    moved = search_moves(moves) if moved is None else moved
     out: dict[int, list[Replica]] = {b: [] for b in side}
     # plain lists, not pandas' per-element iteration: the moves run to 800,000 rows at 3M replicas
-    for t, p, pos, b, size, rate, reps in zip(*_columns(frame, ("topic", "partition", "pos", "broker",
+    for t, p, pos, b, size, rate, reps in zip(*columns(frame, ("topic", "partition", "pos", "broker",
                                                                  "size_bytes", "rate", "replicas"))):
         orig = tuple(int(x) for x in reps)
         done = moved.get((str(t), int(p)), {})
@@ -216,7 +218,7 @@ def candidates(frame: Any, moves: Any, side: dict[int, Any]) -> dict[int, list[R
             out[int(b)].append(Replica(str(t), int(p), int(pos), int(b), float(size), float(rate),
                                        _after(orig, done), orig))
     rows = _rows_into(moves, side)
-    cols = _columns(moves, ("topic", "partition", "pos", "dst", "size_bytes", "bytes_in_per_sec", "replicas"), rows)
+    cols = columns(moves, ("topic", "partition", "pos", "dst", "size_bytes", "bytes_in_per_sec", "replicas"), rows)
     for i, t, p, pos, dst, size, rate, reps in zip(rows, *cols):
         orig = tuple(int(x) for x in reps)
         out[int(dst)].append(Replica(str(t), int(p), int(pos), int(dst), float(size), float(rate),
@@ -232,9 +234,10 @@ def _rows_into(moves: Any, side: dict[int, Any]) -> list[int]:
     return np.flatnonzero(np.isin(dst, np.array(list(side), dtype=np.int64))).tolist()
 
 
-def _columns(frame: Any, names: tuple[str, ...], rows: list[int] | None = None) -> list[list]:
+def columns(frame: Any, names: tuple[str, ...], rows: list[int] | None = None) -> list[list]:
     """``frame``'s columns (a DataFrame's or a dict's of lists) as lists: only ``rows``, by
-    position, when given."""
+    position, when given. Per element, iterating a pandas column (Arrow-backed strings, lists)
+    costs a call; a whole column to a list costs one (the driver reads moves-sized frames)."""
     out = []
     for c in names:
         col = frame[c]

@@ -33,10 +33,13 @@ from kafka_reassign.planning.goal_order import ranks_above
 from kafka_reassign.planning.spark.data import NET_COLUMNS
 from kafka_reassign.planning.spark.loads import Loads
 from kafka_reassign.planning.spark.network import (MAX_MISSES, PER_BROKER, SWEEPS, NetState, Pool, Replica,
-                                                   candidates, disk_ceilings, mid_loads, net_state, with_pass)
+                                                   candidates, columns, disk_ceilings, mid_loads, net_state,
+                                                   search_moves, with_pass)
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
 
 Counts = dict[tuple[str, int], int]
+#: (topic, partition) -> {position: new broker} of the moves so far (:func:`.network.search_moves`)
+Moved = dict[tuple[str, int], dict[int, int]]
 #: receivers (fewest of the topic first) a crowded replica looks for a swap partner on: every
 #: receiver made the pass slow on large clusters for little gain
 SWAP_RECEIVERS = 24
@@ -66,7 +69,7 @@ def topic_spread(counts: Mapping[tuple[str, int], int], eligible: set[int], slac
 def moved_counts(counts: Counts, moves: Any) -> Counts:
     """``counts`` with every move row applied (topic, src, dst)."""
     out = dict(counts)
-    for t, src, dst in zip(moves["topic"], moves["src"], moves["dst"]):
+    for t, src, dst in zip(*columns(moves, ("topic", "src", "dst"))):
         out[(str(t), int(src))] = out.get((str(t), int(src)), 0) - 1
         out[(str(t), int(dst))] = out.get((str(t), int(dst)), 0) + 1
     return out
@@ -87,6 +90,7 @@ class Spread:
         self.even = even_shares(counts, len(eligible))
         self.reach = 0  # receivers hold fewer than even + reach of the topic: 0, then the slack
         self.swap_first = False  # plain moves before swaps (see :func:`_place`)
+        self._by_net: list[int] | None = None  # receivers by (network in, id); None after a move
 
     def n(self, topic: str, b: int) -> int:
         return self.counts.get((topic, b), 0)
@@ -97,17 +101,21 @@ class Spread:
 
     def receivers(self, topic: str) -> list[int]:
         """Receivers below even + ``reach`` for the topic, fewest of it first, then least network in."""
-        # called per crowded replica over every receiver: plain tuples, no per-broker method calls
-        below, counts, net = self.even[topic] + self.reach, self.counts, self.s.net
-        keyed = []
-        for b in self.s.receivers:
+        # called per crowded replica over every receiver, most often with no move in between: the
+        # network-in order is kept until the next move, each call only groups it by the topic's count
+        if self._by_net is None:
+            net = self.s.net
+            self._by_net = sorted(self.s.receivers, key=lambda b: (net.get(b, 0.0), b))
+        below, counts = self.even[topic] + self.reach, self.counts
+        by_count: dict[int, list[int]] = {}
+        for b in self._by_net:
             n = counts.get((topic, b), 0)
             if n < below:
-                keyed.append((n, net.get(b, 0.0), b))
-        keyed.sort()
-        return [b for _, _, b in keyed]
+                by_count.setdefault(n, []).append(b)
+        return [b for n in sorted(by_count) for b in by_count[n]]
 
     def move(self, x: Replica, dst: int) -> list[tuple]:
+        self._by_net = None  # network in changes
         self.counts[(x.topic, x.broker)] -= 1
         self.counts[(x.topic, dst)] = self.n(x.topic, dst) + 1
         return self.s.apply(x, dst)
@@ -153,10 +161,11 @@ def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple]
     partner too) or, with ``sp.swap_first``, a swap first (it keeps the receivers' disk room for
     the next); without ``pools`` the first two only. None when it fits nowhere."""
     # the receivers' order only when needed: a redirect or substitute that finds nothing changes nothing
-    rows = _plain_move(sp, x, sp.receivers(x.topic)) if x.via >= 0 else sp.substitute(x)
+    order = sp.receivers(x.topic) if x.via >= 0 else None
+    rows = _plain_move(sp, x, order) if order is not None else sp.substitute(x)
     if rows is not None or pools is None:
         return rows
-    order = sp.receivers(x.topic)
+    order = order if order is not None else sp.receivers(x.topic)
     steps = (_swap_move, _plain_move) if sp.swap_first else (_plain_move, _swap_move)
     for step in steps:
         if step is _plain_move and x.via >= 0:
@@ -222,23 +231,30 @@ def _state(brokers: dict[int, BrokerInfo], t: Targets, before: Loads, moves: Any
     return s
 
 
-def leaving_moves(moves: Any) -> dict[int, Pool]:
-    """Source broker -> the moves leaving it (each as its replica on the receiver), by size."""
-    src = [int(x) for x in moves["src"]]
+def leaving_moves(moves: Any, moved: Moved | None = None) -> dict[int, Pool]:
+    """Source broker -> the moves leaving it (each as its replica on the receiver), by size.
+
+    :param moved: :func:`.network.search_moves` of ``moves`` when the caller has it
+    """
+    src, dst = columns(moves, ("src", "dst"))
     out: dict[int, list[Replica]] = {}
-    for rs in candidates({c: [] for c in NET_COLUMNS}, moves, {int(b): None for b in moves["dst"]}).values():
+    for rs in candidates({c: [] for c in NET_COLUMNS}, moves, {int(b): None for b in dst}, moved).values():
         for r in rs:
             out.setdefault(src[r.via], []).append(r)
     return {a: Pool(rs) for a, rs in out.items()}
 
 
-def crowded_replicas(engine: Any, sp: Spread, moves: Any, eligible: set[int]) -> dict[tuple[str, int], list[Replica]]:
+def crowded_replicas(engine: Any, sp: Spread, moves: Any, eligible: set[int],
+                     moved: Moved | None = None) -> dict[tuple[str, int], list[Replica]]:
     """(topic, broker) above even + slack -> its replicas there (the engine's, minus those the
-    moves take off, plus the moves onto it), redirects first, then smallest."""
+    moves take off, plus the moves onto it), redirects first, then smallest.
+
+    :param moved: :func:`.network.search_moves` of ``moves`` when the caller has it
+    """
     pairs = {(tp, b) for (tp, b), n in sp.counts.items() if b in eligible and n > sp.even[tp] + sp.slack}
     side = {b: None for _, b in pairs}
     out: dict[tuple[str, int], list[Replica]] = {}
-    for b, rs in candidates(engine.topic_candidates(pairs), moves, side).items():
+    for b, rs in candidates(engine.topic_candidates(pairs), moves, side, moved).items():
         for r in rs:
             if (r.topic, b) in pairs:
                 out.setdefault((r.topic, b), []).append(r)
@@ -262,10 +278,11 @@ def spread_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before
     counts = moved_counts(before.topic_count, moves)
     if not opts.balance_topic_spread or topic_spread(counts, eligible, slack) == 0:
         return moves
-    out, leaving = moves, leaving_moves(moves)
     # both tries start from the same state, so they find the same crowded replicas and swap
-    # partners: fetched once (neither the replicas nor the pools change while the pass runs)
-    found: dict[str, Any] = {}
+    # partners: fetched once (neither the replicas nor the pools change while the pass runs);
+    # the search's moves by partition are made once for all of them
+    found: dict[str, Any] = {"moved": search_moves(moves)}
+    out, leaving = moves, leaving_moves(moves, found["moved"])
     for swap_first in (False, True):
         s = _state(brokers, t, before, moves, hard_cap, opts)
         if s is None:
@@ -282,18 +299,18 @@ def _spread_rounds(engine: Any, sp: Spread, moves: Any, eligible: set[int], excl
                    found: dict[str, Any]) -> list[tuple]:
     """The pass's new rows: redirects and substitutes first, then sweeps with swap partners.
 
-    :param found: the crowded replicas and swap partners of an earlier try from the same state
-        (filled on the first)
+    :param found: the search's moves by partition (``moved``), and the crowded replicas and swap
+        partners of an earlier try from the same state (filled on the first)
     """
     slack = sp.slack
     if "crowded" not in found:
-        found["crowded"] = crowded_replicas(engine, sp, moves, eligible)
+        found["crowded"] = crowded_replicas(engine, sp, moves, eligible, found.get("moved"))
     crowded = found["crowded"]
     extra = spread_round(sp, crowded, None)
     if topic_spread(sp.counts, eligible, slack) > 0:
         sp.reach = slack  # partners on every receiver of either step
         if "pools" not in found:
-            found["pools"] = partner_pools(engine, sp, crowded, moves, exclude)
+            found["pools"] = partner_pools(engine, sp, crowded, moves, exclude, found.get("moved"))
         pools = found["pools"]
         for sp.reach in sorted({0, slack}):
             for _ in range(SWEEPS):
@@ -305,9 +322,12 @@ def _spread_rounds(engine: Any, sp: Spread, moves: Any, eligible: set[int], excl
 
 
 def partner_pools(engine: Any, sp: Spread, crowded: dict[tuple[str, int], list[Replica]], moves: Any,
-                  exclude: set[str]) -> dict[int, Pool]:
-    """Swap partners on every receiver a crowded topic may go to (at ``sp.reach``)."""
+                  exclude: set[str], moved: Moved | None = None) -> dict[int, Pool]:
+    """Swap partners on every receiver a crowded topic may go to (at ``sp.reach``).
+
+    :param moved: :func:`.network.search_moves` of ``moves`` when the caller has it
+    """
     topics = {tp for tp, _ in crowded}
     side = {b: ("cold", PER_BROKER) for b in sorted({b for tp in topics for b in sp.receivers(tp)})}
-    found = candidates(engine.net_candidates(side, exclude), moves, side)
+    found = candidates(engine.net_candidates(side, exclude), moves, side, moved)
     return {b: Pool(rs) for b, rs in found.items()}

@@ -1,0 +1,53 @@
+"""What the 3M planner keeps between calls instead of recomputing (issue 23) gives what computing
+it afresh gives: the spread pass's receiver order across moves, the summary's estimate without
+the source-free bound."""
+from __future__ import annotations
+
+import random
+
+from kafka_reassign.planning.estimate import PlannedMove, estimate_plan
+from kafka_reassign.planning.spark.network import NetState, Replica
+from kafka_reassign.planning.spark.spread import Spread
+
+MB = 1_000_000
+
+
+def _definition(sp: Spread, s: NetState, topic: str) -> list[int]:
+    """Receivers below even + reach, fewest of the topic first, then least network in, then id."""
+    return sorted((b for b in s.receivers if sp.n(topic, b) < sp.even[topic] + sp.reach),
+                  key=lambda b: (sp.n(topic, b), s.net.get(b, 0.0), b))
+
+
+def test_the_receivers_order_follows_every_move() -> None:
+    rnd = random.Random(7)
+    brokers = list(range(40))
+    s = NetState({b: 0.0 for b in brokers}, {b: float(rnd.choice([0, 3, 3, 8])) for b in brokers},
+                 float("inf"), {b: 1e12 for b in brokers}, set(brokers[4:]), {b: str(b % 4) for b in brokers}, 0.0)
+    counts = {(t, b): rnd.randint(0, 3) for t in "abc" for b in brokers}
+    sp = Spread(s, counts, set(brokers), 1, {})
+    for i in range(30):
+        topic = "abc"[i % 3]
+        order = sp.receivers(topic)
+        assert order == _definition(sp, s, topic)
+        src = max(brokers[:4], key=lambda b: sp.n(topic, b))
+        x = Replica(topic, i, 0, src, 1.0, float(rnd.choice([1, 4, 9])), (src,), (src,))
+        sp.move(x, order[-1])  # network in and the topic's counts change: the next order must see it
+        assert sp.receivers(topic) == _definition(sp, s, topic)
+
+
+def test_the_summary_estimate_without_the_source_free_bound_has_the_same_time() -> None:
+    rnd = random.Random(11)
+    moves = []
+    for p in range(60):
+        current = tuple(rnd.sample(range(8), 3))
+        target = (current[0], *rnd.sample([b for b in range(8) if b not in current], rnd.randint(1, 2)))
+        target = (target + current[1:])[:3]
+        moves.append(PlannedMove(topic=f"t{p % 5}", partition=p, current=current, target=target,
+                                 size_bytes=float(rnd.randint(1, 50) * MB), produce=float(rnd.randint(0, 3) * 100_000),
+                                 leader=current[0], min_isr=2))
+    full, full_stalls = estimate_plan(moves, 5 * MB)
+    fast, fast_stalls = estimate_plan(moves, 5 * MB, source_free=False)
+    assert full.source_free_seconds is not None and fast.source_free_seconds is None
+    assert (fast.seconds, fast.broker_seconds, fast.bound_seconds) == (full.seconds, full.broker_seconds,
+                                                                       full.bound_seconds)
+    assert fast_stalls == full_stalls
