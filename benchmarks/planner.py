@@ -97,7 +97,7 @@ def spread_of(s: Shape, replicas: np.ndarray, slack: int = 1) -> int:
     pairs, counts = np.unique(np.stack([topics, replicas.ravel()]), axis=1, return_counts=True)
     drained = set(s.options.get("brokers", ())) if s.goal == "remove-brokers" else set()
     return topic_spread({(str(t), int(b)): int(n) for (t, b), n in zip(pairs.T.tolist(), counts.tolist())},
-                        {int(b) for b in s.brokers} - drained, slack)
+                        {int(b): float(c) for b, c in zip(s.brokers, s.capacity) if int(b) not in drained}, slack)
 
 
 def one(shape: str, size: str, work: Path, goals: str | None = None) -> dict[str, Any]:

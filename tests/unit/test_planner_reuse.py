@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from kafka_reassign.planning.estimate import PlannedMove, estimate_plan
 from kafka_reassign.planning.spark.network import NetState, Replica
 from kafka_reassign.planning.spark.spread import Spread
@@ -14,17 +16,19 @@ MB = 1_000_000
 
 def _definition(sp: Spread, s: NetState, topic: str) -> list[int]:
     """Receivers below even + reach, fewest of the topic first, then least network in, then id."""
-    return sorted((b for b in s.receivers if sp.n(topic, b) < sp.even[topic] + sp.reach),
+    return sorted((b for b in s.receivers if sp.n(topic, b) < sp.even.of(topic, b) + sp.reach),
                   key=lambda b: (sp.n(topic, b), s.net.get(b, 0.0), b))
 
 
-def test_the_receivers_order_follows_every_move() -> None:
+@pytest.mark.parametrize("weighed", [False, True])
+def test_the_receivers_order_follows_every_move(weighed: bool) -> None:
     rnd = random.Random(7)
     brokers = list(range(40))
     s = NetState({b: 0.0 for b in brokers}, {b: float(rnd.choice([0, 3, 3, 8])) for b in brokers},
                  float("inf"), {b: 1e12 for b in brokers}, set(brokers[4:]), {b: str(b % 4) for b in brokers}, 0.0)
     counts = {(t, b): rnd.randint(0, 3) for t in "abc" for b in brokers}
-    sp = Spread(s, counts, set(brokers), 1, {})
+    eligible = {b: 1.0 + b % 3 for b in brokers} if weighed else set(brokers)  # capacities differ: shares too
+    sp = Spread(s, counts, eligible, 1, {})
     for i in range(30):
         topic = "abc"[i % 3]
         order = sp.receivers(topic)

@@ -6,7 +6,7 @@ import pytest
 
 from kafka_reassign.errors import GoalError
 from kafka_reassign.planning.spark import make_options, plan
-from kafka_reassign.planning.spark.spread import topic_spread
+from kafka_reassign.planning.spark.spread import EvenShares, topic_spread
 from test_planner_goals import TOL, _rate_balance, balance, check_common, partitions
 from test_planner_network import BASE_GOALS, NET_TOL, hot_snapshot
 
@@ -45,6 +45,19 @@ def test_the_measure_is_the_largest_excess_over_even_plus_slack() -> None:
     assert topic_spread(counts, {1, 2, 3}, 1) == 2
     assert topic_spread(counts, {1, 2, 3}, 3) == 0
     assert topic_spread({("a", 1): 3}, {1, 2}, 1) == 0  # even 2, within slack
+
+
+def test_even_shares_follow_capacity_when_capacities_differ() -> None:
+    counts = {("a", 1): 6, ("a", 2): 2, ("b", 1): 1}
+    equal = EvenShares(counts, {1: 5.0, 2: 5.0})
+    assert (equal.of("a", 1), equal.of("a", 2), equal.of("b", 2)) == (4, 4, 1)  # ceil(8 / 2), ceil(1 / 2)
+    assert EvenShares(counts, [1, 2]).of("a", 1) == 4  # ids alone: equal capacities
+    weighed = EvenShares(counts, {1: 3.0, 2: 1.0})  # broker 1 holds three quarters of the capacity
+    assert (weighed.of("a", 1), weighed.of("a", 2), weighed.of("b", 2)) == (6, 2, 1)
+    # a share that is whole in exact arithmetic is not rounded up by float error
+    assert EvenShares({("c", 1): 10}, {1: 0.7, 2: 0.3}).of("c", 1) == 7
+    # broker 1 at 6 of "a" is within its weighed share; counted by equal shares it was 2 above even + 0
+    assert topic_spread(counts, {1: 3.0, 2: 1.0}, 0) == 0 and topic_spread(counts, {1: 5.0, 2: 5.0}, 0) == 2
 
 
 @pytest.mark.parametrize("seed", [5, 7])
@@ -168,6 +181,6 @@ def test_the_receivers_order_is_the_sort_by_count_then_network_in_then_id() -> N
     for reach in (0, 1):
         sp.reach = reach
         for t in "abc":  # the definition: receivers below even + reach, fewest first, then least network in
-            want = sorted((b for b in s.receivers if sp.n(t, b) < sp.even[t] + reach),
+            want = sorted((b for b in s.receivers if sp.n(t, b) < sp.even.of(t, b) + reach),
                           key=lambda b: (sp.n(t, b), net.get(b, 0.0), b))
             assert sp.receivers(t) == want and want

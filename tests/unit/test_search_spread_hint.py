@@ -10,7 +10,7 @@ import pandas as pd
 
 from kafka_reassign.planning.spark import plan
 from kafka_reassign.planning.spark.search import GroupQuotas, SearchInputs, SpreadHint, search_group
-from kafka_reassign.planning.spark.spread import moved_counts, topic_spread
+from kafka_reassign.planning.spark.spread import EvenShares, moved_counts, topic_spread
 from test_planner_spread import WITH_SPREAD, crowded_snapshot
 
 
@@ -35,7 +35,7 @@ def test_without_the_goal_the_search_picks_by_bytes_alone() -> None:
 
 def test_with_the_goal_it_sheds_the_crowded_topic_to_a_receiver_below_its_even_share() -> None:
     # "hot": even 1, broker 1 holds 4 (2 above even + slack 1); receiver 2 already holds its share
-    hint = SpreadHint({"hot": 1, "cold": 1}, {("hot", 2): 1}, {1: {"hot": 2}})
+    hint = SpreadHint(EvenShares.given({"hot": 1, "cold": 1}), {("hot", 2): 1}, {1: {"hot": 2}})
     moves = search_group(_group(), _inputs(hint))
     assert list(moves["topic"]) == ["hot", "hot"]
     assert list(moves["dst"]) == [3, 2]  # 3 first (below even), then 2 by quota: no receiver is below
@@ -51,14 +51,14 @@ def test_each_placement_counts_towards_the_receivers_share() -> None:
                                       "crc", "bytes_in_per_sec"])
     q = GroupQuotas({1: 300.0}, local={2: 1000.0, 3: 450.0, 4: 400.0}, slack={1: 10.0}, count_excess={1: 3.0})
     inp = SearchInputs({"g": q}, {b: "a" for b in (1, 2, 3, 4)}, {b: "g" for b in (1, 2, 3, 4)},
-                       spread=SpreadHint({"hot": 1}, {}, {1: {"hot": 2}}))
+                       spread=SpreadHint(EvenShares.given({"hot": 1}), {}, {1: {"hot": 2}}))
     assert list(search_group(pdf, inp)["dst"]) == [2, 3, 4]
     bytes_only = SearchInputs(inp.quotas, inp.rack, inp.group)
     assert list(search_group(pdf, bytes_only)["dst"]) == [2, 2, 2]  # most quota each time
 
 
 def test_a_topic_no_longer_crowded_is_not_preferred() -> None:
-    hint = SpreadHint({"hot": 1, "cold": 1}, {}, {1: {"hot": 1}})  # one above even + slack
+    hint = SpreadHint(EvenShares.given({"hot": 1, "cold": 1}), {}, {1: {"hot": 1}})  # one above even + slack
     moves = search_group(_group(), _inputs(hint))
     assert sorted(moves["topic"]) == ["cold", "hot"]
 
@@ -102,7 +102,7 @@ def test_a_source_sheds_its_crowded_excess_first_smallest_first() -> None:
     pdf = pd.DataFrame(rows, columns=["grp", "topic", "partition", "pos", "broker", "size_bytes", "replicas",
                                       "crc", "bytes_in_per_sec"])
     q = GroupQuotas({1: 200.0}, local={2: 300.0, 3: 300.0}, slack={1: 10.0}, count_excess={1: 2.0})
-    hint = SpreadHint({"hot": 1, "cold": 1}, {}, {1: {"hot": 2}})
+    hint = SpreadHint(EvenShares.given({"hot": 1, "cold": 1}), {}, {1: {"hot": 2}})
     moves = search_group(pdf, SearchInputs({"g": q}, {1: "a", 2: "a", 3: "a"}, {1: "g", 2: "g", 3: "g"},
                                            spread=hint))
     assert list(zip(moves["topic"], moves["partition"]))[:2] == [("hot", 0), ("hot", 1)]

@@ -42,7 +42,7 @@ from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
 from kafka_reassign.planning.spark.report import build_summary
 from kafka_reassign.planning.spark.search import SearchInputs, SpreadHint
 from kafka_reassign.planning.spark.snapshot_file import read_header
-from kafka_reassign.planning.spark.spread import even_shares, spread_moves
+from kafka_reassign.planning.spark.spread import EvenShares, placeable_capacity, spread_moves
 from kafka_reassign.planning.spark.targets import (SLACK, BrokerInfo, Targets, compute_targets, fill_only,
                                             group_quotas)
 
@@ -198,7 +198,8 @@ def search_moves(engine: Any, run: Run, targets: Targets, quotas: dict, flows: d
     racks = {b: x.rack for b, x in run.brokers.items()}
     piece = {b: name for b, (name, _) in limits.items()}
     opts = run.opts
-    hint = spread_hint(quotas, targets, before, opts.topic_spread_slack) if opts.balance_topic_spread else None
+    hint = spread_hint(quotas, run.brokers, targets, before, opts.topic_spread_slack) if opts.balance_topic_spread \
+        else None
     if hint is not None:
         hint.first = first
     return engine.search(limits, run.exclude_topics,
@@ -228,21 +229,22 @@ def search_and_network(engine: Any, run: Run, targets: Targets, quotas: dict, fl
     return best
 
 
-def spread_hint(quotas: dict, targets: Targets, before: Loads, slack: int) -> SpreadHint:
+def spread_hint(quotas: dict, brokers: dict[int, BrokerInfo], targets: Targets, before: Loads,
+                slack: int) -> SpreadHint:
     """What the search needs to prefer moves that spread topics: even shares, the receivers'
     counts, and each source's topics above even + slack (the spread pass's measure).
 
     :param before: the snapshot's loads (``topic_count`` of the movable topics)
     """
     placeable = set(targets.placeable)
-    even = even_shares(before.topic_count, len(placeable))
+    even = EvenShares(before.topic_count, placeable_capacity(brokers, targets))
     receivers = {b for q in quotas.values() for b in (*q.local, *q.exports)}
     sources = {b for q in quotas.values() for b in q.sources}
     count = {k: n for k, n in before.topic_count.items() if k[1] in receivers}
     crowded: dict[int, dict[str, int]] = {}
     for (topic, b), n in before.topic_count.items():
-        if b in sources and b in placeable and n > even[topic] + slack:
-            crowded.setdefault(b, {})[topic] = n - even[topic] - slack
+        if b in sources and b in placeable and n > even.of(topic, b) + slack:
+            crowded.setdefault(b, {})[topic] = n - even.of(topic, b) - slack
     return SpreadHint(even, count, crowded)
 
 

@@ -41,7 +41,7 @@ from typing import Any, Iterable
 
 from kafka_reassign.planning.spark.loads import Loads
 from kafka_reassign.planning.spark.network import columns, hot_candidates
-from kafka_reassign.planning.spark.spread import even_shares
+from kafka_reassign.planning.spark.spread import EvenShares, placeable_capacity
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets, disk_excess
 
 #: the network-in limit the term is against is this much above ``L`` (the summary's loads are
@@ -147,15 +147,16 @@ def network_terms(engine: Any, before: Loads, hot: dict[int, float], exclude_top
     return out
 
 
-def spread_terms(engine: Any, counts: dict[tuple[str, int], int], eligible: set[int],
+def spread_terms(engine: Any, counts: dict[tuple[str, int], int], eligible: dict[int, float],
                  slack: int) -> tuple[dict[int, float], dict[tuple[str, int], int]]:
     """(broker -> ``S_b``, crowded pair -> replicas it may keep) from the crowded pairs' replicas.
 
     :param counts: (topic, broker) -> replicas in the snapshot (movable topics)
-    :param eligible: the placeable brokers
+    :param eligible: the placeable brokers and their capacities
     """
-    even = even_shares(counts, len(eligible))
-    allowed = {(tp, b): even[tp] + slack for (tp, b), n in counts.items() if b in eligible and n > even[tp] + slack}
+    even = EvenShares(counts, eligible)
+    allowed = {(tp, b): even.of(tp, b) + slack for (tp, b), n in counts.items()
+               if b in eligible and n > even.of(tp, b) + slack}
     if not allowed:
         return {}, {}
     sizes: dict[tuple[str, int], list[float]] = {}
@@ -189,6 +190,6 @@ def goal_bounds(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before:
                if opts.exclude_topics or disk.get(b, 0.0) < need * before.bytes[b] / before.net_in[b]}
         out.terms["network-in"] = network_terms(engine, before, hot, set(opts.exclude_topics)) if hot else {}
     if opts.balance_topic_spread:
-        out.terms["topic-spread"], out.allowed = spread_terms(engine, before.topic_count, set(t.placeable),
-                                                              opts.topic_spread_slack)
+        out.terms["topic-spread"], out.allowed = spread_terms(engine, before.topic_count,
+                                                              placeable_capacity(brokers, t), opts.topic_spread_slack)
     return out

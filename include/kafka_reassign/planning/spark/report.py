@@ -25,8 +25,8 @@ Definitions (also in the README):
   option ``balance_network_in``); its moves count in ``data_to_move_bytes`` like any other.
   ``balance_before`` / ``balance_after`` are the disk figures.
 * ``topic_spread`` (before, after, slack): the largest excess of one topic's replicas on a
-  placeable broker over its even share ``ceil(replicas / placeable brokers)`` plus
-  ``topic_spread_slack``; 0 = every movable topic within its slack (:mod:`.spread`, goal topic-spread).
+  placeable broker over its even share ``ceil(replicas / placeable brokers)`` (in proportion to the
+  broker's capacity when capacities differ: :class:`.spread.EvenShares`) plus ``topic_spread_slack``; 0 = every movable topic within its slack (:mod:`.spread`, goal topic-spread).
 * ``batches``: null - the planner no longer cuts batches; the executor's sliding window of
   KIP-435 steps decides at run time what runs together. The plan file is ordered for it.
 * ``estimated_seconds``: the run's own KIP-73 estimate (:mod:`.eta`, the same figure as the dry
@@ -42,7 +42,7 @@ from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.lower_bound import GoalBounds
 from kafka_reassign.planning.spark.eta import plan_eta
 from kafka_reassign.planning.spark.loads import Loads, network_out
-from kafka_reassign.planning.spark.spread import topic_spread
+from kafka_reassign.planning.spark.spread import placeable_capacity, topic_spread
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets, count_balance, moved_over_bound
 
 if TYPE_CHECKING:  # pandas is imported where the frames are made
@@ -96,6 +96,7 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
                         "after": count_balance(network_out(after, opts.consumer_fanout), live)},
     }
     balance = {k: {x: round(y, 4) for x, y in v.items()} for k, v in balance.items()}
+    capacity = placeable_capacity(brokers, t)
     return {
         "goal": opts.goal, "assignor": f"builtin:{opts.goal}",
         "partitions_moved": int(len(changes)), "replica_movements": replicas, "log_dir_movements": 0,
@@ -108,8 +109,8 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
         "batching": "none: the executor's sliding window of KIP-435 steps (plan in executor order)",
         "balance_metric": "max / mean per broker (disk: utilisation = bytes / capacity; 1.0 = perfect)",
         "balance": balance, "balance_goals": list(opts.balance_goals),
-        "topic_spread": {"before": topic_spread(before.topic_count, set(t.placeable), opts.topic_spread_slack),
-                         "after": topic_spread(after.topic_count, set(t.placeable), opts.topic_spread_slack),
+        "topic_spread": {"before": topic_spread(before.topic_count, capacity, opts.topic_spread_slack),
+                         "after": topic_spread(after.topic_count, capacity, opts.topic_spread_slack),
                          "slack": opts.topic_spread_slack},
         "balance_before": balance["disk"]["before"], "balance_after": balance["disk"]["after"],
         "replica_count_balance_before": balance["replicas"]["before"],

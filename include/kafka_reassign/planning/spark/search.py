@@ -38,7 +38,10 @@ broker under its limit, the driver searches again without shedding them first:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafka_reassign.planning.spark.spread import EvenShares
 
 #: share of the balance tolerance a receiver may go above its quota for a replica nothing else fits
 RECEIVER_GIVE = 0.4
@@ -84,13 +87,13 @@ class GroupQuotas:
 class SpreadHint:
     """What the search needs to pick moves that also spread topics (goal topic-spread listed).
 
-    :param even: topic -> its even share (``ceil(replicas / placeable brokers)``)
+    :param even: each topic's even share per broker (:class:`.spread.EvenShares`)
     :param count: (topic, receiver) -> replicas of the topic there; each task counts its own
         placements on its copy as it makes them (tasks of other pieces do not see them)
     :param crowded: source -> topic -> its replicas there above even + topic_spread_slack
     """
 
-    even: dict[str, int]
+    even: EvenShares
     count: dict[tuple[str, int], int]
     crowded: dict[int, dict[str, int]]
     #: a source sheds its crowded topics' excess before any other replica (:meth:`_Crowded.first`)
@@ -205,10 +208,10 @@ def _dest(row_brokers: list[int], pos: int, crc: int, size: float, q: GroupQuota
 
     hint = inp.spread
     if hint is not None and topic in hint.even:
-        even = hint.even[topic]
+        even = hint.even
 
         def below(b: int) -> bool:
-            return hint.count.get((topic, b), 0) < even and ok(b)
+            return hint.count.get((topic, b), 0) < even.of(topic, b) and ok(b)
 
         hit = _pick(row_brokers, src, crc, size, inp, forced, pools, below, SPREAD_RECEIVER_SCAN)
         if hit is not None:

@@ -1,7 +1,8 @@
 """The topic-spread goal (Cruise Control's TopicReplicaDistributionGoal): after the data passes,
 no broker holds many more replicas of one topic than its even share.
 
-A topic's even share is ``ceil(its replicas / placeable brokers)``; a (topic, broker) pair above
+A topic's even share is ``ceil(its replicas / placeable brokers)``, in proportion to the broker's
+capacity when capacities differ (:class:`EvenShares`); a (topic, broker) pair above
 ``even + topic_spread_slack`` is *crowded*. The plan's topic spread (:func:`topic_spread`) is the
 largest excess over even + slack (0: every topic within its slack), in the summary before and after.
 
@@ -27,7 +28,7 @@ only when swaps are needed, a few partners per receiver; the pass indexes them b
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from kafka_reassign.planning.goal_order import ranks_above
 from kafka_reassign.planning.spark.data import NET_COLUMNS
@@ -45,25 +46,60 @@ Moved = dict[tuple[str, int], dict[int, int]]
 SWAP_RECEIVERS = 24
 
 
-def even_shares(counts: Mapping[tuple[str, int], int], eligible: int) -> dict[str, int]:
-    """Topic -> ceil(its replicas / eligible brokers).
+class EvenShares:
+    """Each topic's even share on each placeable broker: ``ceil(its replicas x the broker's part
+    of the placeable capacity x placeable brokers / placeable brokers)``, so a broker of twice the
+    mean capacity, which the disk goal fills with twice the mean bytes, may hold twice as many
+    replicas of a topic. Equal capacities (or any unknown): ``ceil(its replicas / placeable brokers)``
+    on every broker.
 
-    :param counts: (topic, broker) -> replicas
-    :param eligible: number of brokers that may hold replicas
+    :param counts: (topic, broker) -> replicas (a topic's total is its replicas)
+    :param capacity: placeable broker -> capacity in bytes (an iterable of ids: equal capacities)
     """
-    totals: dict[str, int] = {}
-    for (topic, _), n in counts.items():
-        totals[topic] = totals.get(topic, 0) + n
-    return {t: math.ceil(n / max(eligible, 1)) for t, n in totals.items()}
+
+    def __init__(self, counts: Mapping[tuple[str, int], int], capacity: Mapping[int, float] | Iterable[int]) -> None:
+        caps = dict(capacity) if isinstance(capacity, Mapping) else {int(b): 1.0 for b in capacity}
+        self.brokers = max(len(caps), 1)
+        total = sum(caps.values())
+        self.equal = len(set(caps.values())) <= 1 or total <= 0 or min(caps.values()) <= 0
+        self.weight = {} if self.equal else {b: c * len(caps) / total for b, c in caps.items()}
+        self.totals: dict[str, int] = {}
+        for (topic, _), n in counts.items():
+            self.totals[topic] = self.totals.get(topic, 0) + n
+        self.base = {t: math.ceil(n / self.brokers) for t, n in self.totals.items()}
+
+    @classmethod
+    def given(cls, shares: Mapping[str, int]) -> "EvenShares":
+        """Equal shares set directly (topic -> share on every broker)."""
+        out = cls({}, ())
+        out.base = dict(shares)
+        return out
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self.base
+
+    def of(self, topic: str, b: int) -> int:
+        """The topic's even share on broker ``b``."""
+        if self.equal:
+            return self.base[topic]
+        # the tolerance keeps a share that is an integer in exact arithmetic from rounding up
+        return math.ceil(self.totals[topic] * self.weight.get(b, 1.0) / self.brokers - 1e-9)
 
 
-def topic_spread(counts: Mapping[tuple[str, int], int], eligible: set[int], slack: int) -> int:
+def topic_spread(counts: Mapping[tuple[str, int], int], eligible: Mapping[int, float] | Iterable[int],
+                 slack: int) -> int:
     """The largest excess of a topic's replicas on an eligible broker over even + slack (0 = all within).
 
-    :param eligible: the placeable brokers
+    :param eligible: the placeable brokers, with their capacities when known (:class:`EvenShares`)
     """
-    even = even_shares(counts, len(eligible))
-    return max([n - even[t] - slack for (t, b), n in counts.items() if b in eligible] + [0])
+    even = EvenShares(counts, eligible)
+    ids = set(eligible)
+    return max([n - even.of(t, b) - slack for (t, b), n in counts.items() if b in ids] + [0])
+
+
+def placeable_capacity(brokers: Mapping[int, BrokerInfo], t: Targets) -> dict[int, float]:
+    """Placeable broker -> its capacity: what the even shares are weighed by."""
+    return {b: brokers[b].capacity for b in t.placeable}
 
 
 def moved_counts(counts: Counts, moves: Any) -> Counts:
@@ -84,10 +120,10 @@ class Spread:
     :param leaving: source broker -> the moves so far leaving it (:func:`leaving_moves`)
     """
 
-    def __init__(self, s: NetState, counts: Counts, eligible: set[int], slack: int,
+    def __init__(self, s: NetState, counts: Counts, eligible: Mapping[int, float] | Iterable[int], slack: int,
                  leaving: dict[int, Pool]) -> None:
         self.s, self.counts, self.slack, self.leaving = s, counts, slack, leaving
-        self.even = even_shares(counts, len(eligible))
+        self.even = EvenShares(counts, eligible)
         self.reach = 0  # receivers hold fewer than even + reach of the topic: 0, then the slack
         self.swap_first = False  # plain moves before swaps (see :func:`_place`)
         self._by_net: list[int] | None = None  # receivers by (network in, id); None after a move
@@ -106,11 +142,12 @@ class Spread:
         if self._by_net is None:
             net = self.s.net
             self._by_net = sorted(self.s.receivers, key=lambda b: (net.get(b, 0.0), b))
-        below, counts = self.even[topic] + self.reach, self.counts
+        even, reach, counts = self.even, self.reach, self.counts
+        flat = even.base[topic] + reach if even.equal else None
         by_count: dict[int, list[int]] = {}
         for b in self._by_net:
             n = counts.get((topic, b), 0)
-            if n < below:
+            if n < (flat if flat is not None else even.of(topic, b) + reach):
                 by_count.setdefault(n, []).append(b)
         return [b for n in sorted(by_count) for b in by_count[n]]
 
@@ -132,8 +169,8 @@ class Spread:
         for x in self.leaving[a].near(y.size) if a in self.leaving else []:
             b = x.broker
             if x.key in s.touched or x.topic == y.topic or x.topic not in self.even \
-                    or self.n(y.topic, b) >= self.even[y.topic] + self.reach \
-                    or self.n(x.topic, a) + 1 > self.even[x.topic] + self.slack \
+                    or self.n(y.topic, b) >= self.even.of(y.topic, b) + self.reach \
+                    or self.n(x.topic, a) + 1 > self.even.of(x.topic, a) + self.slack \
                     or y.size - x.size > s.room(b) or x.size - y.size > s.room(a) \
                     or not (self.net_ok(b, y.rate - x.rate) and self.net_ok(a, x.rate - y.rate)) \
                     or not s.may_take(y, b):
@@ -148,7 +185,7 @@ class Spread:
         lo, hi = x.size - s.room(b), x.size + s.room(a)
         for y in pool.near(x.size):
             if y.topic != x.topic and lo <= y.size <= hi and y.topic in self.even \
-                    and self.n(y.topic, a) + 1 <= self.even[y.topic] + self.slack \
+                    and self.n(y.topic, a) + 1 <= self.even.of(y.topic, a) + self.slack \
                     and self.net_ok(b, x.rate - y.rate) and self.net_ok(a, y.rate - x.rate) \
                     and s.may_take(x, b) and s.may_take(y, a):
                 return y
@@ -205,7 +242,7 @@ def spread_round(sp: Spread, crowded: dict[tuple[str, int], list[Replica]],
     for (topic, a), xs in sorted(crowded.items(), key=lambda kv: (-sp.n(*kv[0]), kv[0])):
         misses = 0
         for x in xs:
-            if sp.n(topic, a) <= sp.even[topic] + sp.slack or misses >= MAX_MISSES:
+            if sp.n(topic, a) <= sp.even.of(topic, a) + sp.slack or misses >= MAX_MISSES:
                 break
             if x.key not in sp.s.touched:
                 rows = _place(sp, x, pools)
@@ -244,14 +281,14 @@ def leaving_moves(moves: Any, moved: Moved | None = None) -> dict[int, Pool]:
     return {a: Pool(rs) for a, rs in out.items()}
 
 
-def crowded_replicas(engine: Any, sp: Spread, moves: Any, eligible: set[int],
+def crowded_replicas(engine: Any, sp: Spread, moves: Any, eligible: Mapping[int, float],
                      moved: Moved | None = None) -> dict[tuple[str, int], list[Replica]]:
     """(topic, broker) above even + slack -> its replicas there (the engine's, minus those the
     moves take off, plus the moves onto it), redirects first, then smallest.
 
     :param moved: :func:`.network.search_moves` of ``moves`` when the caller has it
     """
-    pairs = {(tp, b) for (tp, b), n in sp.counts.items() if b in eligible and n > sp.even[tp] + sp.slack}
+    pairs = {(tp, b) for (tp, b), n in sp.counts.items() if b in eligible and n > sp.even.of(tp, b) + sp.slack}
     side = {b: None for _, b in pairs}
     out: dict[tuple[str, int], list[Replica]] = {}
     for b, rs in candidates(engine.topic_candidates(pairs), moves, side, moved).items():
@@ -274,7 +311,7 @@ def spread_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before
     :param before: the snapshot's loads (``topic_count`` included)
     :param opts: PlanOptions (balance_topic_spread, topic_spread_slack, balance_goals, tolerances)
     """
-    eligible, slack = set(t.placeable), opts.topic_spread_slack
+    eligible, slack = placeable_capacity(brokers, t), opts.topic_spread_slack
     counts = moved_counts(before.topic_count, moves)
     if not opts.balance_topic_spread or topic_spread(counts, eligible, slack) == 0:
         return moves
@@ -295,7 +332,7 @@ def spread_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before
     return out
 
 
-def _spread_rounds(engine: Any, sp: Spread, moves: Any, eligible: set[int], exclude: set[str],
+def _spread_rounds(engine: Any, sp: Spread, moves: Any, eligible: Mapping[int, float], exclude: set[str],
                    found: dict[str, Any]) -> list[tuple]:
     """The pass's new rows: redirects and substitutes first, then sweeps with swap partners.
 
