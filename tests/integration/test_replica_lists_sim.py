@@ -11,7 +11,8 @@ from kafka_reassign.execution.steps import StepMove
 from kafka_reassign.throttle.record import MemoryRecordStore
 from kafka_reassign.throttle.replica_lists import ReplicaThrottle
 from kafka_reassign.throttle.restore import restore_throttle
-from kafka_reassign.throttle.specs import FOLLOWER_REPLICAS, LEADER_REPLICAS
+from kafka_reassign.throttle.guard import guard_throttle
+from kafka_reassign.throttle.specs import FOLLOWER_REPLICAS, LEADER_REPLICAS, ConfigChange
 
 INCREMENTAL_ALTER_CONFIGS = 44
 
@@ -75,4 +76,25 @@ def test_the_record_forgets_topics_whose_entries_are_gone(lists):
     assert _values(admin, "orders") == {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None}
     throttle.update(admin, [], {"clicks"})
     restore_throttle(admin, store, "r2", sleep=lambda s: None)
+    assert _values(admin, "clicks") == {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None}
+
+
+def test_a_list_the_guard_wrote_again_is_forgotten_once_its_entries_are_gone(lists):
+    # Someone deletes our list mid-run, the guard writes it again (a second change of the same
+    # list in the record); when the step finishes the list holds nothing of ours and leaves the record.
+    cluster, admin = lists
+    store = MemoryRecordStore()
+    throttle = ReplicaThrottle(store, "r3")
+    orders, clicks = _step(admin, "orders", 1), _step(admin, "clicks", 0)
+    throttle.update(admin, [orders, clicks], {"orders", "clicks"})
+    ours = _values(admin, "orders")[FOLLOWER_REPLICAS]
+    admin.alter_configs([ConfigChange("topic", "orders", FOLLOWER_REPLICAS, ours, None)])  # someone else
+    assert guard_throttle(admin, store, "r3").warnings
+    assert _values(admin, "orders")[FOLLOWER_REPLICAS] == ours
+    assert sum(c.name == "orders" and c.key == FOLLOWER_REPLICAS for c in store.get("r3").changes) == 2
+    throttle.update(admin, [clicks], {"orders"})
+    assert {c.name for c in store.get("r3").changes} == {"clicks"}
+    assert _values(admin, "orders") == {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None}
+    throttle.update(admin, [], {"clicks"})
+    restore_throttle(admin, store, "r3", sleep=lambda s: None)
     assert _values(admin, "clicks") == {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None}

@@ -21,6 +21,7 @@ only entries this run added (in ``value``, not in ``prior``) are ever dropped. A
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, Iterable
 
 from kafka_reassign.cluster.port import KafkaAdminPort
@@ -32,6 +33,21 @@ from kafka_reassign.throttle.specs import (FOLLOWER_REPLICAS, LEADER_REPLICAS, C
 log = logging.getLogger(__name__)
 
 Entries = set[tuple[int, int]]
+
+
+def _entries(value: str | None) -> Entries:
+    """The entries of a list value (none for the wildcard or no value)."""
+    parsed = parse_replica_list(value)
+    return set() if isinstance(parsed, str) else parsed
+
+
+def _without(value: str | None, entries: Entries) -> str | None:
+    """A list value with ``entries`` taken out (the wildcard stays)."""
+    parsed = parse_replica_list(value)
+    if isinstance(parsed, str) or not parsed & entries:
+        return value
+    left = parsed - entries
+    return format_replica_list(left) if left else None
 
 
 def step_entries(step: StepMove) -> tuple[Entries, Entries]:
@@ -150,10 +166,14 @@ class ReplicaThrottle:
         drop: set[int] = set()
         for lst, at in by_list.items():
             recorded, landed = landing[lst]
-            c = record.changes[at[-1]]
             if recorded == landed:
                 continue
-            record.changes[at[-1]] = ConfigChange(c.resource_type, c.name, c.key, c.prior, landed)
+            gone = _entries(recorded) - _entries(landed)
+            # a list the guard wrote again has earlier changes naming the same entries: gone there too
+            for i in at:
+                c = record.changes[i]
+                value = landed if i == at[-1] else _without(c.value, gone - _entries(c.prior))
+                record.changes[i] = replace(c, value=value)
             if not our_entries([record.changes[i] for i in at]):
                 drop.update(at)
         record.changes = [c for i, c in enumerate(record.changes) if i not in drop]
