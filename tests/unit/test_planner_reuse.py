@@ -36,7 +36,8 @@ def test_the_receivers_order_follows_every_move(weighed: bool) -> None:
         src = max(brokers[:4], key=lambda b: sp.n(topic, b))
         x = Replica(topic, i, 0, src, 1.0, float(rnd.choice([1, 4, 9])), (src,), (src,))
         sp.move(x, order[-1])  # network in and the topic's counts change: the next order must see it
-        assert sp.receivers(topic) == _definition(sp, s, topic)
+        for t in "abc":  # every topic's, the moved one's counts kept, the others' unchanged
+            assert sp.receivers(t) == _definition(sp, s, t)
 
 
 def test_the_summary_estimate_without_the_source_free_bound_has_the_same_time() -> None:

@@ -127,6 +127,8 @@ class Spread:
         self.reach = 0  # receivers hold fewer than even + reach of the topic: 0, then the slack
         self.swap_first = False  # plain moves before swaps (see :func:`_place`)
         self._by_net: list[int] | None = None  # receivers by (network in, id); None after a move
+        self._rank: dict[int, int] = {}  # receiver -> its place in _by_net
+        self._held: dict[str, dict[int, int]] = {}  # topic -> receivers holding some of it -> count
 
     def n(self, topic: str, b: int) -> int:
         return self.counts.get((topic, b), 0)
@@ -138,16 +140,25 @@ class Spread:
     def receivers(self, topic: str) -> list[int]:
         """Receivers below even + ``reach`` for the topic, fewest of it first, then least network in."""
         # called per crowded replica over every receiver, most often with no move in between: the
-        # network-in order is kept until the next move, each call only groups it by the topic's count
+        # network-in order is kept until the next move, and per topic the receivers holding some of
+        # it (most hold none), kept up to date by the moves
         if self._by_net is None:
             net = self.s.net
             self._by_net = sorted(self.s.receivers, key=lambda b: (net.get(b, 0.0), b))
+            self._rank = {b: i for i, b in enumerate(self._by_net)}
         even, reach, counts = self.even, self.reach, self.counts
-        flat = even.base[topic] + reach if even.equal else None
+        if even.equal:  # most receivers hold none of the topic: only those that do are looked up
+            below = even.base[topic] + reach
+            held = self._held.get(topic)
+            if held is None:
+                held = self._held[topic] = {b: n for b in self.s.receivers if (n := counts.get((topic, b), 0))}
+            some = sorted((n, self._rank[b], b) for b, n in held.items() if n < below)
+            none = [b for b in self._by_net if b not in held] if 0 < below else []
+            return [b for n, _, b in some if n < 0] + none + [b for n, _, b in some if n > 0]
         by_count: dict[int, list[int]] = {}
         for b in self._by_net:
             n = counts.get((topic, b), 0)
-            if n < (flat if flat is not None else even.of(topic, b) + reach):
+            if n < even.of(topic, b) + reach:
                 by_count.setdefault(n, []).append(b)
         return [b for n in sorted(by_count) for b in by_count[n]]
 
@@ -155,6 +166,14 @@ class Spread:
         self._by_net = None  # network in changes
         self.counts[(x.topic, x.broker)] -= 1
         self.counts[(x.topic, dst)] = self.n(x.topic, dst) + 1
+        held = self._held.get(x.topic)  # kept, not made again: a pass moves often
+        for b in (x.broker, dst):
+            if held is not None and b in self.s.receivers:
+                n = self.n(x.topic, b)
+                if n:
+                    held[b] = n
+                else:
+                    held.pop(b, None)
         return self.s.apply(x, dst)
 
     def fits(self, x: Replica, b: int) -> bool:
