@@ -75,7 +75,7 @@ def test_one_run_moves_brokers_and_log_dirs_each_under_its_own_throttle(runs, re
     throttle sits on the brokers of the broker moves, the log-dir throttle at its own rate on the
     brokers with log-dir moves; an operator's prior values come back exactly, the rest is removed."""
     bs, brokers = real_bootstrap, local_kafka.brokers
-    topic = loaded_topic(bs, topic_name("mixed"), {0: [1, 2, 3], 1: [5, 6, 1], 2: [2, 3, 1]}, 8)
+    topic = loaded_topic(bs, topic_name("mixed"), {0: [1, 2, 3], 1: [5, 6, 1], 2: [2, 3, 1]}, 16)
     home5, home2 = replica_dirs(bs, 5, topic)[(1, False)], replica_dirs(bs, 2, topic)[(2, False)]
     (other5,) = [d for d in brokers[5].log_dirs if d != home5]
     (other2,) = [d for d in brokers[2].log_dirs if d != home2]
@@ -92,7 +92,8 @@ def test_one_run_moves_brokers_and_log_dirs_each_under_its_own_throttle(runs, re
         replication, log_dir = ("1000000", DYNAMIC), ("2000000", DYNAMIC)
         want = {**{f"broker {b}": {LEADER_RATE: replication, FOLLOWER_RATE: replication} for b in (1, 2, 3, 4)},
                 "broker 5": {LOG_DIR_RATE: log_dir}}
-        # 8 MB at 1 MB/s and 2 MB/s: both kinds in flight together for seconds; broker 6 is untouched.
+        # 16 MB at 1 MB/s and 2 MB/s: both kinds in flight together for several seconds (with 8 MB a
+        # loaded machine's probe, a few reads each, could miss the log-dir move); broker 6 is untouched.
         # (broker 2's log-dir rate, for partition 2's last step, may be on from the start)
         assert wait_until(lambda: (1, True) in replica_dirs(bs, 5, topic) and proc.poll() is None
                           and _broker_rates(bs, brokers, topic, but=("broker 2", LOG_DIR_RATE)) == want, 90,
