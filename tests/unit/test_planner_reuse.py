@@ -1,13 +1,15 @@
 """What the 3M planner keeps between calls instead of recomputing (issue 23) gives what computing
 it afresh gives: the spread pass's receiver order across moves, the summary's estimate without
-the source-free bound."""
+the source-free bound, the plan file written without json's indenting encoder."""
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 
 from kafka_reassign.planning.estimate import PlannedMove, estimate_plan
+from kafka_reassign.planning.plan import PartitionMove, ReassignmentPlan
 from kafka_reassign.planning.spark.network import NetState, Replica
 from kafka_reassign.planning.spark.spread import Spread
 
@@ -56,3 +58,17 @@ def test_the_summary_estimate_without_the_source_free_bound_has_the_same_time() 
     assert (fast.seconds, fast.broker_seconds, fast.bound_seconds) == (full.seconds, full.broker_seconds,
                                                                        full.bound_seconds)
     assert fast_stalls == full_stalls
+
+
+def test_the_plan_file_is_the_text_json_indents() -> None:
+    """The plan file's writer (string joins) writes what ``json.dumps(indent=2)`` would."""
+    rnd = random.Random(3)
+    moves = [PartitionMove(rnd.choice(["t", "ördërs", 'q"uo\\te', "a b"]), rnd.randrange(50),
+                           tuple(rnd.sample(range(12), rnd.randint(0, 4))),
+                           rnd.choice([None, (), ("any", "/d 1", "/dé")]),
+                           rnd.choice([None, (), (1, 2, 3)]))
+             for _ in range(200)]
+    for plan in (ReassignmentPlan(moves), ReassignmentPlan(moves[:1]), ReassignmentPlan([])):
+        text = plan.dumps(indent=2)
+        assert text == json.dumps(plan.to_json(), indent=2)
+        assert json.loads(text) == plan.to_json()
