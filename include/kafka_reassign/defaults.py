@@ -125,7 +125,7 @@ RUN_PARAMS: tuple[RunParam, ...] = (
         cli=CliFlag("--balance-goal", metavar="GOAL"),
         dag=DagField("Balance goals (priority order)", WHAT, description=(
             "What rebalance, add-brokers and remove-brokers even out, highest priority first: hard goals "
-            "(rack-aware, capacity: always kept) then distribution goals (disk, network-in, topic-spread, "
+            "(rack-aware, capacity, network-capacity: always kept) then distribution goals (disk, network-in, topic-spread, "
             "leader-count, leader-bytes-in, network-out), each within its tolerance. A lower goal never pushes a higher one out of "
             "its tolerance; a goal left out is off (disk must stay)."))),
     RunParam(  # network out (goal network-out, the summary's balance): not measured, so a param

@@ -20,7 +20,7 @@ OK = FleetChecks(lambda conn: True, lambda schedule: None, lambda conn: None)
 
 
 @pytest.mark.parametrize("names, needle", [
-    (["rack-aware", "disk", "cpu"], "unknown goal 'cpu': the known goals are rack-aware, capacity, disk, "
+    (["rack-aware", "disk", "cpu"], "unknown goal 'cpu': the known goals are rack-aware, capacity, network-capacity, disk, "
                                     "network-in, topic-spread, leader-count, leader-bytes-in"),
     (["disk", "rack-aware"], "distribution goal 'disk' is above hard goal 'rack-aware': hard goals come first"),
     (["capacity", "disk", "leader-count", "disk"], "goal 'disk' is listed more than once"),

@@ -56,6 +56,9 @@ BALANCE_GOALS: tuple[BalanceGoal, ...] = (
                 "a partition never spans fewer racks; with racks >= RF at most one replica per rack"),
     BalanceGoal("capacity", HARD, None, "capacity_ceiling", None,
                 "no receiving broker or log dir ends above capacity_ceiling of its capacity"),
+    BalanceGoal("network-capacity", HARD, None, "network_capacity_ceiling", None,
+                "no broker's network in or out is pushed above network_capacity_ceiling of its link "
+                "(brokers whose link speed is known)"),
     BalanceGoal("disk", DISTRIBUTION, None, "balance_tolerance", "disk",
                 "every broker's disk utilisation within balance_tolerance of the mean, least data moved"),
     BalanceGoal("network-in", DISTRIBUTION, "balance_network_in", "network_in_tolerance", "network_in",

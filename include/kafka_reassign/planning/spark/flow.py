@@ -37,6 +37,9 @@ from kafka_reassign.planning.spark.loads import (Loads, broker_infos, loads_afte
                                                  topic_counts_from_frame)
 from kafka_reassign.planning.spark.finish import ordered_plan, rule_problems
 from kafka_reassign.planning.spark.network import mid_loads, network_moves
+from kafka_reassign.planning.spark.network_capacity import (capacity_summary, check_network_room, network_problems,
+                                                             set_link_limits)
+from kafka_reassign.planning.spark.network_capacity import limits as link_limits
 from kafka_reassign.planning.spark.pieces import PIECE_REPLICAS, split_quotas
 from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
 from kafka_reassign.planning.spark.report import build_summary
@@ -154,6 +157,7 @@ def start(path: str, opts: PlanOptions) -> Run:
     """Stage 1: the header (brokers, topics) and the goal checked against it."""
     header = read_header(path)
     brokers, dirs = broker_infos(header)
+    set_link_limits(brokers, header, opts)
     check_goal_header(opts, brokers, {str(t["name"]) for t in header["topics"]})
     return Run(opts, header, brokers, dirs, set(opts.brokers) if opts.goal == "remove-brokers" else set(),
                set(opts.exclude_brokers), set(opts.exclude_topics))
@@ -177,6 +181,7 @@ def plan_targets(run: Run, before: Loads, totals: dict[str, float]) -> tuple[Tar
     if opts.goal == "add-brokers":
         targets = fill_only(targets, run.brokers, before.bytes, set(opts.brokers))
     check_feasible(opts, run.brokers, targets, max_rf)
+    check_network_room(run.brokers, targets, before, opts.consumer_fanout)
     quotas, flows = group_quotas(targets, before.bytes, before.count, hard_caps(run), opts.balance_tolerance)
     quotas = split_quotas(quotas, before.count, targets.group, opts.search_piece_replicas or PIECE_REPLICAS)
     check_task_sizes(task_sizes(quotas, before.count), opts.max_task_replicas)
@@ -252,11 +257,13 @@ def apply_and_lead(engine: Any, run: Run, moves: Any, targets: Targets, totals: 
     """Stage 5: moves applied and leaders chosen, one Spark task per partition group."""
     opts = run.opts
     order = tuple(g for g in opts.balance_goals if g in LEADER_GOALS)  # their priority order
-    inputs = LeaderInputs(eligible=set(targets.placeable) if order else set(),
-                          fixed=run.exclude, slack=SLACK * 4, balance=bool(order), order=order,
+    groups = leader_groups(int(totals["partitions"]), len(targets.placeable))
+    out_caps = {b: lim / groups for b, lim in link_limits(run.brokers).items()}  # a rule: kept unlisted
+    inputs = LeaderInputs(eligible=set(targets.placeable) if order or out_caps else set(),
+                          fixed=run.exclude, slack=SLACK * 4, balance=bool(order or out_caps), order=order,
                           count_tolerance=opts.leader_tolerance, bytes_tolerance=opts.leader_bytes_in_tolerance,
                           out_tolerance=opts.network_out_tolerance, fanout=opts.consumer_fanout,
-                          groups=leader_groups(int(totals["partitions"]), len(targets.placeable)),
+                          groups=groups, out_caps=out_caps,
                           gainers=set(opts.brokers) if opts.goal == "add-brokers" else None,
                           rack={b: x.rack for b, x in run.brokers.items()}, placeable=set(targets.placeable))
     try:
@@ -278,6 +285,7 @@ def reconcile(run: Run, before: Loads, targets: Targets, changes: Any) -> tuple[
                                                    f"{sum(stuck.values())} replicas on brokers to drain "
                                                    f"{sorted(stuck)}", "conflict")])
     broken = rule_problems(changes, targets, after, hard_caps(run))
+    broken += network_problems(run.brokers, before, after, run.opts.consumer_fanout)
     if broken:
         raise ConstraintError(broken)
     return ordered_plan(changes, open_log_dirs(run.header), before), after
@@ -291,6 +299,9 @@ def summarise(run: Run, targets: Targets, before: Loads, after: Loads, changes: 
            for b in run.header["brokers"]}
     moves = change_moves(changes, plan, min_isr_of(run.header["topics"]))
     summary = build_summary(opts, run.brokers, targets, before, after, changes, moves, nic, [], bounds)
+    summary["network_capacity"], over = capacity_summary(run.brokers, before, after, opts.consumer_fanout,
+                                                         opts.network_capacity_ceiling)
+    summary["warnings"] += over
     if summary["balance_after"] > 1 + opts.balance_tolerance:
         summary["warnings"].append(
             f"the fullest broker stays {summary['balance_after'] - 1:.1%} above the mean utilisation "

@@ -59,6 +59,8 @@ class LeaderInputs:
     :param bytes_tolerance: the leader-bytes-in goal's limit: the group's share x (1 + this)
     :param out_tolerance: the network-out goal's limit: the group's share x (1 + this)
     :param fanout: consumer groups reading each partition (network out = rate x (followers + this))
+    :param out_caps: broker -> network out it may not be pushed above in one group (the
+        network-capacity goal, a rule above every leader goal: its limit / groups)
     """
 
     eligible: set[int]
@@ -74,6 +76,7 @@ class LeaderInputs:
     bytes_tolerance: float = 0.10
     out_tolerance: float = 0.10
     fanout: float = 1.0
+    out_caps: dict[int, float] = field(default_factory=dict)
 
 
 def duplicates_in(error: BaseException) -> list[str]:
@@ -155,29 +158,47 @@ def _balance(rows: list[tuple], rates: list[float], inp: LeaderInputs) -> None:
     share = len(rows) / max(1, len(inp.eligible))
     quota = math.ceil(share * (1 + inp.slack))
     counts: tuple[dict[int, int], int] | None = None
-    above: list[LeaderBytes] = []
+    hard = _network_capacity(rows, rates, inp)
+    above: list[LeaderBytes] = list(hard)
     for goal in inp.order:
         if goal == "leader-count":
-            if above:  # it ranks lower: it only hands over where the rates stay in limit
+            if len(above) > len(hard):  # it ranks lower: it only hands over where the rates stay in limit
                 tally: dict[int, int] = {}
                 for row in rows:
                     tally[row[3][0]] = tally.get(row[3][0], 0) + 1
                 _repair(rows, inp, tally, quota, above)
             else:
-                tally = _count_pass(rows, inp, quota)
+                tally = _count_pass(rows, inp, quota, above)
             counts = (tally, math.floor(share * (1 + inp.count_tolerance)))
             continue
-        weighed = rates if goal == "leader-bytes-in" else [
-            rate * (len(row[3]) - 1 + inp.fanout) for row, rate in zip(rows, rates)]
+        weighed = rates if goal == "leader-bytes-in" else _out_rates(rows, rates, inp)
         lbi = LeaderBytes.of(rows, weighed, inp, inp.bytes_tolerance if goal == "leader-bytes-in"
                              else inp.out_tolerance)
         _even_bytes(rows, inp, lbi, counts, above)
         above.append(lbi)
 
 
-def _count_pass(rows: list[tuple], inp: LeaderInputs, quota: int) -> dict[int, int]:
+def _out_rates(rows: list[tuple], rates: list[float], inp: LeaderInputs) -> list[float]:
+    """Per row, the network out its leader sends: to each follower and to the consumers."""
+    return [rate * (len(row[3]) - 1 + inp.fanout) for row, rate in zip(rows, rates)]
+
+
+def _network_capacity(rows: list[tuple], rates: list[float], inp: LeaderInputs) -> list["LeaderBytes"]:
+    """The network-capacity goal's tally (none without caps): brokers above their cap hand their
+    hottest partitions over first; every leader goal then keeps it."""
+    if not inp.out_caps:
+        return []
+    hard = LeaderBytes.of(rows, _out_rates(rows, rates, inp), inp, math.inf)
+    hard.caps = inp.out_caps
+    _even_bytes(rows, inp, hard, None, [])
+    return [hard]
+
+
+def _count_pass(rows: list[tuple], inp: LeaderInputs, quota: int,
+                above: "list[LeaderBytes]") -> dict[int, int]:
     """Leader counts to the quota: first replicas kept while under it, the rest to the replica
-    with the fewest leaders, then the repair sweeps; the counts."""
+    with the fewest leaders that stays within the limits of ``above`` (the rules), then the
+    repair sweeps; the counts."""
     count: dict[int, int] = {}
     deferred = []
     for i, (_, _, orig, final, _) in enumerate(rows):
@@ -192,11 +213,14 @@ def _count_pass(rows: list[tuple], inp: LeaderInputs, quota: int) -> dict[int, i
     for i in deferred:
         final = rows[i][3]
         choices = [b for b in final if b in inp.eligible
-                   and (inp.gainers is None or b in inp.gainers or b == final[0])] or final[:1]
+                   and (inp.gainers is None or b in inp.gainers or b == final[0])
+                   and (b == final[0] or all(x.fits(b, i) for x in above))] or final[:1]
         best = min(choices, key=lambda b: (count.get(b, 0), final.index(b)))
         count[best] = count.get(best, 0) + 1
+        for x in above:
+            x.hand(i, final[0], best)
         _lead(final, best)
-    _repair(rows, inp, count, quota)
+    _repair(rows, inp, count, quota, above)
     return count
 
 
@@ -251,11 +275,16 @@ class LeaderBytes:
     :param rates: per row, its partition's weight (produce rate; for network out times followers
         + fan-out)
     :param cap: no broker may be pushed above this (the group's share x (1 + tolerance))
+    :param caps: broker -> its own lower limit (the network-capacity goal's)
     """
 
     rates: list[float]
     cap: float
     load: dict[int, float] = field(default_factory=dict)
+    caps: dict[int, float] = field(default_factory=dict)
+
+    def limit(self, b: int) -> float:
+        return self.caps.get(b, self.cap)
 
     @classmethod
     def of(cls, rows: list[tuple], rates: list[float], inp: LeaderInputs, tolerance: float) -> "LeaderBytes":
@@ -265,14 +294,14 @@ class LeaderBytes:
         return cls(rates, sum(rates) / max(1, len(inp.eligible)) * (1 + tolerance), load)
 
     def fits(self, b: int, i: int) -> bool:
-        return self.load.get(b, 0.0) + self.rates[i] <= self.cap
+        return self.load.get(b, 0.0) + self.rates[i] <= self.limit(b)
 
     def swaps(self, b: int, i: int, a: int, j: int) -> bool:
         """``b`` takes row ``i`` from ``a`` and hands row ``j`` back: whichever gains stays in limit."""
         d = self.rates[i] - self.rates[j]
         if d > 0:
-            return self.load.get(b, 0.0) + d <= self.cap
-        return d == 0 or self.load.get(a, 0.0) - d <= self.cap
+            return self.load.get(b, 0.0) + d <= self.limit(b)
+        return d == 0 or self.load.get(a, 0.0) - d <= self.limit(a)
 
     def hand(self, i: int, src: int, dst: int) -> None:
         self.load[src] -= self.rates[i]
@@ -292,9 +321,10 @@ def _even_bytes(rows: list[tuple], inp: LeaderInputs, lbi: LeaderBytes,
             led.setdefault(row[3][0], []).append(i)
     for _ in range(REPAIR_SWEEPS):
         changed = False
-        for lead in sorted((b for b in led if lbi.load.get(b, 0.0) > lbi.cap), key=lambda b: (-lbi.load[b], b)):
+        for lead in sorted((b for b in led if lbi.load.get(b, 0.0) > lbi.limit(b)),
+                           key=lambda b: (-lbi.load[b], b)):
             for i in sorted(led[lead], key=lambda j: (-lbi.rates[j], j)):
-                if lbi.load[lead] <= lbi.cap:
+                if lbi.load[lead] <= lbi.limit(lead):
                     break
                 if rows[i][3][0] == lead and lbi.rates[i] > 0 and _hand_hot(rows, i, inp, [lbi, *above], counts,
                                                                              led):
@@ -321,7 +351,7 @@ def _hand_hot(rows: list[tuple], i: int, inp: LeaderInputs, tallies: list[Leader
         if inp.gainers is not None and lead not in inp.gainers:
             continue
         back = [j for j in led.get(b, []) if rows[j][3][0] == b and lead in rows[j][3]
-                and lbi.load[b] + lbi.rates[i] - lbi.rates[j] <= lbi.cap and lbi.rates[j] < lbi.rates[i]
+                and lbi.load[b] + lbi.rates[i] - lbi.rates[j] <= lbi.limit(b) and lbi.rates[j] < lbi.rates[i]
                 and all(x.swaps(b, i, lead, j) for x in tallies[1:])]
         if back:
             _hand(rows, i, b, tallies, counts, led)

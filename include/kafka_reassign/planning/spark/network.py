@@ -87,6 +87,7 @@ class NetState:
     :param ceil: bytes a broker may hold at most after the pass
     :param receivers: brokers that may gain a replica
     :param density: the cluster's produce rate per byte (what a copied byte must shift at least)
+    :param caps: broker -> its network limit (the network-capacity goal), below ``upper``
     """
 
     bytes: dict[int, float]
@@ -96,6 +97,7 @@ class NetState:
     receivers: set[int]
     rack: dict[int, str]
     density: float
+    caps: dict[int, float] = field(default_factory=dict)
     touched: set[tuple[str, int, int]] = field(default_factory=set)
     now: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
     redirect: dict[int, int] = field(default_factory=dict)
@@ -110,6 +112,10 @@ class NetState:
             return False
         rack = self.rack[b]
         return rack == self.rack[r.broker] or rack not in {self.rack[x] for x in now + r.orig}
+
+    def lim(self, b: int) -> float:
+        """Network in broker ``b`` may not be pushed above (and sheds down to)."""
+        return self.caps.get(b, self.upper)
 
     def worth(self, gain: float, copied: float) -> bool:
         return gain > 0 and gain >= WORTH * copied * self.density
@@ -177,8 +183,14 @@ def net_state(brokers: dict[int, BrokerInfo], t: Targets, byt: dict[int, float],
     if total_net <= 0 or ceil is None:
         return None
     total_bytes = sum(byt[b] for b in live)
-    return NetState(dict(byt), {b: net.get(b, 0.0) for b in brokers}, total_net / len(live) * (1 + tolerance),
-                    ceil, set(t.receivers), {b: x.rack for b, x in brokers.items()}, total_net / total_bytes)
+    upper = total_net / len(live) * (1 + tolerance)
+    return NetState(dict(byt), {b: net.get(b, 0.0) for b in brokers}, upper, ceil, set(t.receivers),
+                    {b: x.rack for b, x in brokers.items()}, total_net / total_bytes, link_caps(brokers, upper))
+
+
+def link_caps(brokers: dict[int, BrokerInfo], upper: float) -> dict[int, float]:
+    """Broker -> its network limit where the network-capacity goal's is below ``upper``."""
+    return {b: x.link_limit for b, x in brokers.items() if x.link_limit is not None and x.link_limit < upper}
 
 
 def hot_candidates(count: int, net: float, upper: float) -> int:
@@ -253,7 +265,7 @@ def _plain(s: NetState, x: Replica, order: list[int]) -> int | None:
     if not s.worth(x.rate, x.copied()):
         return None
     for b in order:
-        if s.net[b] + x.rate <= s.upper and x.size <= s.room(b) and s.may_take(x, b):
+        if s.net[b] + x.rate <= s.lim(b) and x.size <= s.room(b) and s.may_take(x, b):
             return b
     return None
 
@@ -286,7 +298,7 @@ def _swap(s: NetState, x: Replica, order: list[int], pools: dict[int, Pool]) -> 
             continue
         lo, hi = x.size - s.room(b), x.size + s.room(a)
         for y in pools[b].near(x.size):
-            if lo <= y.size <= hi and s.net[b] + x.rate - y.rate <= s.upper \
+            if lo <= y.size <= hi and s.net[b] + x.rate - y.rate <= s.lim(b) \
                     and s.worth(x.rate - y.rate, x.copied() + y.copied()) and s.may_take(y, a):
                 return b, y
     return None
@@ -297,11 +309,11 @@ def _shed(s: NetState, a: int, xs: list[Replica], pools: dict[int, Pool]) -> lis
     out: list[tuple] = []
     misses = 0
     for x in xs:
-        if s.net[a] <= s.upper or misses >= MAX_MISSES:
+        if s.net[a] <= s.lim(a) or misses >= MAX_MISSES:
             break
         if x.key in s.touched or not s.worth(x.rate, 0.0):
             continue
-        order = sorted((b for b in pools if s.net[b] < s.upper), key=lambda b: (s.net[b], b))
+        order = sorted((b for b in pools if s.net[b] < s.lim(b)), key=lambda b: (s.net[b], b))
         dst = _plain(s, x, order)
         hit = (dst, None) if dst is not None else _swap(s, x, order, pools)
         if hit is None:
@@ -341,22 +353,36 @@ def network_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, befor
     :param engine: SparkData or LocalData (for the candidate replicas)
     :param opts: PlanOptions (balance_network_in, network_in_tolerance, balance_tolerance, exclude_topics)
     """
-    if not opts.balance_network_in:
+    # the network-capacity goal is a rule: its limits hold with network-in off too
+    if not opts.balance_network_in and not any(x.link_limit is not None for x in brokers.values()):
         return moves
     byt, net = mid_loads(before, moves)
     # listed above disk, network in is bound by the capacity ceiling only (goal_order)
     disk_tol = opts.balance_tolerance if ranks_above(opts.balance_goals, "disk", "network-in") else math.inf
-    s = net_state(brokers, t, byt, net, hard_cap, opts.network_in_tolerance, disk_tol)
+    tolerance = opts.network_in_tolerance if opts.balance_network_in else math.inf
+    s = net_state(brokers, t, byt, net, hard_cap, tolerance, disk_tol)
     if s is None:
         return moves
-    hot = [b for b in t.placeable if s.net[b] > s.upper]
+    hot = [b for b in t.placeable if s.net[b] > s.lim(b)]
     if not hot:
         return moves
-    side = {b: ("cold", PER_BROKER) for b in s.receivers if s.net[b] < s.upper}
-    side.update({b: ("hot", hot_candidates(before.count.get(b, 0), s.net[b], s.upper)) for b in hot})
+    side = {b: ("cold", PER_BROKER) for b in s.receivers if s.net[b] < s.lim(b)}
+    side.update({b: ("hot", hot_candidates(before.count.get(b, 0), s.net[b], s.lim(b))) for b in hot})
     rows = candidates(engine.net_candidates(side, set(opts.exclude_topics)), moves, side)
     extra = balance_network(s, {b: rows[b] for b in hot}, {b: rs for b, rs in rows.items() if side[b][0] == "cold"})
+    undo_over_capacity(s, {b: rows[b] for b in hot if b in s.caps}, before.net_in)
     return with_pass(moves, s, extra)
+
+
+def undo_over_capacity(s: NetState, hot: dict[int, list[Replica]], was: dict[int, float]) -> None:
+    """The network-capacity goal is a rule: a broker the search's moves left above its cap, and
+    above what it carried before, gets back to it by cancelling those moves, hottest first (the
+    replica stays on its source, which then carries what it did before)."""
+    for b, xs in hot.items():
+        for x in sorted((x for x in xs if x.via >= 0 and x.key not in s.touched), key=lambda x: (-x.rate, x.key)):
+            if s.net[b] <= max(s.caps[b], was.get(b, 0.0)):
+                break
+            s.apply(x, x.orig[x.pos])
 
 
 def with_pass(moves: Any, s: NetState, extra: list[tuple]) -> Any:

@@ -70,7 +70,7 @@ def make_options(goal: str, **options: Any) -> PlanOptions:
 def _value_problems(opts: PlanOptions) -> list[Problem]:
     """Out-of-range numbers and non-boolean switches among the options."""
     problems: list[Problem] = []
-    for name in ("capacity_ceiling",):
+    for name in ("capacity_ceiling", "network_capacity_ceiling"):
         v = getattr(opts, name)
         if not isinstance(v, (int, float)) or not 0 < v <= 1:
             problems.append(Problem(name, f"must be in (0, 1], got {v!r}", "bad_option"))
@@ -93,7 +93,8 @@ def _value_problems(opts: PlanOptions) -> list[Problem]:
     v = opts.search_piece_replicas
     if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
         problems.append(Problem("search_piece_replicas", f"must be an integer >= 1, got {v!r}", "bad_option"))
-    for name in ("throttle_bytes_per_sec", "log_dir_throttle_bytes_per_sec", "timeout_seconds"):
+    for name in ("throttle_bytes_per_sec", "log_dir_throttle_bytes_per_sec", "timeout_seconds",
+                 "network_capacity_bytes_per_sec"):
         v = getattr(opts, name)
         if v is not None and (not isinstance(v, (int, float)) or v <= 0):
             problems.append(Problem(name, f"must be a positive number of bytes/s, got {v!r}", "bad_option"))

@@ -135,7 +135,7 @@ class Spread:
 
     def net_ok(self, b: int, delta: float) -> bool:
         """Broker ``b`` may take ``delta`` more network in (a broker above the limit only sheds)."""
-        return delta <= 0 or self.s.net[b] + delta <= self.s.upper
+        return delta <= 0 or self.s.net[b] + delta <= self.s.lim(b)
 
     def receivers(self, topic: str) -> list[int]:
         """Receivers below even + ``reach`` for the topic, fewest of it first, then least network in."""

@@ -1,0 +1,103 @@
+"""The network-capacity goal (planning/spark/network_capacity.py): a hard limit on each broker's
+network in and out, as a fraction of its link, on the local engine."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from kafka_reassign.errors import GoalError
+from kafka_reassign.planning.spark import make_options, plan
+from kafka_reassign.planning.spark.loads import Loads, network_out
+from kafka_reassign.planning.spark.network_capacity import network_problems
+from kafka_reassign.planning.spark.targets import BrokerInfo
+from test_planner_goals import apply_plan, check_common
+from test_planner_network import hot_snapshot
+
+#: the disk goal and leader count alone: network in is not evened, only capped
+NO_NETWORK_GOALS = "rack-aware,capacity,disk,leader-count"
+CEILING = 0.8
+
+
+def net_loads(snap: dict) -> tuple[dict[int, float], dict[int, float]]:
+    """Network in (produce received by every replica) and out (led produce x RF, fan-out 1)."""
+    net_in = {int(b["id"]): 0.0 for b in snap["brokers"]}
+    out = dict(net_in)
+    for t in snap["topics"]:
+        for p in t["partitions"]:
+            for r in p["replicas"]:
+                net_in[r] += p["bytes_in_per_sec"]
+            out[p["replicas"][0]] += p["bytes_in_per_sec"] * len(p["replicas"])
+    return net_in, out
+
+
+def mean_in(snap: dict) -> float:
+    net_in, _ = net_loads(snap)
+    return sum(net_in.values()) / len(net_in)
+
+
+@pytest.mark.parametrize("seed, headroom, goals", [(5, 1.05, NO_NETWORK_GOALS), (7, 1.05, NO_NETWORK_GOALS),
+                                                   (7, 1.05, None), (5, 1.1, None)])
+def test_no_broker_ends_above_its_link_limit_in_or_out(seed: int, headroom: float, goals: str | None) -> None:
+    snap = hot_snapshot(seed)
+    link = mean_in(snap) * headroom / CEILING  # the limit: headroom x the mean network in
+    kw = {"balance_goals": goals} if goals else {}
+    res = plan(snap, "rebalance", engine="local", network_capacity_bytes_per_sec=link, **kw)
+    after = check_common(snap, res, goal="rebalance")
+    for load_before, load_after in zip(net_loads(snap), net_loads(after)):
+        assert max(load_before.values()) > CEILING * link  # the snapshot breaks it, each way
+        assert max(load_after.values()) <= CEILING * link + 1
+    fig = res.summary["network_capacity"]
+    assert fig["brokers_with_link"] == 12 and fig["in"]["after"] <= CEILING and fig["out"]["after"] <= CEILING
+    assert fig["in"]["before"] > CEILING and fig["out"]["before"] > CEILING
+    if goals == NO_NETWORK_GOALS:  # without the links these goals leave a broker above that limit
+        free = apply_plan(snap, plan(snap, "rebalance", engine="local", **kw).plan.to_json())
+        assert max(max(x.values()) for x in net_loads(free)) > CEILING * link
+
+
+def test_a_link_that_never_binds_changes_nothing() -> None:
+    snap = hot_snapshot(7)
+    wide = plan(snap, "rebalance", engine="local", network_capacity_bytes_per_sec=mean_in(snap) * 100)
+    none = plan(snap, "rebalance", engine="local")
+    assert wide.plan.to_json() == none.plan.to_json()
+    assert none.summary["network_capacity"] == {"brokers_with_link": 0, "ceiling": CEILING}
+
+
+def test_the_snapshots_link_speed_wins_and_a_broker_left_above_is_a_warning() -> None:
+    snap = copy.deepcopy(hot_snapshot(7))
+    net_in, _ = net_loads(snap)
+    b = max(net_in, key=lambda x: (net_in[x], x))
+    entry = next(x for x in snap["brokers"] if x["id"] == b)
+    entry["network_bytes_per_sec"] = mean_in(snap) * 0.3 / CEILING  # its limit: 0.3 x the mean, cannot be met
+    res = plan(snap, "rebalance", engine="local")
+    after = net_loads(check_common(snap, res, goal="rebalance"))
+    assert res.summary["network_capacity"]["brokers_with_link"] == 1
+    assert after[0][b] < net_in[b]  # it sheds what it can, never gains
+    assert any(f"[{b}]" in w and "network in" in w for w in res.summary["warnings"])
+
+
+def test_traffic_above_every_link_is_refused_naming_the_option() -> None:
+    snap = hot_snapshot(7)
+    with pytest.raises(GoalError, match="network_capacity_ceiling") as err:
+        plan(snap, "rebalance", engine="local", network_capacity_bytes_per_sec=mean_in(snap) * 0.95 / CEILING)
+    assert "network in" in str(err.value) and "add brokers" in str(err.value)
+
+
+@pytest.mark.parametrize("option, value", [("network_capacity_ceiling", 1.5), ("network_capacity_ceiling", 0),
+                                           ("network_capacity_bytes_per_sec", -1)])
+def test_network_capacity_options_are_checked(option: str, value: object) -> None:
+    with pytest.raises(GoalError, match=option):
+        make_options("rebalance", **{option: value})
+
+
+def test_the_check_names_brokers_pushed_above_not_those_already_there() -> None:
+    brokers = {b: BrokerInfo(b, "r", 1e12, link_limit=100.0) for b in (1, 2, 3)}
+    before = Loads({1: 0.0, 2: 0.0, 3: 0.0}, {}, {}, {1: 0.0, 2: 0.0, 3: 60.0},
+                   net_in={1: 150.0, 2: 50.0, 3: 90.0}, rep_out={1: 0.0, 2: 0.0, 3: 0.0})
+    after = before.copy()
+    after.net_in.update({1: 140.0, 2: 120.0})  # 1 stays above but sheds; 2 is pushed above
+    after.bytes_in.update({3: 20.0, 2: 40.0})
+    assert network_out(after, 1.0)[2] == 40.0
+    problems = network_problems(brokers, before, after, 1.0)
+    assert [(p.entry, p.kind) for p in problems] == [("broker 2", "network_capacity")]
+    assert "network in would be" in problems[0].reason
