@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from kafka_reassign.cluster.config_source import ConfigsRead
+from kafka_reassign.cluster.consumers import bytes_per_offset
 from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
 from kafka_reassign.errors import PreflightError, Problem
 from kafka_reassign.planning.estimate import Limits, StallPoint, quota_load, stall_points, step_loads
@@ -120,8 +121,8 @@ def measure_produce_rates(admin: KafkaAdminPort, state: ClusterState, partitions
     if shrunk:
         starts = admin.list_offsets(shrunk, latest=False)
         for key in shrunk:
-            count = off1.get(key, 0) - starts.get(key, off1.get(key, 0))
-            rates[key] = records[key] * (size1[key] / count) if count > 0 else 0.0
+            scale = bytes_per_offset(size1[key], starts.get(key, off1.get(key, 0)), off1.get(key, 0))
+            rates[key] = records[key] * scale if scale is not None else 0.0
     if missing:
         log.warning("produce rate not measured for %d partition(s) (no leader or no answer): %s", len(missing),
                     ", ".join(f"{t}-{p}" for t, p in missing[:NAMED]))
