@@ -240,6 +240,24 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         from kafka_reassign.cluster.batches import batch_sizes
         return batch_sizes(self._kwargs, partitions)
 
+    def group_offsets(self) -> dict[str, dict[TopicPartition, int]]:
+        """Every consumer group's committed offsets (ListGroups on every broker, OffsetFetch per
+        coordinator); a partition without a committed offset is left out.
+
+        Raises KafkaAdminError (``UNSUPPORTED_VERSION`` when the brokers lack ListGroups): the
+        caller decides whether consumption is worth a failure.
+        """
+        if self.max_api_version(16) == -1:  # ListGroups; a broker without it closes the connection
+            raise KafkaAdminError("ListGroups", "UNSUPPORTED_VERSION", "the brokers do not answer ListGroups")
+        groups = self._call("ListGroups", "list_groups")
+        # share groups' and Connect's positions are not OffsetFetch's (and fail the whole request)
+        ids = sorted({str(g["group_id"]) for g in groups if g.get("protocol_type", "") in ("consumer", "")})
+        if not ids:
+            return {}
+        raw = self._call("OffsetFetch", "list_group_offsets", {g: None for g in ids})
+        return {g: {(tp.topic, tp.partition): int(v.offset) for tp, v in offsets.items() if v.offset >= 0}
+                for g, offsets in raw.items()}
+
     def _offsets(self, keys: list[TopicPartition], spec: int) -> dict[TopicPartition, int]:
         """ListOffsets of ``keys`` at one timestamp selector; partitions that err are left out."""
         from kafka.admin import OffsetSpec

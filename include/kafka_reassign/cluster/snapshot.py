@@ -10,7 +10,8 @@ A snapshot is the planner's input, the simulator's scenario and the output of
                                  "size_bytes": 123, "bytes_in_per_sec": 0,
                                  "log_dirs": ["/d1","/d1","/d1"]}]}]}
 
-Fields may be added (we add ``cluster_id``, ``isr``, ``alive``, ``remote_bytes``, ``batch_bytes``); none may
+Fields may be added (we add ``cluster_id``, ``isr``, ``alive``, ``remote_bytes``, ``batch_bytes``,
+``consumer_bytes_per_sec``); none may
 change meaning.
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any, Callable, Iterable, TypeGuard
 
 from kafka_reassign.cluster.batches import BatchReader, add_batch_bytes
 from kafka_reassign.cluster.capacities import FROM_BROKER, FROM_USER, CapacityOverrides, apply_capacities
+from kafka_reassign.cluster.consumers import CONSUMER_BYTES, measure_consumption, sample_groups
 from kafka_reassign.cluster.port import ClusterReader, TieredReader
 from kafka_reassign.cluster.state import ClusterState
 from kafka_reassign.cluster.tiered import REMOTE_STORAGE_CONFIG, is_tiered
@@ -224,12 +226,13 @@ def _partition_problems(p: dict[str, Any], pwhere: str, broker_at: dict[int, int
                         dir_paths: dict[int, list[str]], planning: bool,
                         bad: Callable[..., None]) -> None:
     """The checks of one partition entry (replicas, leader, sizes, log dirs); see snapshot_problems."""
-    for k in ("size_bytes", "remote_bytes", "bytes_in_per_sec"):
+    for k in ("size_bytes", "remote_bytes", "bytes_in_per_sec", CONSUMER_BYTES):
         v = p.get(k, 0)
-        if k == "bytes_in_per_sec" and v is None:
+        rate = k in ("bytes_in_per_sec", CONSUMER_BYTES)
+        if rate and v is None:
             continue  # an unmeasured rate
         if not is_num(v) or v < 0:
-            bad(f"{pwhere}.{k}", f"must be a number >= 0, got {v!r}", "bad_rate" if k == "bytes_in_per_sec" else "bad_size")
+            bad(f"{pwhere}.{k}", f"must be a number >= 0, got {v!r}", "bad_rate" if rate else "bad_size")
     reps = p.get("replicas")
     if not isinstance(reps, list) or not reps or not all(is_int(r) for r in reps):
         bad(f"{pwhere}.replicas", f"must be a non-empty list of broker ids, got {reps!r}", "bad_replicas")
@@ -310,7 +313,9 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0,
     tiered topics (``remote.storage.enable=true``) also get ``remote_bytes``, the bytes only in remote storage
     (:mod:`kafka_reassign.cluster.tiered`). Produce rates are not exposed by the admin API; with
     ``sample_seconds > 0`` they are estimated from the growth of the leaders' log sizes over that interval
-    (0 otherwise), and partitions get the ``batch_bytes`` their first record batch shows (:mod:`~.batches`).
+    (0 otherwise), and partitions get the ``batch_bytes`` their first record batch shows (:mod:`~.batches`)
+    and the ``consumer_bytes_per_sec`` the consumer groups' committed offsets show over the same interval
+    (:mod:`~.consumers`; left out, with one warning, where the cluster cannot answer).
     Each log dir carries the ``total_bytes`` and ``usable_bytes`` its broker reports (KIP-827) and a
     ``capacity_bytes``: the given one (``capacity_source: user``), else the reported total (``broker``).
 
@@ -319,18 +324,7 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0,
     :param capacities: the operator's capacities (run parameter ``log_dir_capacity_bytes``);
         one naming a broker or log dir the cluster lacks raises ParamError
     """
-    state = admin.cluster_state(include_log_dirs=True)
-    rates: dict[tuple[str, int], float] = {}
-    if sample_seconds > 0:
-        t0 = time.monotonic()
-        time.sleep(sample_seconds)
-        later = admin.cluster_state(include_log_dirs=True)
-        dt = max(1e-6, time.monotonic() - t0)
-        for p in later.partitions():
-            before = state.partition(p.topic, p.partition)
-            if before is not None:
-                rates[(p.topic, p.partition)] = max(0.0, (p.size_bytes - before.size_bytes) / dt)
-        state = later
+    state, rates, consumed = _sampled(admin, sample_seconds)
     remote = remote_sizes(admin, state)
     brokers = []
     for b in sorted(state.brokers.values(), key=lambda x: x.id):
@@ -344,6 +338,8 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0,
                                      "leader": p.leader if p.leader >= 0 else None, "isr": list(p.isr),
                                      "size_bytes": p.size_bytes,
                                      "bytes_in_per_sec": round(rates.get((p.topic, p.partition), 0.0), 3)}
+            if (t.name, p.partition) in consumed:
+                entry[CONSUMER_BYTES] = round(consumed[(t.name, p.partition)], 3)
             if p.partition in remote.get(t.name, {}):
                 entry["remote_bytes"] = remote[t.name][p.partition]
             if p.replica_dirs and all(r in p.replica_dirs for r in p.replicas):
@@ -362,6 +358,27 @@ def read_cluster_snapshot(admin: ClusterReader, sample_seconds: float = 0.0,
     if sample_seconds > 0 and isinstance(admin, BatchReader):  # the rehearsal's fetch-per-batch model
         add_batch_bytes(admin, snap)
     return snap
+
+
+def _sampled(admin: ClusterReader, sample_seconds: float
+             ) -> tuple[ClusterState, dict[tuple[str, int], float], dict[tuple[str, int], float]]:
+    """The cluster state at the end of the sampling interval, the produce rates over it (the growth
+    of the leaders' logs) and the bytes consumer groups read in it (:mod:`~.consumers`)."""
+    state = admin.cluster_state(include_log_dirs=True)
+    if sample_seconds <= 0:
+        return state, {}, {}
+    t0 = time.monotonic()
+    groups = sample_groups(admin)
+    time.sleep(sample_seconds)
+    later = admin.cluster_state(include_log_dirs=True)
+    consumed = measure_consumption(admin, groups, later)
+    dt = max(1e-6, time.monotonic() - t0)
+    rates: dict[tuple[str, int], float] = {}
+    for p in later.partitions():
+        before = state.partition(p.topic, p.partition)
+        if before is not None:
+            rates[(p.topic, p.partition)] = max(0.0, (p.size_bytes - before.size_bytes) / dt)
+    return later, rates, consumed
 
 
 def _log_dir_entry(broker: BrokerInfo, path: str) -> dict[str, Any]:
