@@ -219,7 +219,7 @@ def steps_for_move(move: PartitionMove, state: ClusterState, add_first: int | No
         # Every step that adds a replica with a wanted dir carries the dirs of its target, so
         # execution tells the broker where to create it: a replica added by an early step of a
         # multi-step move would otherwise land in any dir and be copied a second time between dirs.
-        adds_wanted = any(b in wanted and b not in prev for b in lst)
+        adds_wanted = bool(wanted) and any(b in wanted and b not in prev for b in lst)
         dirs = tuple(wanted.get(b, ANY_LOG_DIR) for b in lst) if adds_wanted else None
         chain.append((prev, tuple(lst), dirs))
         prev = tuple(lst)
@@ -242,10 +242,14 @@ def plan_all_steps(moves: Iterable[PartitionMove], state: ClusterState) -> list[
     moves = list(moves)
     load: dict[tuple[int, int], float] = {}   # (position in chain, broker) -> bytes
     first: dict[tuple[str, int], int | None] = {}
-    for m in sorted(moves, key=lambda m: -state.size_of(m.topic, m.partition)):
-        p = state.partition(m.topic, m.partition)
-        adds = [b for b in m.replicas if p is not None and b not in p.replicas]
-        if len(adds) < 2 or p is None or m.key in state.in_flight:
+    # each partition looked up once (a million moves at 3M replicas), largest first (stable)
+    found = [(m, state.partition(m.topic, m.partition)) for m in moves]
+    found.sort(key=lambda mp: -mp[1].size_bytes if mp[1] is not None else 0)
+    for m, p in found:
+        if p is None:
+            continue
+        adds = [b for b in m.replicas if b not in p.replicas]
+        if len(adds) < 2 or m.key in state.in_flight:
             continue  # resumed moves keep the deterministic order, so the step in flight matches
         size = float(max(1, p.size_bytes))
 
