@@ -106,6 +106,29 @@ def test_network_in_goal_gives_the_same_plan_on_spark_and_local(spark, tmp_path)
     assert net["before"] > 2.0 and net["after"] <= 1.10
 
 
+def test_measured_consumer_bytes_give_the_same_network_out_plan_on_spark_and_local(spark, tmp_path):
+    """Consumers measured on two hot topics (3x the produce rate, and none) and not on the rest: both
+    engines weigh network out alike (measured where present, consumer_fanout elsewhere): one plan."""
+    s = generate_snapshot(GenerateOptions(brokers=12, racks=3, topics=16, partitions=24, skew=1.0, seed=7))
+    for i, t in enumerate(s["topics"]):
+        for p in t["partitions"]:
+            p["bytes_in_per_sec"] = (30.0 if i < 2 else 1.0) * 1000 * (1 + p["partition"] % 3)
+            if i < 2:
+                p["consumer_bytes_per_sec"] = (3.0 if i == 0 else 0.0) * p["bytes_in_per_sec"]
+    path = str(write_snapshot_lines(s, tmp_path / "measured.jsonl"))
+    goals = "rack-aware,capacity,disk,network-in,network-out,leader-count"
+    on_spark = plan_file(path, "rebalance", spark=spark, balance_goals=goals)
+    local = plan_file(path, "rebalance", engine="local", balance_goals=goals)
+    assert on_spark.plan.to_json() == local.plan.to_json()
+    out = on_spark.summary["balance"]["network_out"]
+    assert out == local.summary["balance"]["network_out"]
+    assert out["before"] > 2.0 and out["after"] <= 1.10
+    blind = plan_file(str(write_snapshot_lines(s | {"topics": [
+        {**t, "partitions": [{k: v for k, v in p.items() if k != "consumer_bytes_per_sec"} for p in t["partitions"]]}
+        for t in s["topics"]]}, tmp_path / "blind.jsonl")), "rebalance", engine="local", balance_goals=goals)
+    assert blind.summary["balance"]["network_out"] != out  # the measurement changed the figure
+
+
 def test_search_in_pieces_on_spark_gives_the_local_engines_plan(spark, tmp_path):
     """More search tasks than racks, each piece alone in a Spark partition of its own."""
     from kafka_reassign.planning.spark.data import SparkData

@@ -42,11 +42,14 @@ def hot_leader_snapshot() -> dict:
 
 
 def out_balance(snap: dict, fanout: float = 1.0) -> float:
-    """Network out max / mean over the brokers, recomputed from the snapshot."""
+    """Network out max / mean over the brokers, recomputed from the snapshot: the consumer bytes
+    measured where a partition has them, else produce x ``fanout``."""
     sent: dict[int, float] = defaultdict(float)
     for t in snap["topics"]:
         for p in t["partitions"]:
-            sent[p["replicas"][0]] += float(p["bytes_in_per_sec"]) * (len(p["replicas"]) - 1 + fanout)
+            rate = float(p["bytes_in_per_sec"])
+            read = p.get("consumer_bytes_per_sec")
+            sent[p["replicas"][0]] += rate * (len(p["replicas"]) - 1) + (rate * fanout if read is None else read)
     ids = [b["id"] for b in snap["brokers"]]
     return max(sent[b] for b in ids) / (sum(sent.values()) / len(ids))
 
@@ -163,3 +166,33 @@ def test_a_lower_leader_goal_never_pushes_a_broker_past_a_higher_ones_limit(seed
         assert {sorted(f) == sorted(o) for _, _, o, f, _ in whole} == {True}  # reorders only
         kept = _within(first, rates, goal, inp)
         assert kept and kept <= _within(whole, rates, goal, inp), (goal, order)
+
+
+def measured_snapshot() -> dict:
+    """hot_leader_snapshot with consumers measured on its two hot topics: the first read 3x what is
+    produced (three groups), the second not at all; the other topics carry no measurement."""
+    snap = hot_leader_snapshot()
+    for t, times in zip(snap["topics"][:2], (3.0, 0.0)):
+        for p in t["partitions"]:
+            p["consumer_bytes_per_sec"] = times * p["bytes_in_per_sec"]
+    return snap
+
+
+def unmeasured(snap: dict) -> dict:
+    """``snap`` without its consumer measurements (the fanout stands in everywhere)."""
+    return {**snap, "topics": [{**t, "partitions": [{k: v for k, v in p.items() if k != "consumer_bytes_per_sec"}
+                                                    for p in t["partitions"]]} for t in snap["topics"]]}
+
+
+def test_measured_consumer_bytes_replace_the_fanout_where_the_snapshot_has_them() -> None:
+    snap = measured_snapshot()
+    res = plan(snap, "rebalance", engine="local", balance_goals=OUT_FIRST, consumer_fanout=1.0)
+    after = check_common(snap, res, goal="rebalance")
+    assert res.summary["balance"]["network_out"] == {"before": pytest.approx(out_balance(snap), abs=1e-3),
+                                                     "after": pytest.approx(out_balance(after), abs=1e-3)}
+    assert out_balance(snap) > 2.0 and out_balance(after) <= 1 + TOL + 1e-9
+    # the same placement weighed by the fanout alone is another figure: the measured one decided
+    assert out_balance(unmeasured(after)) != pytest.approx(out_balance(after), abs=1e-3)
+    # planned on the fanout alone, the brokers end uneven by what consumers really read
+    blind = plan(unmeasured(snap), "rebalance", engine="local", balance_goals=OUT_FIRST, consumer_fanout=1.0)
+    assert out_balance(apply_plan(snap, blind.plan.to_json())) > 1 + TOL

@@ -26,7 +26,8 @@ from kafka_reassign.planning.spark.snapshot_file import PARTITION_FIELDS
 from kafka_reassign.planning.spark.spark_session import _quiet
 
 PARTITION_SCHEMA = ("topic string, partition int, replicas array<int>, log_dirs array<string>, "
-                    "size_bytes double, bytes_in_per_sec double, leader int, remote_bytes double")
+                    "size_bytes double, bytes_in_per_sec double, leader int, remote_bytes double, "
+                    "consumer_bytes_per_sec double")
 MAX_EXAMPLES = 10
 #: columns of :meth:`SparkData.net_candidates` (the network-in pass's candidate replicas)
 NET_COLUMNS = ("topic", "partition", "pos", "broker", "size_bytes", "rate", "replicas", "rank")
@@ -121,6 +122,7 @@ class SparkData:
         kind, detail = self._kind()
         r = (self.parts.withColumn("kind", kind)
              .select("size_bytes", "bytes_in_per_sec", "kind", "log_dirs", F.size("replicas").alias("rf"),
+                     "consumer_bytes_per_sec",
                      F.posexplode_outer("replicas").alias("pos", "broker"))
              .withColumn("log_dir", F.coalesce(F.col("log_dirs")[F.col("pos")], F.lit("any"))))
         lead = F.col("pos") == 0
@@ -131,6 +133,10 @@ class SparkData:
                     F.sum(F.coalesce(F.col("bytes_in_per_sec"), F.lit(0.0))).alias("net_in"),
                     F.sum(F.when(lead, F.col("bytes_in_per_sec") * (F.col("rf") - 1)).otherwise(0.0))
                     .alias("rep_out"),
+                    F.sum(F.when(lead, F.coalesce(F.col("consumer_bytes_per_sec"), F.lit(0.0))).otherwise(0.0))
+                    .alias("consumed"),
+                    F.sum(F.when(lead & F.col("consumer_bytes_per_sec").isNotNull(), F.col("bytes_in_per_sec"))
+                          .otherwise(0.0)).alias("measured_in"),
                     F.sum(F.when(lead, F.col("size_bytes")).otherwise(0.0)).alias("partition_bytes"),
                     F.max("pos").alias("max_pos"))
                .toPandas())
@@ -211,7 +217,7 @@ class SparkData:
             parts = (parts.withColumn("mpos", F.lit(None).cast("array<int>"))
                      .withColumn("mdst", F.lit(None).cast("array<int>")))
         cols = parts.select("lgrp", "topic", "partition", "replicas", "mpos", "mdst", "size_bytes",
-                            "bytes_in_per_sec", "leader", "remote_bytes")
+                            "bytes_in_per_sec", "leader", "remote_bytes", "consumer_bytes_per_sec")
         out = cols.groupBy("lgrp").applyInPandas(_task(choose_leaders, inputs), CHANGE_SCHEMA)
         return out.toPandas()
 
@@ -347,10 +353,14 @@ class LocalData:
         r["net_in"] = r["bytes_in_per_sec"].fillna(0.0)
         r["bytes_in"] = r["net_in"] * r["leaders"]
         r["rep_out"] = r["bytes_in"] * (r["replicas"].str.len() - 1)
+        read = r["consumer_bytes_per_sec"].astype(float)
+        r["consumed"] = read.fillna(0.0) * r["leaders"]
+        r["measured_in"] = r["bytes_in"].where(read.notna(), 0.0)
         r["partition_bytes"] = r["size_bytes"] * r["leaders"]
         per = (r.groupby(["broker", "log_dir"], as_index=False)
                .agg(bytes=("size_bytes", "sum"), replicas=("pos", "size"), leaders=("leaders", "sum"),
                     bytes_in=("bytes_in", "sum"), net_in=("net_in", "sum"), rep_out=("rep_out", "sum"),
+                    consumed=("consumed", "sum"), measured_in=("measured_in", "sum"),
                     partition_bytes=("partition_bytes", "sum"),
                     max_pos=("pos", "max")))
         return per, _totals(per), []

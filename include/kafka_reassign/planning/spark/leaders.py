@@ -24,6 +24,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_reassign.planning.spark.loads import leader_out
+
 #: brackets the names of duplicated partitions in the error a task raises (read by the driver)
 DUPLICATE_MARK = "@@duplicate-partition-rows@@"
 MAX_LEADER_GROUPS = 16
@@ -38,11 +40,12 @@ def leader_groups(partitions: int, brokers: int) -> int:
     return max(1, min(MAX_LEADER_GROUPS, partitions // max(1, brokers * LEADERS_PER_BROKER_PER_GROUP)))
 # bytes_in_per_sec and leader (-1: unknown) travel along for the summary's time estimate,
 # remote_bytes (tiered topics: stays in remote storage) for its remote total.
+# consumer_bytes_per_sec (null: not measured) for the summary's network out.
 CHANGE_COLUMNS = ("topic", "partition", "orig", "final", "size_bytes", "added", "removed", "problem",
-                  "bytes_in_per_sec", "leader", "remote_bytes")
+                  "bytes_in_per_sec", "leader", "remote_bytes", "consumer_bytes_per_sec")
 CHANGE_SCHEMA = ("topic string, partition int, orig array<int>, final array<int>, "
                  "size_bytes double, added array<int>, removed array<int>, problem string, "
-                 "bytes_in_per_sec double, leader int, remote_bytes double")
+                 "bytes_in_per_sec double, leader int, remote_bytes double, consumer_bytes_per_sec double")
 
 
 @dataclass
@@ -121,15 +124,18 @@ def choose_leaders(pdf: Any, inp: LeaderInputs) -> Any:
     rates = pdf["bytes_in_per_sec"].fillna(0.0).astype(float).tolist()
     leads = pdf["leader"].fillna(-1).astype("int64").tolist()
     remote = pdf["remote_bytes"].fillna(0.0).astype(float).tolist()
+    reads: list[float | None] = [None] * len(pdf)  # not measured: the fanout stands in
+    if "consumer_bytes_per_sec" in pdf:
+        reads = [None if c != c else c for c in pdf["consumer_bytes_per_sec"].astype(float).tolist()]  # NaN: null
     # most partitions have no move: a copy, no call
     rows = [(t, p, o, o[:] if mp is None else _apply_moves(o, mp, md, inp.rack), s)
             for t, p, o, mp, md, s in zip(pdf["topic"].tolist(), pdf["partition"].astype("int64").tolist(),
                                           [_ints(r) for r in pdf["replicas"]], pdf["mpos"], pdf["mdst"],
                                           pdf["size_bytes"].astype(float).tolist())]
     if inp.balance and rows:
-        _balance(rows, rates, inp)
+        _balance(rows, rates, inp, reads)
     out = [(t, p, o, f, s, [b for b in f if b not in o], [b for b in o if b not in f],
-            row_problem(o, f, inp), rates[i], leads[i], remote[i])
+            row_problem(o, f, inp), rates[i], leads[i], remote[i], reads[i])
            for i, (t, p, o, f, s) in enumerate(rows) if o != f]
     return pd.DataFrame(out, columns=list(CHANGE_COLUMNS))
 
@@ -152,13 +158,17 @@ def row_problem(orig: list[int], final: list[int], inp: LeaderInputs) -> str | N
     return None
 
 
-def _balance(rows: list[tuple], rates: list[float], inp: LeaderInputs) -> None:
+def _balance(rows: list[tuple], rates: list[float], inp: LeaderInputs,
+             reads: list[float | None] | None = None) -> None:
     """The leader goals of ``inp.order`` one after the other on one group's rows: each keeps the
-    brokers within the limits of the goals before it (``counts``, ``above``)."""
+    brokers within the limits of the goals before it (``counts``, ``above``).
+
+    :param reads: per row, the consumer bytes the snapshot measured (None: ``inp.fanout`` stands in)
+    """
     share = len(rows) / max(1, len(inp.eligible))
     quota = math.ceil(share * (1 + inp.slack))
     counts: tuple[dict[int, int], int] | None = None
-    hard = _network_capacity(rows, rates, inp)
+    hard = _network_capacity(rows, rates, inp, reads)
     above: list[LeaderBytes] = list(hard)
     for goal in inp.order:
         if goal == "leader-count":
@@ -171,24 +181,28 @@ def _balance(rows: list[tuple], rates: list[float], inp: LeaderInputs) -> None:
                 tally = _count_pass(rows, inp, quota, above)
             counts = (tally, math.floor(share * (1 + inp.count_tolerance)))
             continue
-        weighed = rates if goal == "leader-bytes-in" else _out_rates(rows, rates, inp)
+        weighed = rates if goal == "leader-bytes-in" else _out_rates(rows, rates, inp, reads)
         lbi = LeaderBytes.of(rows, weighed, inp, inp.bytes_tolerance if goal == "leader-bytes-in"
                              else inp.out_tolerance)
         _even_bytes(rows, inp, lbi, counts, above)
         above.append(lbi)
 
 
-def _out_rates(rows: list[tuple], rates: list[float], inp: LeaderInputs) -> list[float]:
-    """Per row, the network out its leader sends: to each follower and to the consumers."""
-    return [rate * (len(row[3]) - 1 + inp.fanout) for row, rate in zip(rows, rates)]
+def _out_rates(rows: list[tuple], rates: list[float], inp: LeaderInputs,
+               reads: list[float | None] | None = None) -> list[float]:
+    """Per row, the network out its leader sends: to each follower and to the consumers
+    (:func:`~.loads.leader_out`; ``reads`` as in :func:`_balance`)."""
+    return [leader_out(rate * (len(row[3]) - 1), rate, inp.fanout, *(() if c is None else (c, rate)))
+            for row, rate, c in zip(rows, rates, reads or [None] * len(rows))]
 
 
-def _network_capacity(rows: list[tuple], rates: list[float], inp: LeaderInputs) -> list["LeaderBytes"]:
+def _network_capacity(rows: list[tuple], rates: list[float], inp: LeaderInputs,
+                      reads: list[float | None] | None = None) -> list["LeaderBytes"]:
     """The network-capacity goal's tally (none without caps): brokers above their cap hand their
     hottest partitions over first; every leader goal then keeps it."""
     if not inp.out_caps:
         return []
-    hard = LeaderBytes.of(rows, _out_rates(rows, rates, inp), inp, math.inf)
+    hard = LeaderBytes.of(rows, _out_rates(rows, rates, inp, reads), inp, math.inf)
     hard.caps = inp.out_caps
     _even_bytes(rows, inp, hard, None, [])
     return [hard]

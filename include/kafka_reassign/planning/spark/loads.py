@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_reassign.cluster.consumers import CONSUMER_BYTES
 from kafka_reassign.planning.spark.targets import BrokerInfo
 
 
@@ -14,7 +15,9 @@ class Loads:
     Cruise Control's leader bytes in) and the produce rate it receives as leader or follower
     (``net_in``: network in); the produce rate it sends to the followers of the partitions it leads
     (``rep_out``: the replication part of network out, :func:`network_out`); bytes per log dir;
-    replicas per (topic, broker) of the movable topics (``topic_count``: the topic-spread goal's)."""
+    replicas per (topic, broker) of the movable topics (``topic_count``: the topic-spread goal's);
+    of the partitions it leads whose consumers the snapshot measured (``consumer_bytes_per_sec``),
+    the bytes consumers read (``consumed``) and their produce rate (``measured_in``)."""
 
     bytes: dict[int, float]
     count: dict[int, int]
@@ -24,19 +27,33 @@ class Loads:
     net_in: dict[int, float] = field(default_factory=dict)
     topic_count: dict[tuple[str, int], int] = field(default_factory=dict)
     rep_out: dict[int, float] = field(default_factory=dict)
+    consumed: dict[int, float] = field(default_factory=dict)
+    measured_in: dict[int, float] = field(default_factory=dict)
 
     def copy(self) -> "Loads":
         return Loads(dict(self.bytes), dict(self.count), dict(self.leaders), dict(self.bytes_in),
-                     dict(self.dir_bytes), dict(self.net_in), dict(self.topic_count), dict(self.rep_out))
+                     dict(self.dir_bytes), dict(self.net_in), dict(self.topic_count), dict(self.rep_out),
+                     dict(self.consumed), dict(self.measured_in))
 
 
-def network_out(loads: Loads, fanout: float) -> dict[int, float]:
-    """Each broker's network out: what it sends as leader, to its followers (``rep_out``) and to
-    ``fanout`` consumer groups reading all it leads (Cruise Control's network outbound).
+def leader_out(replication: float, rate: float, fanout: float, consumed: float = 0.0, measured: float = 0.0) -> float:
+    """What a leader sends (Cruise Control's network outbound): ``replication`` to its followers,
+    the ``consumed`` bytes the snapshot measured, and ``fanout`` consumer groups reading the rest of
+    the produce rate it leads (``rate - measured``: the param stands in where nothing was measured).
+    Linear, so it is the figure of one partition and of a broker's sums alike.
 
     :param fanout: consumer groups reading each partition (the ``consumer_fanout`` param)
     """
-    return {b: loads.rep_out.get(b, 0.0) + fanout * loads.bytes_in.get(b, 0.0) for b in loads.bytes}
+    return replication + consumed + fanout * (rate - measured)
+
+
+def network_out(loads: Loads, fanout: float) -> dict[int, float]:
+    """Each broker's network out (:func:`leader_out` of what it leads).
+
+    :param fanout: consumer groups reading each partition (the ``consumer_fanout`` param)
+    """
+    return {b: leader_out(loads.rep_out.get(b, 0.0), loads.bytes_in.get(b, 0.0), fanout,
+                          loads.consumed.get(b, 0.0), loads.measured_in.get(b, 0.0)) for b in loads.bytes}
 
 
 def broker_infos(header: dict[str, Any]) -> tuple[dict[int, BrokerInfo], dict[int, list[tuple[str, float]]]]:
@@ -67,9 +84,11 @@ def loads_from_frame(per: Any, dirs: dict[int, list[tuple[str, float]]]) -> Load
     """Loads from the engine's (broker, log_dir) aggregate; unnamed dirs count on the first dir."""
     out = Loads({b: 0.0 for b in dirs}, {b: 0 for b in dirs}, {b: 0 for b in dirs},
                 {b: 0.0 for b in dirs}, {(b, p): 0.0 for b, ds in dirs.items() for p, _ in ds},
-                {b: 0.0 for b in dirs}, rep_out={b: 0.0 for b in dirs})
-    for b, d, by, n, ld, bi, ni, ro in zip(per["broker"], per["log_dir"], per["bytes"], per["replicas"],
-                                           per["leaders"], per["bytes_in"], per["net_in"], per["rep_out"]):
+                {b: 0.0 for b in dirs}, rep_out={b: 0.0 for b in dirs}, consumed={b: 0.0 for b in dirs},
+                measured_in={b: 0.0 for b in dirs})
+    for b, d, by, n, ld, bi, ni, ro, co, mi in zip(per["broker"], per["log_dir"], per["bytes"], per["replicas"],
+                                                   per["leaders"], per["bytes_in"], per["net_in"], per["rep_out"],
+                                                   per["consumed"], per["measured_in"]):
         b = int(b)
         out.bytes[b] += float(by)
         out.count[b] += int(n)
@@ -77,6 +96,8 @@ def loads_from_frame(per: Any, dirs: dict[int, list[tuple[str, float]]]) -> Load
         out.bytes_in[b] += float(bi or 0.0)
         out.net_in[b] += float(ni or 0.0)
         out.rep_out[b] += float(ro or 0.0)
+        out.consumed[b] += float(co or 0.0)
+        out.measured_in[b] += float(mi or 0.0)
         key = (b, d) if (b, d) in out.dir_bytes else (b, dirs[b][0][0])
         out.dir_bytes[key] += float(by)
     return out
@@ -124,8 +145,11 @@ def loads_after(before: Loads, changes: Any) -> Loads:
             after.leaders[int(b)] += sign * int(n)
             after.bytes_in[int(b)] = after.bytes_in.get(int(b), 0.0) + sign * float(rate)
     changed = frame.loc[moved]
+    read = changed[CONSUMER_BYTES] if CONSUMER_BYTES in changed else changed["rate"] * float("nan")
     for leaders, col, sign in ((old[moved], "orig", -1), (new[moved], "final", 1)):
         sent = changed["rate"] * (changed[col].str.len() - 1)  # the leader sends to each follower
-        for b, rate in sent.groupby(leaders).sum().items():
-            after.rep_out[int(b)] = after.rep_out.get(int(b), 0.0) + sign * float(rate)
+        for part, figure in ((after.rep_out, sent), (after.consumed, read.fillna(0.0)),
+                             (after.measured_in, changed["rate"].where(read.notna(), 0.0))):
+            for b, rate in figure.groupby(leaders).sum().items():
+                part[int(b)] = part.get(int(b), 0.0) + sign * float(rate)
     return after

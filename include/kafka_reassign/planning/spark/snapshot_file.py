@@ -7,7 +7,8 @@ further line is one partition::
     {"topic": "orders", "partition": 5, "replicas": [3, 1, 2], "log_dirs": ["any", ...],
      "size_bytes": 123, "bytes_in_per_sec": 4.5, "leader": 3}
 
-(``remote_bytes`` only on partitions of tiered topics: bytes a move leaves in remote storage.)
+(``remote_bytes`` only on partitions of tiered topics: bytes a move leaves in remote storage;
+``consumer_bytes_per_sec`` only where the snapshot measured what consumers read.)
 
 Only the header is read on the driver (brokers + topics: small). The partition lines are read by
 Spark (``spark.read.json`` with a fixed schema; the header line has no ``topic`` and is dropped),
@@ -26,7 +27,7 @@ from kafka_reassign.cluster.snapshot import snapshot_problems
 
 MARKER = "snapshot_lines"
 PARTITION_FIELDS = ("topic", "partition", "replicas", "log_dirs", "size_bytes", "bytes_in_per_sec",
-                    "leader", "remote_bytes")
+                    "leader", "remote_bytes", "consumer_bytes_per_sec")
 
 
 def is_snapshot_lines(path: str | os.PathLike[str]) -> bool:
