@@ -95,13 +95,15 @@ RUN_PARAMS: tuple[RunParam, ...] = (
              dag=DagField("Adaptive throttle ceiling (bytes/s)", HOW, description="Never above this."),
              readme="Adaptive throttle ceiling"),
     RunParam("broker_network_capacity_bytes_per_sec", int, None, "a broker's link capacity for the adaptive "
-             "throttle (less your peak consumer traffic)", minimum=MIN_THROTTLE_BYTES_PER_SEC, nullable=True,
+             "throttle (less your peak consumer traffic) and the planner's network-capacity goal",
+             minimum=MIN_THROTTLE_BYTES_PER_SEC, nullable=True, planner=True,
              unit="bytes/s", cli=CliFlag("--broker-network-capacity", metavar="RATE"),
              dag=DagField("Broker network capacity (bytes/s)", HOW, description="Needed by the adaptive "
                           "throttle: bytes/s one broker's link carries, less the consumer traffic it "
-                          "serves at peak (not measured).")),
-    RunParam("broker_network_capacities", tuple, (), "a broker's own link capacity for the adaptive throttle, "
-             "BROKER=RATE (repeat the flag; others: --broker-network-capacity)",
+                          "serves at peak. The planner keeps every broker's network in and out under "
+                          "network_capacity_ceiling (0.8) of it (goal network-capacity).")),
+    RunParam("broker_network_capacities", tuple, (), "a broker's own link capacity for the adaptive throttle "
+             "and the planner, BROKER=RATE (repeat the flag; others: --broker-network-capacity)", planner=True,
              cli=CliFlag("--broker-network-capacity-of", metavar="BROKER=RATE"),
              dag=DagField("Network capacity per broker", HOW, description='Brokers whose link differs, e.g. '
                           '"3=50MB/s" (others: the broker network capacity).')),
@@ -128,12 +130,14 @@ RUN_PARAMS: tuple[RunParam, ...] = (
             "(rack-aware, capacity, network-capacity: always kept) then distribution goals (disk, network-in, topic-spread, "
             "leader-count, leader-bytes-in, network-out), each within its tolerance. A lower goal never pushes a higher one out of "
             "its tolerance; a goal left out is off (disk must stay)."))),
-    RunParam(  # network out (goal network-out, the summary's balance): not measured, so a param
-        "consumer_fanout", float, 1.0, "consumer groups reading each partition, for network out (0: none)",
+    RunParam(  # network out (goal network-out, the summary's balance) where consumers were not measured
+        "consumer_fanout", float, 1.0, "consumer groups reading each partition, for network out, used where "
+        "the snapshot has no measured consumer bytes (0: none)",
         minimum=0, planner=True, cli=CliFlag("--consumer-fanout", metavar="GROUPS"),
         dag=DagField("Consumer fan-out", WHAT, description=(
-            "How many consumer groups read each partition (1.0: one group reads everything). A broker's "
-            "network out is what it leads times (its followers + this); the network-out goal evens it."))),
+            "How many consumer groups read each partition (1.0: one group reads everything), used where "
+            "the snapshot has no measured consumer bytes (consumer_bytes_per_sec). A broker's network out is "
+            "what it leads times its followers plus what consumers read; the network-out goal evens it."))),
     RunParam(  # a planning input, read by the snapshot (cluster/capacities.py)
         "log_dir_capacity_bytes", tuple, (),
         "log dir capacity for the planner instead of the volume size brokers report: SIZE (every dir), "

@@ -20,7 +20,8 @@ Definitions (also in the README):
   after the plan: ``disk`` by utilisation (bytes / capacity), ``replicas`` and ``leaders`` by count,
   ``network_in`` by the produce rate a broker receives as leader or follower, ``leader_bytes_in``
   by the produce rate it leads, ``network_out`` by what it sends as leader: the produce rate it
-  leads times (its followers + ``consumer_fanout``) (all from the snapshot's ``bytes_in_per_sec``;
+  leads times its followers plus what consumers read (:func:`~.loads.leader_out`: the measured
+  ``consumer_bytes_per_sec``, else the rate times ``consumer_fanout``) (from the snapshot's ``bytes_in_per_sec``;
   1.0 when no rate is known). The balancing goals even out ``network_in`` after the disk balance (:mod:`.network`,
   option ``balance_network_in``); its moves count in ``data_to_move_bytes`` like any other.
   ``balance_before`` / ``balance_after`` are the disk figures.
