@@ -95,13 +95,15 @@ RUN_PARAMS: tuple[RunParam, ...] = (
              dag=DagField("Adaptive throttle ceiling (bytes/s)", HOW, description="Never above this."),
              readme="Adaptive throttle ceiling"),
     RunParam("broker_network_capacity_bytes_per_sec", int, None, "a broker's link capacity for the adaptive "
-             "throttle (less your peak consumer traffic)", minimum=MIN_THROTTLE_BYTES_PER_SEC, nullable=True,
+             "throttle (less your peak consumer traffic) and the planner's network-capacity goal",
+             minimum=MIN_THROTTLE_BYTES_PER_SEC, nullable=True, planner=True,
              unit="bytes/s", cli=CliFlag("--broker-network-capacity", metavar="RATE"),
              dag=DagField("Broker network capacity (bytes/s)", HOW, description="Needed by the adaptive "
                           "throttle: bytes/s one broker's link carries, less the consumer traffic it "
-                          "serves at peak (not measured).")),
-    RunParam("broker_network_capacities", tuple, (), "a broker's own link capacity for the adaptive throttle, "
-             "BROKER=RATE (repeat the flag; others: --broker-network-capacity)",
+                          "serves at peak. The planner keeps every broker's network in and out under "
+                          "network_capacity_ceiling (0.8) of it (goal network-capacity).")),
+    RunParam("broker_network_capacities", tuple, (), "a broker's own link capacity for the adaptive throttle "
+             "and the planner, BROKER=RATE (repeat the flag; others: --broker-network-capacity)", planner=True,
              cli=CliFlag("--broker-network-capacity-of", metavar="BROKER=RATE"),
              dag=DagField("Network capacity per broker", HOW, description='Brokers whose link differs, e.g. '
                           '"3=50MB/s" (others: the broker network capacity).')),

@@ -6,10 +6,12 @@ import copy
 
 import pytest
 
+from kafka_reassign import defaults
 from kafka_reassign.errors import GoalError
+from kafka_reassign.planning.spark import command as planner_cli
 from kafka_reassign.planning.spark import make_options, plan
-from kafka_reassign.planning.spark.loads import Loads, network_out
-from kafka_reassign.planning.spark.network_capacity import network_problems
+from kafka_reassign.planning.spark.loads import Loads, broker_infos, network_out
+from kafka_reassign.planning.spark.network_capacity import network_problems, set_link_limits
 from kafka_reassign.planning.spark.targets import BrokerInfo
 from test_planner_goals import apply_plan, check_common
 from test_planner_network import hot_snapshot
@@ -42,7 +44,7 @@ def test_no_broker_ends_above_its_link_limit_in_or_out(seed: int, headroom: floa
     snap = hot_snapshot(seed)
     link = mean_in(snap) * headroom / CEILING  # the limit: headroom x the mean network in
     kw = {"balance_goals": goals} if goals else {}
-    res = plan(snap, "rebalance", engine="local", network_capacity_bytes_per_sec=link, **kw)
+    res = plan(snap, "rebalance", engine="local", broker_network_capacity_bytes_per_sec=link, **kw)
     after = check_common(snap, res, goal="rebalance")
     for load_before, load_after in zip(net_loads(snap), net_loads(after)):
         assert max(load_before.values()) > CEILING * link  # the snapshot breaks it, each way
@@ -57,7 +59,7 @@ def test_no_broker_ends_above_its_link_limit_in_or_out(seed: int, headroom: floa
 
 def test_a_link_that_never_binds_changes_nothing() -> None:
     snap = hot_snapshot(7)
-    wide = plan(snap, "rebalance", engine="local", network_capacity_bytes_per_sec=mean_in(snap) * 100)
+    wide = plan(snap, "rebalance", engine="local", broker_network_capacity_bytes_per_sec=mean_in(snap) * 100)
     none = plan(snap, "rebalance", engine="local")
     assert wide.plan.to_json() == none.plan.to_json()
     assert none.summary["network_capacity"] == {"brokers_with_link": 0, "ceiling": CEILING}
@@ -79,12 +81,12 @@ def test_the_snapshots_link_speed_wins_and_a_broker_left_above_is_a_warning() ->
 def test_traffic_above_every_link_is_refused_naming_the_option() -> None:
     snap = hot_snapshot(7)
     with pytest.raises(GoalError, match="network_capacity_ceiling") as err:
-        plan(snap, "rebalance", engine="local", network_capacity_bytes_per_sec=mean_in(snap) * 0.95 / CEILING)
+        plan(snap, "rebalance", engine="local", broker_network_capacity_bytes_per_sec=mean_in(snap) * 0.95 / CEILING)
     assert "network in" in str(err.value) and "add brokers" in str(err.value)
 
 
 @pytest.mark.parametrize("option, value", [("network_capacity_ceiling", 1.5), ("network_capacity_ceiling", 0),
-                                           ("network_capacity_bytes_per_sec", -1)])
+                                           ("broker_network_capacity_bytes_per_sec", -1)])
 def test_network_capacity_options_are_checked(option: str, value: object) -> None:
     with pytest.raises(GoalError, match=option):
         make_options("rebalance", **{option: value})
@@ -101,3 +103,21 @@ def test_the_check_names_brokers_pushed_above_not_those_already_there() -> None:
     problems = network_problems(brokers, before, after, 1.0)
     assert [(p.entry, p.kind) for p in problems] == [("broker 2", "network_capacity")]
     assert "network in would be" in problems[0].reason
+
+
+def test_the_link_params_reach_the_planner_and_a_brokers_own_entry_wins() -> None:
+    flags = defaults.planner_flags({"broker_network_capacity_bytes_per_sec": 2_000_000,
+                                    "broker_network_capacities": ["3=1MB/s"]})
+    parser = planner_cli.argparse.ArgumentParser()
+    planner_cli.add_arguments(parser)
+    args = parser.parse_args(["--snapshot", "s", "--goal", "rebalance", "--out", "o", *flags])
+    opts = make_options("rebalance", **planner_cli.options_from_args(args))
+    assert opts.broker_network_capacity_bytes_per_sec == 2_000_000 and opts.broker_network_capacities == ("3=1MB/s",)
+    snap = hot_snapshot(7)
+    snap["brokers"][0]["network_bytes_per_sec"] = 5_000_000  # the snapshot's own figure wins
+    res = plan(snap, "rebalance", engine="local", broker_network_capacity_bytes_per_sec=2_000_000,
+               broker_network_capacities=("3=1MB/s",))
+    brokers, _ = broker_infos(snap)
+    set_link_limits(brokers, snap, opts)
+    assert {b: x.link_limit for b, x in brokers.items() if b in (1, 2, 3)} == {1: 4e6, 2: 1.6e6, 3: 0.8e6}
+    assert res.summary["network_capacity"]["brokers_with_link"] == 12

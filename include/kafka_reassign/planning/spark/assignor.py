@@ -60,8 +60,10 @@ class PlanOptions:
     :param capacity_ceiling: hard cap on broker and log-dir utilisation after the plan
     :param network_capacity_ceiling: hard cap on a broker's network in and out as a fraction of
         its link (goal network-capacity; brokers whose link speed is known)
-    :param network_capacity_bytes_per_sec: every broker's link speed where the snapshot gives
-        none (``brokers[].network_bytes_per_sec``); None: those brokers have no network cap
+    :param broker_network_capacity_bytes_per_sec: every broker's link speed where neither the
+        snapshot (``brokers[].network_bytes_per_sec``) nor ``broker_network_capacities`` gives
+        one (the run parameter); None: those brokers have no network limit
+    :param broker_network_capacities: ``BROKER=RATE`` entries, brokers whose link differs
     :param balance_tolerance: a broker may end this much above the mean utilisation
     :param count_tolerance: replica-count tolerance around the mean (rebalance)
     :param leader_tolerance: preferred-leader-count tolerance around the mean (rebalance)
@@ -98,7 +100,8 @@ class PlanOptions:
     exclude_brokers: tuple[int, ...] = ()
     capacity_ceiling: float = 0.85
     network_capacity_ceiling: float = 0.80
-    network_capacity_bytes_per_sec: float | None = None
+    broker_network_capacity_bytes_per_sec: float | None = None
+    broker_network_capacities: tuple[str, ...] = ()
     balance_tolerance: float = 0.04
     count_tolerance: float = 0.10
     leader_tolerance: float = 0.10

@@ -2,7 +2,8 @@
 NetworkOutboundCapacityGoal): a hard limit on each broker's network in and out.
 
 A broker's link speed comes from the snapshot (``brokers[].network_bytes_per_sec``) or, for the
-brokers it does not name, the option ``network_capacity_bytes_per_sec``; a broker with neither
+brokers it does not name, the run parameters the adaptive throttle reads too
+(``broker_network_capacities``, then ``broker_network_capacity_bytes_per_sec``); a broker with none
 has no network limit (as in Cruise Control, a capacity must be given: a link speed is not
 something Kafka reports). Its limit is ``network_capacity_ceiling`` (0.8, Cruise Control's
 capacity threshold) of the link, each way: network in is the produce it receives as leader or
@@ -30,11 +31,15 @@ EPS = 1.0
 def set_link_limits(brokers: dict[int, BrokerInfo], header: dict[str, Any], opts: Any) -> None:
     """Each broker's ``link_limit`` (bytes/s each way, None: no known link).
 
-    :param opts: PlanOptions (network_capacity_ceiling, network_capacity_bytes_per_sec)
+    :param opts: PlanOptions (network_capacity_ceiling, broker_network_capacities,
+        broker_network_capacity_bytes_per_sec)
     """
+    from kafka_reassign.throttle.adaptive import broker_rates
+
     given = {int(b["id"]): b.get("network_bytes_per_sec") for b in header["brokers"]}
+    per_broker = broker_rates(opts.broker_network_capacities)
     for b, info in brokers.items():
-        link = given.get(b) or opts.network_capacity_bytes_per_sec
+        link = given.get(b) or per_broker.get(b) or opts.broker_network_capacity_bytes_per_sec
         info.link_limit = float(link) * opts.network_capacity_ceiling if link else None
 
 

@@ -16,7 +16,7 @@ GOAL_NAMES: tuple[str, ...] = BALANCING_GOALS + tuple(GOALS)
 CUSTOM_GOAL = "custom"
 
 _TUPLE_INT = {"brokers", "exclude_brokers"}
-_TUPLE_STR = {"topics", "exclude_topics"}
+_TUPLE_STR = {"topics", "exclude_topics", "broker_network_capacities"}
 
 
 def make_options(goal: str, **options: Any) -> PlanOptions:
@@ -94,7 +94,7 @@ def _value_problems(opts: PlanOptions) -> list[Problem]:
     if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
         problems.append(Problem("search_piece_replicas", f"must be an integer >= 1, got {v!r}", "bad_option"))
     for name in ("throttle_bytes_per_sec", "log_dir_throttle_bytes_per_sec", "timeout_seconds",
-                 "network_capacity_bytes_per_sec"):
+                 "broker_network_capacity_bytes_per_sec"):
         v = getattr(opts, name)
         if v is not None and (not isinstance(v, (int, float)) or v <= 0):
             problems.append(Problem(name, f"must be a positive number of bytes/s, got {v!r}", "bad_option"))
