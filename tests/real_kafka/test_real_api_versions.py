@@ -133,6 +133,20 @@ def test_log_dirs_and_offsets(admin, small_topic) -> None:
     _check(rec, "test_log_dirs_and_offsets")
 
 
+def test_group_offsets(admin, small_topic, real_bootstrap) -> None:
+    """ListGroups on every broker, FindCoordinator, OffsetFetch: the snapshot's consumer measurement."""
+    from confluent_kafka import Consumer, TopicPartition
+    adm, rec = admin
+    group = f"apiv-group-{small_topic}"
+    committer = Consumer({"bootstrap.servers": real_bootstrap, "group.id": group})  # not the tool's client id
+    try:
+        committer.commit(offsets=[TopicPartition(small_topic, 0, 1)], asynchronous=False)
+    finally:
+        committer.close()
+    assert adm.group_offsets()[group] == {(small_topic, 0): 1}
+    _check(rec, "test_group_offsets")
+
+
 @dataclass(frozen=True)
 class _Change:
     """The shape :meth:`KafkaAdmin.alter_configs` takes (a throttle ConfigChange's fields)."""
