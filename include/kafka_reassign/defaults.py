@@ -127,9 +127,16 @@ RUN_PARAMS: tuple[RunParam, ...] = (
         cli=CliFlag("--balance-goal", metavar="GOAL"),
         dag=DagField("Balance goals (priority order)", WHAT, description=(
             "What rebalance, add-brokers and remove-brokers even out, highest priority first: hard goals "
-            "(rack-aware, capacity, network-capacity: always kept) then distribution goals (disk, network-in, topic-spread, "
+            "(rack-aware, capacity, network-capacity, replica-capacity: always kept) then distribution goals (disk, network-in, topic-spread, "
             "leader-count, leader-bytes-in, network-out), each within its tolerance. A lower goal never pushes a higher one out of "
             "its tolerance; a goal left out is off (disk must stay)."))),
+    RunParam(  # the replica-capacity goal (planning/spark/replica_capacity.py): off unless given
+        "max_replicas_per_broker", int, None, "no broker is pushed above this many replicas (goal "
+        "replica-capacity; none: no cap)", minimum=1, maximum=INT_MAX, nullable=True, planner=True,
+        cli=CliFlag("--max-replicas-per-broker", metavar="N"),
+        dag=DagField("Max replicas per broker", WHAT, description=(
+            "Cruise Control's max.replicas.per.broker: no plan moves a replica onto a broker that holds "
+            "this many; more replicas than the brokers may hold is refused. Empty: no cap."))),
     RunParam(  # network out (goal network-out, the summary's balance) where consumers were not measured
         "consumer_fanout", float, 1.0, "consumer groups reading each partition, for network out, used where "
         "the snapshot has no measured consumer bytes (0: none)",

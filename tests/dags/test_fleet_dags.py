@@ -60,9 +60,9 @@ def test_three_clusters_give_three_rebalance_dags_with_their_own_schedules(fleet
     assert ap1.params["balance_threshold"] == 1.10 and ap1.params["require_approval"] is False
     assert us1.params["maintenance_windows"] == ["Mon 04:30-08:00 UTC"] and ap1.params["maintenance_windows"] == []
     assert us1.params["balance_goals"] == ["rack-aware", "capacity", "disk", "leader-bytes-in", "leader-count"]
-    assert ap1.params["balance_goals"] == ["rack-aware", "capacity", "network-capacity", "disk",  # the default
-                                           "network-in", "topic-spread", "leader-count", "leader-bytes-in",
-                                           "network-out"]
+    assert ap1.params["balance_goals"] == ["rack-aware", "capacity", "network-capacity",  # the default
+                                           "replica-capacity", "disk", "network-in", "topic-spread",
+                                           "leader-count", "leader-bytes-in", "network-out"]
     assert us1.task_dict["plan"].limits["balance_goals"] == "{{ params.get('balance_goals') }}"
     for dag in (eu1, us1, ap1):
         assert dag.task_dict["plan"].pool == "kafka_reassign_planning"

@@ -20,8 +20,8 @@ OK = FleetChecks(lambda conn: True, lambda schedule: None, lambda conn: None)
 
 
 @pytest.mark.parametrize("names, needle", [
-    (["rack-aware", "disk", "cpu"], "unknown goal 'cpu': the known goals are rack-aware, capacity, network-capacity, disk, "
-                                    "network-in, topic-spread, leader-count, leader-bytes-in"),
+    (["rack-aware", "disk", "cpu"], "unknown goal 'cpu': the known goals are rack-aware, capacity, network-capacity, "
+                                    "replica-capacity, disk, network-in, topic-spread, leader-count"),
     (["disk", "rack-aware"], "distribution goal 'disk' is above hard goal 'rack-aware': hard goals come first"),
     (["capacity", "disk", "leader-count", "disk"], "goal 'disk' is listed more than once"),
     (["rack-aware", "network-in"], "keep 'disk' in the list"),

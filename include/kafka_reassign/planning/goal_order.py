@@ -59,6 +59,8 @@ BALANCE_GOALS: tuple[BalanceGoal, ...] = (
     BalanceGoal("network-capacity", HARD, None, "network_capacity_ceiling", None,
                 "no broker's network in or out is pushed above network_capacity_ceiling of its link "
                 "(brokers whose link speed is known)"),
+    BalanceGoal("replica-capacity", HARD, None, "max_replicas_per_broker", None,
+                "no broker is pushed above max_replicas_per_broker replicas (no cap unless set)"),
     BalanceGoal("disk", DISTRIBUTION, None, "balance_tolerance", "disk",
                 "every broker's disk utilisation within balance_tolerance of the mean, least data moved"),
     BalanceGoal("network-in", DISTRIBUTION, "balance_network_in", "network_in_tolerance", "network_in",
@@ -72,8 +74,8 @@ BALANCE_GOALS: tuple[BalanceGoal, ...] = (
                 "leader_bytes_in",
                 "produce led within leader_bytes_in_tolerance of the mean (reorders, no data moved)"),
     BalanceGoal("network-out", DISTRIBUTION, "balance_network_out", "network_out_tolerance", "network_out",
-                "sent as leader (produce x (followers + consumer_fanout)) within network_out_tolerance of "
-                "the mean (reorders, no data moved)"),
+                "sent as leader (produce x followers + what consumers read: measured, else produce x "
+                "consumer_fanout) within network_out_tolerance of the mean (reorders, no data moved)"),
 )
 GOALS_BY_NAME: dict[str, BalanceGoal] = {g.name: g for g in BALANCE_GOALS}
 #: every goal, in the order of the table above (Cruise Control's default goals cover the same

@@ -61,6 +61,7 @@ class ReassignParams:
     :param balance_goals: the balancing plans' goals, highest priority first (planning only;
         :mod:`kafka_reassign.planning.goal_order`)
     :param consumer_fanout: consumer groups reading each partition (planning only: network out)
+    :param max_replicas_per_broker: planning only: the replica-capacity goal's cap (None: no cap)
     """
 
     throttle_bytes_per_sec: int | None = D.THROTTLE_BYTES_PER_SEC
@@ -92,6 +93,7 @@ class ReassignParams:
     broker_network_capacities: tuple[str, ...] = ()
     balance_goals: tuple[str, ...] = DEFAULT_BALANCE_GOALS
     consumer_fanout: float = D.CONSUMER_FANOUT
+    max_replicas_per_broker: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         # Plain JSON: a tuple (the maintenance windows) as the list it reads back as.

@@ -64,6 +64,8 @@ class PlanOptions:
         snapshot (``brokers[].network_bytes_per_sec``) nor ``broker_network_capacities`` gives
         one (the run parameter); None: those brokers have no network limit
     :param broker_network_capacities: ``BROKER=RATE`` entries, brokers whose link differs
+    :param max_replicas_per_broker: no broker is pushed above this many replicas (goal
+        replica-capacity; None: no cap)
     :param balance_tolerance: a broker may end this much above the mean utilisation
     :param count_tolerance: replica-count tolerance around the mean (rebalance)
     :param leader_tolerance: preferred-leader-count tolerance around the mean (rebalance)
@@ -102,6 +104,7 @@ class PlanOptions:
     network_capacity_ceiling: float = 0.80
     broker_network_capacity_bytes_per_sec: float | None = None
     broker_network_capacities: tuple[str, ...] = ()
+    max_replicas_per_broker: int | None = None
     balance_tolerance: float = 0.04
     count_tolerance: float = 0.10
     leader_tolerance: float = 0.10

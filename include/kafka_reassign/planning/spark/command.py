@@ -83,7 +83,7 @@ def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
              "capacity_ceiling", "balance_tolerance", "throttle_bytes_per_sec",
              "log_dir_throttle_bytes_per_sec", "max_partition_movements", "max_movements_per_broker",
              "max_leader_movements", "disk_threshold_percent", "consumer_fanout", "assignor", "engine",
-             "broker_network_capacity_bytes_per_sec", "broker_network_capacities",
+             "broker_network_capacity_bytes_per_sec", "broker_network_capacities", "max_replicas_per_broker",
              "spark_master", "timeout_seconds"]
     out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
     if getattr(args, "balance_goals", None):  # the flag repeats; without it the default list

@@ -40,6 +40,8 @@ from kafka_reassign.planning.spark.network import mid_loads, network_moves
 from kafka_reassign.planning.spark.network_capacity import (capacity_summary, check_network_room, network_problems,
                                                              set_link_limits)
 from kafka_reassign.planning.spark.network_capacity import limits as link_limits
+from kafka_reassign.planning.spark.replica_capacity import (cancel_over_cap, check_replica_room, replica_problems,
+                                                             replica_summary)
 from kafka_reassign.planning.spark.pieces import PIECE_REPLICAS, split_quotas
 from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
 from kafka_reassign.planning.spark.report import build_summary
@@ -182,6 +184,7 @@ def plan_targets(run: Run, before: Loads, totals: dict[str, float]) -> tuple[Tar
         targets = fill_only(targets, run.brokers, before.bytes, set(opts.brokers))
     check_feasible(opts, run.brokers, targets, max_rf)
     check_network_room(run.brokers, targets, before, opts.consumer_fanout)
+    check_replica_room(opts.max_replicas_per_broker, targets, before)
     quotas, flows = group_quotas(targets, before.bytes, before.count, hard_caps(run), opts.balance_tolerance)
     quotas = split_quotas(quotas, before.count, targets.group, opts.search_piece_replicas or PIECE_REPLICAS)
     check_task_sizes(task_sizes(quotas, before.count), opts.max_task_replicas)
@@ -223,6 +226,7 @@ def search_and_network(engine: Any, run: Run, targets: Targets, quotas: dict, fl
     for first in tries:
         again = "" if first else "_again"  # the second try's timings apart from the first's
         moves = run.timed(f"search{again}_s", search_moves, engine, run, targets, quotas, flows, before, first)
+        moves = cancel_over_cap(moves, before, opts.max_replicas_per_broker, targets.drained)
         moves = run.timed(f"network_in{again}_s", network_moves, engine, run.brokers, targets, before, moves,
                           hard_caps(run), opts)
         limit = network_limit(run.brokers, targets, before.net_in, opts.network_in_tolerance)
@@ -286,6 +290,7 @@ def reconcile(run: Run, before: Loads, targets: Targets, changes: Any) -> tuple[
                                                    f"{sorted(stuck)}", "conflict")])
     broken = rule_problems(changes, targets, after, hard_caps(run))
     broken += network_problems(run.brokers, before, after, run.opts.consumer_fanout)
+    broken += replica_problems(run.opts.max_replicas_per_broker, before, after)
     if broken:
         raise ConstraintError(broken)
     return ordered_plan(changes, open_log_dirs(run.header), before), after
@@ -301,6 +306,8 @@ def summarise(run: Run, targets: Targets, before: Loads, after: Loads, changes: 
     summary = build_summary(opts, run.brokers, targets, before, after, changes, moves, nic, [], bounds)
     summary["network_capacity"], over = capacity_summary(run.brokers, before, after, opts.consumer_fanout,
                                                          opts.network_capacity_ceiling)
+    summary["warnings"] += over
+    summary["replica_capacity"], over = replica_summary(opts.max_replicas_per_broker, before, after)
     summary["warnings"] += over
     if summary["balance_after"] > 1 + opts.balance_tolerance:
         summary["warnings"].append(

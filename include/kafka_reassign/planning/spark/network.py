@@ -88,6 +88,7 @@ class NetState:
     :param receivers: brokers that may gain a replica
     :param density: the cluster's produce rate per byte (what a copied byte must shift at least)
     :param caps: broker -> its network limit (the network-capacity goal), below ``upper``
+    :param count: replicas per broker, kept when ``max_count`` is set (the replica-capacity goal)
     """
 
     bytes: dict[int, float]
@@ -98,6 +99,8 @@ class NetState:
     rack: dict[int, str]
     density: float
     caps: dict[int, float] = field(default_factory=dict)
+    count: dict[int, int] = field(default_factory=dict)
+    max_count: float = math.inf
     touched: set[tuple[str, int, int]] = field(default_factory=set)
     now: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
     redirect: dict[int, int] = field(default_factory=dict)
@@ -108,7 +111,8 @@ class NetState:
         never uses: the leader stage applies a partition's moves one by one in position order,
         and no order then loses a rack or repeats a broker."""
         now = self.now.get((r.topic, r.partition), r.replicas)
-        if b not in self.receivers or b in now or b in r.orig or r.key in self.touched:
+        if b not in self.receivers or b in now or b in r.orig or r.key in self.touched \
+                or self.count.get(b, 0) >= self.max_count:
             return False
         rack = self.rack[b]
         return rack == self.rack[r.broker] or rack not in {self.rack[x] for x in now + r.orig}
@@ -129,6 +133,9 @@ class NetState:
         self.net[r.broker] -= r.rate
         self.bytes[dst] += r.size
         self.net[dst] += r.rate
+        if self.count:
+            self.count[r.broker] -= 1
+            self.count[dst] = self.count.get(dst, 0) + 1
         self.touched.add(r.key)
         now = self.now.get((r.topic, r.partition), r.replicas)
         self.now[(r.topic, r.partition)] = now[:r.pos] + (dst,) + now[r.pos + 1:]
@@ -150,6 +157,22 @@ def mid_loads(before: Loads, moves: Any) -> tuple[dict[int, float], dict[int, fl
         net[int(src)] = net.get(int(src), 0.0) - float(rate)
         net[int(dst)] = net.get(int(dst), 0.0) + float(rate)
     return byt, net
+
+
+def mid_counts(before: Loads, moves: Any) -> dict[int, int]:
+    """Replicas per broker after the moves (search.MOVE_COLUMNS)."""
+    count = dict(before.count)
+    for src, dst in zip(*columns(moves, ("src", "dst"))):
+        count[int(src)] = count.get(int(src), 0) - 1
+        count[int(dst)] = count.get(int(dst), 0) + 1
+    return count
+
+
+def keep_counts(s: NetState, before: Loads, moves: Any, cap: int | None) -> NetState:
+    """``s`` keeping the replica-capacity goal's cap (none: unchanged)."""
+    if cap is not None:
+        s.count, s.max_count = mid_counts(before, moves), cap
+    return s
 
 
 def disk_ceilings(brokers: dict[int, BrokerInfo], t: Targets, byt: dict[int, float], hard_cap: dict[int, float],
@@ -363,6 +386,7 @@ def network_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, befor
     s = net_state(brokers, t, byt, net, hard_cap, tolerance, disk_tol)
     if s is None:
         return moves
+    keep_counts(s, before, moves, opts.max_replicas_per_broker)
     hot = [b for b in t.placeable if s.net[b] > s.lim(b)]
     if not hot:
         return moves

@@ -90,9 +90,10 @@ def _value_problems(opts: PlanOptions) -> list[Problem]:
     v = opts.topic_spread_slack
     if not isinstance(v, int) or isinstance(v, bool) or v < 0:
         problems.append(Problem("topic_spread_slack", f"must be an integer >= 0, got {v!r}", "bad_option"))
-    v = opts.search_piece_replicas
-    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-        problems.append(Problem("search_piece_replicas", f"must be an integer >= 1, got {v!r}", "bad_option"))
+    for name in ("search_piece_replicas", "max_replicas_per_broker"):
+        v = getattr(opts, name)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            problems.append(Problem(name, f"must be an integer >= 1, got {v!r}", "bad_option"))
     for name in ("throttle_bytes_per_sec", "log_dir_throttle_bytes_per_sec", "timeout_seconds",
                  "broker_network_capacity_bytes_per_sec"):
         v = getattr(opts, name)

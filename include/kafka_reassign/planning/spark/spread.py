@@ -34,7 +34,7 @@ from kafka_reassign.planning.goal_order import ranks_above
 from kafka_reassign.planning.spark.data import NET_COLUMNS
 from kafka_reassign.planning.spark.loads import Loads
 from kafka_reassign.planning.spark.network import (MAX_MISSES, PER_BROKER, SWEEPS, NetState, Pool, Replica,
-                                                   candidates, columns, disk_ceilings, mid_loads, net_state,
+                                                   candidates, columns, disk_ceilings, keep_counts, mid_loads, net_state,
                                                    search_moves, with_pass)
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
 
@@ -284,7 +284,7 @@ def _state(brokers: dict[int, BrokerInfo], t: Targets, before: Loads, moves: Any
             return None
         s = NetState(dict(byt), {b: net.get(b, 0.0) for b in brokers}, math.inf, ceil, set(t.receivers),
                      {b: x.rack for b, x in brokers.items()}, 0.0)
-    return s
+    return keep_counts(s, before, moves, opts.max_replicas_per_broker)
 
 
 def leaving_moves(moves: Any, moved: Moved | None = None) -> dict[int, Pool]:
