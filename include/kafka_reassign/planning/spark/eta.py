@@ -15,6 +15,7 @@ from kafka_reassign.planning.estimate import PlannedMove, StallPoint, estimate_p
 from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.cluster import Cluster
+from kafka_reassign.planning.spark.leaders import _ints
 from kafka_reassign.planning.spark.network import columns
 from kafka_reassign.units import fmt_bytes
 
@@ -87,7 +88,7 @@ def change_moves(changes: pd.DataFrame, plan: ReassignmentPlan, min_isr: Mapping
     out = []
     for m in plan.moves:
         _t, _p, orig, size, rate, lead, remote = rows[m.key]
-        out.append(PlannedMove(topic=m.topic, partition=m.partition, current=tuple(int(b) for b in orig),
+        out.append(PlannedMove(topic=m.topic, partition=m.partition, current=tuple(_ints(orig)),
                                target=m.replicas, size_bytes=float(size), produce=float(rate), leader=int(lead),
                                min_isr=min_isr.get(m.topic, 1), remote_bytes=float(remote), log_dirs=m.log_dirs))
     return out

@@ -9,6 +9,7 @@ from typing import Any
 
 from kafka_reassign.errors import Problem
 from kafka_reassign.planning.plan import ANY_LOG_DIR, PartitionMove, ReassignmentPlan
+from kafka_reassign.planning.spark.leaders import _ints
 from kafka_reassign.planning.spark.loads import Loads
 from kafka_reassign.planning.spark.network import columns
 from kafka_reassign.planning.spark.targets import Targets
@@ -54,7 +55,7 @@ def ordered_plan(changes: Any, dirs: dict[int, list[tuple[str, float]]], before:
     the big copies, which set the end time, start early); leader-only reorders last."""
     rows = []
     for topic, part, orig, final, size in zip(*columns(changes, ("topic", "partition", "orig", "final", "size_bytes"))):
-        orig, final = [int(x) for x in orig], [int(x) for x in final]
+        orig, final = _ints(orig), _ints(final)
         added = [b for b in final if b not in orig]
         rows.append((str(topic), int(part), orig, final, float(size), added))
     data = sorted((r for r in rows if r[5]), key=lambda r: (-r[4] * len(r[5]), r[0], r[1]))
