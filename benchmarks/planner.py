@@ -30,6 +30,12 @@ picks shapes; ``PLANNER_BENCH_STRESS=1`` adds a 3M replica skew run with every g
 (issue 23: <= 120 s wall, Spark start included) and an over-the-limit run that must fail with a
 clear error. Topic spread (issue 23, goal topic-spread) is reported for every plan; it is a
 target (0) when the goals list topic-spread (the default list does).
+
+The hard capacity goals (issue 23): ``hot-traffic`` at the first size is planned once more with
+every broker's link at ``PLANNER_BENCH_LINK`` (default 1.05) x the mean network in /
+``network_capacity_ceiling`` (goal network-capacity) and ``max_replicas_per_broker`` at 1.02 x the
+mean replicas (goal replica-capacity); target: the fullest link at most the ceiling each way and
+no broker above the cap that was not above it before. ``PLANNER_BENCH_LINK=0`` skips it.
 """
 from __future__ import annotations
 
@@ -174,6 +180,32 @@ def print_table(rows: list[dict[str, Any]]) -> None:
           "brokers) + 1, from the plan file; 0 with topic-spread in PLANNER_BENCH_GOALS)")
 
 
+def capacity_row(size: str, work: Path, factor: float) -> None:
+    """The hot-traffic shape with every link and the replica cap binding: the goals' figures."""
+    brokers, topics, parts = SIZES[size]
+    s = generate("hot-traffic", topics, parts, brokers, work / f"hot-traffic-{size}.jsonl")
+    mean_in = float(s.produce_rates().sum()) * RF / brokers  # every replica receives its produce
+    ceiling, cap = 0.8, int(len(s.replicas.flat) / brokers * 1.02)
+    held = np.bincount(s.replicas.ravel(), minlength=max(s.brokers) + 1)
+    extra = {"broker_network_capacity_bytes_per_sec": mean_in * factor / ceiling, "max_replicas_per_broker": cap}
+    wall, summary, err = run_plan(s.path, s.goal, {**s.options, "extra": {**s.options.get("extra", {}), **extra}},
+                                  work / "capacity.plan.json")
+    if summary is None:
+        print(f"capacity goals ({size}): error {err.strip().splitlines()[-1:]}")
+        return
+    after, _ = applied(s, work / "capacity.plan.json")
+    now = np.bincount(after.ravel(), minlength=held.size)
+    pushed = int(((now > cap) & (now > held)).sum())
+    net = summary["network_capacity"]
+    ok = net["in"]["after"] <= ceiling and net["out"]["after"] <= ceiling and pushed == 0
+    print(f"capacity goals, hot-traffic {size}: links at {factor:g} x mean network in / {ceiling:g}, "
+          f"max {cap} replicas a broker; fullest link in {net['in']['before']:.2f} -> {net['in']['after']:.3f}, "
+          f"out {net['out']['before']:.2f} -> {net['out']['after']:.3f} (ceiling {ceiling:g}); replicas "
+          f"{int(held.max())} -> {int(now.max())} (cap {cap}, {pushed} pushed above); disk "
+          f"{summary['balance']['disk']['after']:.3f}, network in {summary['balance']['network_in']['after']:.3f}, "
+          f"moved / bound {summary['moved_over_lower_bound']}; wall {wall:.1f} s: {'OK' if ok else 'MISSED'}")
+
+
 def stress(work: Path) -> None:
     """3M replicas with every goal listed must finish within TARGET_SECONDS (issue 23); a task
     over max_task_replicas must fail fast and say why."""
@@ -198,6 +230,9 @@ def main() -> int:
                 print(json.dumps(r), flush=True)
                 rows.append(r)
         print_table(rows)
+        link = float(os.environ.get("PLANNER_BENCH_LINK", "1.05"))
+        if link > 0 and sizes:
+            capacity_row(sizes[0], Path(tmp), link)
         if os.environ.get("PLANNER_BENCH_STRESS"):
             stress(Path(tmp))
     return 0 if all(verdict(r) != "FAILED" for r in rows) else 1

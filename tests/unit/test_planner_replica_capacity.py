@@ -65,3 +65,19 @@ def test_smallest_moves_into_a_full_receiver_are_cancelled_and_drains_stay() -> 
     after.count.update({1: 3, 2: 7})
     assert [p.entry for p in replica_problems(5, before, after)] == ["broker 2"]
     assert replica_problems(None, before, after) == []
+
+
+def test_the_network_passes_swap_at_the_cap_so_both_limits_hold() -> None:
+    from test_planner_network import hot_snapshot
+    from test_planner_network_capacity import CEILING, mean_in, net_loads
+
+    snap = hot_snapshot(7)
+    before = counts(snap)
+    cap = int(sum(before.values()) / len(before) * 1.02)
+    link = mean_in(snap) * 1.1 / CEILING
+    res = plan(snap, "rebalance", engine="local", max_replicas_per_broker=cap,
+               broker_network_capacity_bytes_per_sec=link)
+    after = check_common(snap, res, goal="rebalance")
+    assert all(n <= max(cap, before[b]) for b, n in counts(after).items())
+    for load in net_loads(after):
+        assert max(load.values()) <= CEILING * link + 1

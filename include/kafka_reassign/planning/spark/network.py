@@ -111,11 +111,14 @@ class NetState:
         never uses: the leader stage applies a partition's moves one by one in position order,
         and no order then loses a rack or repeats a broker."""
         now = self.now.get((r.topic, r.partition), r.replicas)
-        if b not in self.receivers or b in now or b in r.orig or r.key in self.touched \
-                or self.count.get(b, 0) >= self.max_count:
+        if b not in self.receivers or b in now or b in r.orig or r.key in self.touched:
             return False
         rack = self.rack[b]
         return rack == self.rack[r.broker] or rack not in {self.rack[x] for x in now + r.orig}
+
+    def count_ok(self, b: int) -> bool:
+        """Broker ``b`` may gain a replica (the replica-capacity goal; swaps keep counts)."""
+        return self.count.get(b, 0) < self.max_count
 
     def lim(self, b: int) -> float:
         """Network in broker ``b`` may not be pushed above (and sheds down to)."""
@@ -288,7 +291,7 @@ def _plain(s: NetState, x: Replica, order: list[int]) -> int | None:
     if not s.worth(x.rate, x.copied()):
         return None
     for b in order:
-        if s.net[b] + x.rate <= s.lim(b) and x.size <= s.room(b) and s.may_take(x, b):
+        if s.net[b] + x.rate <= s.lim(b) and x.size <= s.room(b) and s.may_take(x, b) and s.count_ok(b):
             return b
     return None
 

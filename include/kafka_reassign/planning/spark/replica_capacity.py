@@ -5,7 +5,7 @@ A rule, kept listed or not: a cluster with more replicas than the placeable brok
 refused before any search; a receiver the disk search's moves leave above the cap (and above
 what it held before) gets its smallest incoming moves cancelled until it is under, so the least
 data stays unmoved; the network-in and spread passes never move a replica onto a broker at the
-cap (:meth:`.network.NetState.may_take`); the reconcile step checks every broker once more. A
+cap (:meth:`.network.NetState.count_ok`; their swaps keep counts); the reconcile step checks every broker once more. A
 broker already above the cap may stay there (no higher); the summary warns with its id.
 """
 from __future__ import annotations

@@ -178,7 +178,7 @@ class Spread:
 
     def fits(self, x: Replica, b: int) -> bool:
         """A plain move or redirect of ``x`` to ``b`` keeps every rule and limit."""
-        return x.size <= self.s.room(b) and self.net_ok(b, x.rate) and self.s.may_take(x, b)
+        return x.size <= self.s.room(b) and self.net_ok(b, x.rate) and self.s.may_take(x, b) and self.s.count_ok(b)
 
     def substitute(self, y: Replica) -> list[tuple] | None:
         """Rows when a move already leaving ``y``'s broker, of another topic and about ``y``'s size,
