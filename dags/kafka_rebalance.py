@@ -23,7 +23,7 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import DAG, Param, TriggerRule, task
 
 from kafka_reassign.fleet import FleetEntry
-from kafka_reassign.planning.goal_order import resources_over
+from kafka_reassign.planning.goal_order import capacities_over, resources_over
 from kafka_reassign_airflow.fleet import Fleet, load_fleet, planning_pool, rebalance_dag_id
 from kafka_reassign_airflow.operators.workflow import PLAN_TASK_ID, planning_tasks, reassignment_tasks
 from kafka_reassign_airflow.params import dag_schedule, reassign_params
@@ -135,6 +135,7 @@ def should_rebalance(params: dict[str, Any], ti: Any = None) -> bool:
     # a summary of before the goal list carries the disk figure only
     balance = summary.get("balance") or {"disk": {"before": before}}
     over = resources_over(balance, summary.get("balance_goals") or ("disk",), threshold)
+    over.update(capacities_over(summary))  # a broken capacity rule acts whatever the threshold
     if not over:
         print(f"Every balanced resource <= threshold {threshold:.3f} (disk {before}): within bounds, "
               f"not moving anything ({moves} partition move(s) were possible).")

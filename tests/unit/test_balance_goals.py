@@ -149,3 +149,16 @@ def test_a_dag_trigger_with_a_bad_list_is_refused_before_the_run_is_created() ->
         "balance_goals: distribution goal 'leader-count' is above hard goal 'capacity': hard goals come first "
         "(as in Cruise Control)"]
     assert conf_problems("kafka_reassign", dag_defaults, {"goal": "rebalance", "balance_goals": ["disk"]}) == []
+
+
+def test_a_broken_capacity_rule_the_plan_improves_triggers_the_scheduled_rebalance() -> None:
+    from kafka_reassign.planning.goal_order import capacities_over
+
+    summary = {"network_capacity": {"brokers_with_link": 3, "ceiling": 0.8, "in": {"before": 1.2, "after": 0.8},
+                                    "out": {"before": 0.7, "after": 0.6}},
+               "replica_capacity": {"max_replicas_per_broker": 100, "fullest_before": 130, "fullest_after": 100}}
+    assert capacities_over(summary) == {"network-capacity (in)": 1.2, "replica-capacity": 130.0}
+    stuck = {"network_capacity": {"ceiling": 0.8, "in": {"before": 1.2, "after": 1.2}},
+             "replica_capacity": {"max_replicas_per_broker": None, "fullest_before": 130, "fullest_after": 90}}
+    assert capacities_over(stuck) == {}  # no plan improves it, or no cap: nothing to act on
+    assert capacities_over({"network_capacity": {"brokers_with_link": 0, "ceiling": 0.8}}) == {}

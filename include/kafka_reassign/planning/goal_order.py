@@ -132,6 +132,24 @@ def ranks_above(names: Sequence[str], higher: str, lower: str) -> bool:
     return higher in names and lower in names and list(names).index(higher) < list(names).index(lower)
 
 
+def capacities_over(summary: Mapping[str, Any]) -> dict[str, float]:
+    """The hard capacity goals a cluster breaks before the plan and the plan improves, from a
+    plan summary (``network_capacity``: the fullest link each way over the ceiling;
+    ``replica_capacity``: the fullest broker over the cap): the scheduled rebalance acts on them
+    whatever its threshold (a rule broken that no plan improves does not trigger it)."""
+    out: dict[str, float] = {}
+    net = summary.get("network_capacity") or {}
+    for way in ("in", "out"):
+        fig = net.get(way) or {}
+        if fig and fig["before"] > net["ceiling"] and fig["after"] < fig["before"]:
+            out[f"network-capacity ({way})"] = float(fig["before"])
+    rep = summary.get("replica_capacity") or {}
+    cap = rep.get("max_replicas_per_broker")
+    if cap is not None and rep["fullest_before"] > cap and rep["fullest_after"] < rep["fullest_before"]:
+        out["replica-capacity"] = float(rep["fullest_before"])
+    return out
+
+
 def resources_over(balance: Mapping[str, Mapping[str, Any]], names: Sequence[str], threshold: float,
                    when: str = "before") -> dict[str, float]:
     """The listed distribution goals whose resource is above ``threshold`` (max / mean) in a plan
