@@ -124,7 +124,11 @@ class NetState:
         """Network in broker ``b`` may not be pushed above (and sheds down to)."""
         return self.caps.get(b, self.upper)
 
-    def worth(self, gain: float, copied: float) -> bool:
+    def worth(self, gain: float, copied: float, a: int | None = None) -> bool:
+        """Shifting ``gain`` is worth copying ``copied`` bytes; any gain is, off a broker ``a`` above
+        its network-capacity cap (a rule, not a balance)."""
+        if a is not None and a in self.caps and self.net[a] > self.caps[a]:
+            return gain > 0
         return gain > 0 and gain >= WORTH * copied * self.density
 
     def room(self, b: int) -> float:
@@ -288,7 +292,7 @@ def columns(frame: Any, names: tuple[str, ...], rows: list[int] | None = None) -
 
 def _plain(s: NetState, x: Replica, order: list[int]) -> int | None:
     """The receiver with the least network in that takes ``x`` as it is (disk room, under the limit)."""
-    if not s.worth(x.rate, x.copied()):
+    if not s.worth(x.rate, x.copied(), x.broker):
         return None
     for b in order:
         if s.net[b] + x.rate <= s.lim(b) and x.size <= s.room(b) and s.may_take(x, b) and s.count_ok(b):
@@ -325,7 +329,7 @@ def _swap(s: NetState, x: Replica, order: list[int], pools: dict[int, Pool]) -> 
         lo, hi = x.size - s.room(b), x.size + s.room(a)
         for y in pools[b].near(x.size):
             if lo <= y.size <= hi and s.net[b] + x.rate - y.rate <= s.lim(b) \
-                    and s.worth(x.rate - y.rate, x.copied() + y.copied()) and s.may_take(y, a):
+                    and s.worth(x.rate - y.rate, x.copied() + y.copied(), a) and s.may_take(y, a):
                 return b, y
     return None
 
