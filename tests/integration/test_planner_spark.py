@@ -104,6 +104,13 @@ def test_network_in_goal_gives_the_same_plan_on_spark_and_local(spark, tmp_path)
     net = on_spark.summary["balance"]["network_in"]
     assert net == local.summary["balance"]["network_in"]
     assert net["before"] > 2.0 and net["after"] <= 1.10
+    # the capacity goals (link caps, a replica cap) shed from the same candidates: one plan too
+    caps = {"broker_network_capacity_bytes_per_sec": 1_450_000, "max_replicas_per_broker": 98}
+    on_spark = plan_file(path, "rebalance", spark=spark, **caps)
+    local = plan_file(path, "rebalance", engine="local", **caps)
+    assert on_spark.plan.to_json() == local.plan.to_json() != plan_file(path, "rebalance", engine="local").plan.to_json()
+    assert on_spark.summary["replica_capacity"]["fullest_after"] <= 98
+    assert on_spark.summary["network_capacity"]["in"]["after"] <= 0.8
 
 
 def test_measured_consumer_bytes_give_the_same_network_out_plan_on_spark_and_local(spark, tmp_path):

@@ -33,12 +33,11 @@ def test_no_broker_is_pushed_above_the_cap(cap: int) -> None:
     assert max(n for b, n in free.items() if n > before[b]) > cap  # without the cap a receiver ends above it
     res = plan(snap, "rebalance", engine="local", max_replicas_per_broker=cap)
     after = counts(check_common(snap, res, goal="rebalance"))
-    assert all(after[b] <= max(cap, before[b]) for b in after)
-    assert all(after[b] < before[b] for b in after if after[b] > cap)  # above it only after shedding
+    assert max(after.values()) <= cap  # the brokers above it before shed down to it too
     fig = res.summary["replica_capacity"]
     assert fig == {"max_replicas_per_broker": cap, "fullest_before": 231, "fullest_after": max(after.values())}
-    left = [b for b in after if after[b] > cap]
-    assert bool(left) == any("max_replicas_per_broker" in w for w in res.summary["warnings"])
+    assert not any("max_replicas_per_broker" in w for w in res.summary["warnings"])
+    assert res.summary["balance"]["disk"]["after"] <= 1.04
 
 
 def test_more_replicas_than_the_brokers_may_hold_is_refused() -> None:

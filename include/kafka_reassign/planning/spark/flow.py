@@ -41,7 +41,7 @@ from kafka_reassign.planning.spark.network_capacity import (capacity_summary, ch
                                                              set_link_limits)
 from kafka_reassign.planning.spark.network_capacity import limits as link_limits
 from kafka_reassign.planning.spark.replica_capacity import (cancel_over_cap, check_replica_room, replica_problems,
-                                                             replica_summary)
+                                                             replica_summary, shed_over_cap)
 from kafka_reassign.planning.spark.pieces import PIECE_REPLICAS, split_quotas
 from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
 from kafka_reassign.planning.spark.report import build_summary
@@ -229,6 +229,7 @@ def search_and_network(engine: Any, run: Run, targets: Targets, quotas: dict, fl
         moves = cancel_over_cap(moves, before, opts.max_replicas_per_broker, targets.drained)
         moves = run.timed(f"network_in{again}_s", network_moves, engine, run.brokers, targets, before, moves,
                           hard_caps(run), opts)
+        moves = shed_over_cap(engine, run.brokers, targets, before, moves, hard_caps(run), opts)
         limit = network_limit(run.brokers, targets, before.net_in, opts.network_in_tolerance)
         top = max(mid_loads(before, moves)[1].values(), default=0.0)
         if top < peak:

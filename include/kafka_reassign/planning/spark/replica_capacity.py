@@ -4,18 +4,23 @@
 A rule, kept listed or not: a cluster with more replicas than the placeable brokers may hold is
 refused before any search; a receiver the disk search's moves leave above the cap (and above
 what it held before) gets its smallest incoming moves cancelled until it is under, so the least
-data stays unmoved; the network-in and spread passes never move a replica onto a broker at the
-cap (:meth:`.network.NetState.count_ok`; their swaps keep counts); the reconcile step checks every broker once more. A
-broker already above the cap may stay there (no higher); the summary warns with its id.
+data stays unmoved; a broker above the cap after the disk search and the network-in pass sheds
+its smallest replicas (or redirects the search's moves onto it) to the receivers with the
+fewest replicas that have room (:func:`shed_over_cap`); the network-in and spread passes never
+move a replica onto a broker at the cap (:meth:`.network.NetState.count_ok`; their swaps keep
+counts); the reconcile step checks every broker once more. A broker no receiver can relieve may
+stay above (no higher); the summary warns with its id.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from kafka_reassign.errors import GoalError, Problem
 from kafka_reassign.planning.spark.loads import Loads
-from kafka_reassign.planning.spark.network import columns, mid_counts
-from kafka_reassign.planning.spark.targets import Targets
+from kafka_reassign.planning.spark.network import (NetState, candidates, columns, keep_counts, mid_counts, mid_loads,
+                                                   net_state, with_pass)
+from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
 
 
 def check_replica_room(cap: int | None, t: Targets, before: Loads) -> None:
@@ -49,6 +54,51 @@ def cancel_over_cap(moves: Any, before: Loads, cap: int | None, drained: set[int
             over[int(dst[i])] -= 1
             drop.append(i)
     return moves.drop(moves.index[drop]).reset_index(drop=True)
+
+
+def shed_over_cap(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before: Loads, moves: Any,
+                  hard_cap: dict[int, float], opts: Any) -> Any:
+    """The moves plus those that bring brokers above the cap under it: their smallest replicas
+    first (a search move onto one is redirected: no extra copy), each to the receiver with the
+    fewest replicas that takes it within the rules, the disk's hard cap and network in's limits.
+
+    :param engine: SparkData or LocalData (the over-cap brokers' replicas)
+    """
+    cap = opts.max_replicas_per_broker
+    count = mid_counts(before, moves) if cap is not None else {}
+    over = {b: count[b] - cap for b in t.placeable if cap is not None and count.get(b, 0) > cap}
+    if not over:
+        return moves
+    s = _count_state(brokers, t, before, moves, hard_cap, opts)
+    side = {b: ("cold", before.count.get(b, 0)) for b in over}
+    rows = candidates(engine.net_candidates(side, set(opts.exclude_topics)), moves, side)
+    extra: list[tuple] = []
+    for b in sorted(over, key=lambda b: (-over[b], b)):
+        for x in sorted(rows[b], key=lambda x: (x.via < 0, x.size, x.key)):
+            if s.count[b] <= cap:
+                break
+            dst = min((r for r in s.receivers if _takes(s, x, r)), key=lambda r: (s.count[r], r), default=None)
+            if dst is not None:
+                extra += s.apply(x, dst)
+    return with_pass(moves, s, extra)
+
+
+def _count_state(brokers: dict[int, BrokerInfo], t: Targets, before: Loads, moves: Any,
+                 hard_cap: dict[int, float], opts: Any) -> NetState:
+    """The limits a count move keeps: the disk's hard cap only (a hard goal ranks above the disk
+    goal), network in's tolerance when listed and every link cap."""
+    byt, net = mid_loads(before, moves)
+    net_tol = opts.network_in_tolerance if opts.balance_network_in else math.inf
+    s = net_state(brokers, t, byt, net, hard_cap, net_tol, math.inf)
+    if s is None:  # no produce rate
+        s = NetState(dict(byt), {b: net.get(b, 0.0) for b in brokers}, math.inf,
+                     {b: hard_cap[b] for b in t.placeable}, set(t.receivers),
+                     {b: x.rack for b, x in brokers.items()}, 0.0)
+    return keep_counts(s, before, moves, opts.max_replicas_per_broker)
+
+
+def _takes(s: NetState, x: Any, r: int) -> bool:
+    return s.count_ok(r) and x.size <= s.room(r) and s.net[r] + x.rate <= s.lim(r) and s.may_take(x, r)
 
 
 def replica_problems(cap: int | None, before: Loads, after: Loads) -> list[Problem]:
