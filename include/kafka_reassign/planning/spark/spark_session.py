@@ -48,6 +48,19 @@ def driver_memory(input_bytes: int | None) -> str:
     return f"{min(mb, 6144)}m"
 
 
+#: Snapshot files from this size on (about 900k replicas) get the JVM's optimising compiler.
+C2_FROM_BYTES = 32 << 20
+
+
+def driver_java_options(input_bytes: int | None) -> str:
+    """The driver JVM's flags: a short job on few cores starts faster with the C1 compiler alone
+    (C2's threads compete with the work on a 2-core machine); a long one wins it back: at 3M
+    replicas (a 109 MB file) C2 took the read 28.6 -> 16.9 s and the leader stage's join and
+    shuffle 38.3 -> 18.7 s, the JVM 100 -> 84 CPU s, compiling included (docs/PLANNER.md)."""
+    c1_only = "" if (input_bytes or 0) >= C2_FROM_BYTES else "-XX:TieredStopAtLevel=1 "
+    return c1_only + "-XX:+UseParallelGC"
+
+
 def get_spark(master: str | None = None, app_name: str = "kafka-reassign-planner",
               input_bytes: int | None = None) -> Any:
     """The active SparkSession (under spark-submit) or a new small one.
@@ -80,9 +93,7 @@ def get_spark(master: str | None = None, app_name: str = "kafka-reassign-planner
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.driver.memory", driver_memory(input_bytes))
-               # short jobs on few cores: the C1 compiler alone starts faster and leaves the
-               # cores to the work (C2 threads compete with it on a 2-core machine)
-               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC")
+               .config("spark.driver.extraJavaOptions", driver_java_options(input_bytes))
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "true")
                .config("spark.sql.adaptive.enabled", "true"))
