@@ -182,11 +182,10 @@ class ReplicaThrottle:
     @staticmethod
     def _removing(now: str | None, prior: str | None, last: str | None, needed: Entries) -> Entries:
         """Our entries in the list now that the write drops."""
-        parsed_now, parsed_prior, parsed_last = (parse_replica_list(v) for v in (now, prior, last))
+        parsed_now, parsed_last = parse_replica_list(now), parse_replica_list(last)
         if isinstance(parsed_now, str) or isinstance(parsed_last, str):
             return set()
-        prior_set: Entries = set() if isinstance(parsed_prior, str) else parsed_prior
-        return ((parsed_last - prior_set) - needed) & parsed_now
+        return ((parsed_last - _entries(prior)) - needed) & parsed_now
 
     @staticmethod
     def _ours(prior: str | None, needed: Entries) -> str | None:
