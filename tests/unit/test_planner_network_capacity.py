@@ -121,3 +121,19 @@ def test_the_link_params_reach_the_planner_and_a_brokers_own_entry_wins() -> Non
     set_link_limits(brokers, snap, opts)
     assert {b: x.link_limit for b, x in brokers.items() if b in (1, 2, 3)} == {1: 4e6, 2: 1.6e6, 3: 0.8e6}
     assert res.summary["network_capacity"]["brokers_with_link"] == 12
+
+
+def test_with_link_speeds_network_in_is_evened_by_utilisation() -> None:
+    snap = hot_snapshot(7)
+    m = mean_in(snap)
+    link = {x["id"]: m * (20 if x["id"] % 2 else 10) for x in snap["brokers"]}  # odd brokers: 2x; never binding
+    for x in snap["brokers"]:
+        x["network_bytes_per_sec"] = link[x["id"]]
+    res = plan(snap, "rebalance", engine="local")
+    net_in, _ = net_loads(check_common(snap, res, goal="rebalance"))
+    mean_util = sum(net_in.values()) / sum(link.values())
+    top = max(net_in[b] / link[b] for b in net_in) / mean_util
+    assert top <= 1.10 + 1e-9
+    assert res.summary["balance"]["network_in"]["after"] == pytest.approx(top, abs=1e-3)
+    assert sum(net_in[b] for b in net_in if b % 2) > 1.5 * sum(net_in[b] for b in net_in if not b % 2)
+    assert res.summary["data_to_move_bytes"] >= res.summary["lower_bound_bytes"] > 0

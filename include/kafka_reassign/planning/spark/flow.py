@@ -231,10 +231,12 @@ def search_and_network(engine: Any, run: Run, targets: Targets, quotas: dict, fl
                           hard_caps(run), opts)
         moves = shed_over_cap(engine, run.brokers, targets, before, moves, hard_caps(run), opts)
         limit = network_limit(run.brokers, targets, before.net_in, opts.network_in_tolerance)
-        top = max(mid_loads(before, moves)[1].values(), default=0.0)
+        net = mid_loads(before, moves)[1]
+        # the peak against each broker's limit (one limit for all unless link speeds differ)
+        top = max((v / limit[b] for b, v in net.items() if b in limit), default=0.0) if limit else 0.0
         if top < peak:
             best, peak = moves, top
-        if limit is None or top <= limit:
+        if limit is None or top <= 1.0:
             break
     return best
 

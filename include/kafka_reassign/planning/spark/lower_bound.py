@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kafka_reassign.planning.spark.loads import Loads
-from kafka_reassign.planning.spark.network import columns, hot_candidates
+from kafka_reassign.planning.spark.network import columns, hot_candidates, in_limits
 from kafka_reassign.planning.spark.spread import EvenShares, placeable_capacity
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets, disk_excess
 
@@ -55,18 +55,18 @@ class GoalBounds:
     that decide whether a plan reaches the goal (see the module docstring).
 
     :param terms: goal name -> broker -> bytes
-    :param net_limit: network in no broker with a network-in term may end above
+    :param net_limit: broker -> network in it may not end above when it has a network-in term
     :param allowed: crowded (topic, broker) -> the replicas it may keep (even + slack)
     """
 
     terms: dict[str, dict[int, float]]
-    net_limit: float = math.inf
+    net_limit: dict[int, float] = field(default_factory=dict)
     allowed: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def counted(self, after: Loads) -> list[str]:
         """The goals whose terms hold for the plan that ends at ``after`` (disk first, always)."""
         out = ["disk"]
-        if "network-in" in self.terms and all(after.net_in.get(b, 0.0) <= self.net_limit
+        if "network-in" in self.terms and all(after.net_in.get(b, 0.0) <= self.net_limit[b]
                                               for b, x in self.terms["network-in"].items() if x > 0):
             out.append("network-in")
         if "topic-spread" in self.terms and all(after.topic_count.get(key, 0) <= n
@@ -106,8 +106,9 @@ def least_bytes_for_rate(items: Iterable[tuple[float, float]], need: float) -> f
 
 
 def network_limit(brokers: dict[int, BrokerInfo], t: Targets, net_in: dict[int, float],
-                  tolerance: float) -> float | None:
-    """The network-in goal's accepted limit (None: no produce rate known), with LIMIT_EPS.
+                  tolerance: float) -> dict[int, float] | None:
+    """Each broker's network-in limit the goal accepts (:func:`.network.in_limits`), with
+    LIMIT_EPS (None: no produce rate known).
 
     :param tolerance: network_in_tolerance
     """
@@ -115,7 +116,8 @@ def network_limit(brokers: dict[int, BrokerInfo], t: Targets, net_in: dict[int, 
     total = sum(net_in.get(b, 0.0) for b in set(live) | t.drained)  # drained brokers end empty
     if total <= 0 or not live:
         return None
-    return total / len(live) * (1 + tolerance) * (1 + LIMIT_EPS)
+    upper, per = in_limits(brokers, live, total, tolerance)
+    return {b: per.get(b, upper) * (1 + LIMIT_EPS) for b in brokers}
 
 
 def network_terms(engine: Any, before: Loads, hot: dict[int, float], exclude_topics: set[str]) -> dict[int, float]:
@@ -179,9 +181,9 @@ def goal_bounds(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before:
     out = GoalBounds({"disk": disk_excess(brokers, t, before.bytes, opts.balance_tolerance)})
     if opts.balance_network_in:
         limit = network_limit(brokers, t, before.net_in, opts.network_in_tolerance)
-        out.net_limit = math.inf if limit is None else limit
-        hot = {b: before.net_in.get(b, 0.0) - out.net_limit for b in t.placeable
-               if before.net_in.get(b, 0.0) > out.net_limit}
+        out.net_limit = {b: math.inf for b in t.placeable} if limit is None else limit
+        hot = {b: before.net_in.get(b, 0.0) - out.net_limit[b] for b in t.placeable
+               if before.net_in.get(b, 0.0) > out.net_limit[b]}
         disk = out.terms["disk"]
         # the same share of every replica sheds ``need`` with need / net_b of b's bytes, so
         # N_b <= that; where D_b is at least as much the joint term is D_b without a fetch

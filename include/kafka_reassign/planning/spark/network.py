@@ -213,14 +213,25 @@ def net_state(brokers: dict[int, BrokerInfo], t: Targets, byt: dict[int, float],
     if total_net <= 0 or ceil is None:
         return None
     total_bytes = sum(byt[b] for b in live)
-    upper = total_net / len(live) * (1 + tolerance)
+    upper, per = in_limits(brokers, live, total_net, tolerance)
+    for b, x in brokers.items():  # the network-capacity goal's caps, where lower
+        if x.link_limit is not None and x.link_limit < per.get(b, upper):
+            per[b] = x.link_limit
     return NetState(dict(byt), {b: net.get(b, 0.0) for b in brokers}, upper, ceil, set(t.receivers),
-                    {b: x.rack for b, x in brokers.items()}, total_net / total_bytes, link_caps(brokers, upper))
+                    {b: x.rack for b, x in brokers.items()}, total_net / total_bytes, per)
 
 
-def link_caps(brokers: dict[int, BrokerInfo], upper: float) -> dict[int, float]:
-    """Broker -> its network limit where the network-capacity goal's is below ``upper``."""
-    return {b: x.link_limit for b, x in brokers.items() if x.link_limit is not None and x.link_limit < upper}
+def in_limits(brokers: dict[int, BrokerInfo], live: list[int], total: float,
+              tolerance: float) -> tuple[float, dict[int, float]]:
+    """The network-in goal's limit: (mean x (1 + tolerance), {}), or with every live broker's link
+    speed known, each one's share of ``total`` by link speed x (1 + tolerance) (Cruise Control's
+    usage goals even utilisation of a capacity): (that, broker -> its limit)."""
+    upper = total / len(live) * (1 + tolerance)
+    links = [brokers[b].link for b in live]
+    if not all(links):
+        return upper, {}
+    util = total / sum(x for x in links if x) * (1 + tolerance)
+    return upper, {b: util * x.link for b, x in brokers.items() if x.link}
 
 
 def hot_candidates(count: int, net: float, upper: float) -> int:

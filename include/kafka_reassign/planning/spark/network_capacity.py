@@ -40,6 +40,7 @@ def set_link_limits(brokers: dict[int, BrokerInfo], header: dict[str, Any], opts
     per_broker = broker_rates(opts.broker_network_capacities)
     for b, info in brokers.items():
         link = given.get(b) or per_broker.get(b) or opts.broker_network_capacity_bytes_per_sec
+        info.link = float(link) if link else None
         info.link_limit = float(link) * opts.network_capacity_ceiling if link else None
 
 

@@ -57,6 +57,16 @@ def disk_balance(bytes_: dict[int, float], brokers: dict[int, BrokerInfo], ids: 
     return max((bytes_[b] / brokers[b].capacity for b in ids), default=0.0) / mean if mean else 1.0
 
 
+def network_in_balance(net_in: dict[int, float], brokers: dict[int, BrokerInfo], ids: list[int]) -> float:
+    """max / mean of network in over ``ids``; of its utilisation (network in / link speed) when
+    every one of them has a link speed, as the network-in goal evens it then."""
+    links = {b: brokers[b].link for b in ids}
+    if not ids or not all(links.values()):
+        return count_balance(net_in, ids)
+    mean = sum(net_in.get(b, 0.0) for b in ids) / sum(x for x in links.values() if x)
+    return max(net_in.get(b, 0.0) / (links[b] or 1.0) for b in ids) / mean if mean > 0 else 1.0
+
+
 def _movement(changes: pd.DataFrame) -> tuple[int, float, int]:
     """Replica movements, bytes copied, leader changes."""
     n_added = changes["added"].str.len().fillna(0)
@@ -89,8 +99,8 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
                      "after": count_balance(after.count, live)},
         "leaders": {"before": count_balance(before.leaders, everyone),
                     "after": count_balance(after.leaders, live)},
-        "network_in": {"before": count_balance(before.net_in, everyone),
-                       "after": count_balance(after.net_in, live)},
+        "network_in": {"before": network_in_balance(before.net_in, brokers, everyone),
+                       "after": network_in_balance(after.net_in, brokers, live)},
         "leader_bytes_in": {"before": count_balance(before.bytes_in, everyone),
                             "after": count_balance(after.bytes_in, live)},
         "network_out": {"before": count_balance(network_out(before, opts.consumer_fanout), everyone),

@@ -38,6 +38,7 @@ class BrokerInfo:
     alive: bool = True
     cordoned: bool = False  # every log dir cordoned (KIP-1066): keeps its replicas, receives none
     link_limit: float | None = None  # network in / out it may not be pushed above (network_capacity)
+    link: float | None = None  # its link speed in bytes/s, when given
 
 
 @dataclass
