@@ -55,8 +55,8 @@ C2_FROM_BYTES = 32 << 20
 def driver_java_options(input_bytes: int | None) -> str:
     """The driver JVM's flags: a short job on few cores starts faster with the C1 compiler alone
     (C2's threads compete with the work on a 2-core machine); a long one wins it back: at 3M
-    replicas (a 109 MB file) C2 took the read 28.6 -> 16.9 s and the leader stage's join and
-    shuffle 38.3 -> 18.7 s, the JVM 100 -> 84 CPU s, compiling included (docs/PLANNER.md)."""
+    replicas (a 109 MB file) C2 took the read 28.6 -> 17-20 s and the leader stage's join and
+    shuffle 38.3 -> 19-24 s, the JVM 100 -> 84-92 CPU s, compiling included (docs/PLANNER.md)."""
     c1_only = "" if (input_bytes or 0) >= C2_FROM_BYTES else "-XX:TieredStopAtLevel=1 "
     return c1_only + "-XX:+UseParallelGC"
 
