@@ -107,12 +107,14 @@ def test_the_check_names_brokers_pushed_above_not_those_already_there() -> None:
 
 def test_the_link_params_reach_the_planner_and_a_brokers_own_entry_wins() -> None:
     flags = defaults.planner_flags({"broker_network_capacity_bytes_per_sec": 2_000_000,
-                                    "broker_network_capacities": ["3=1MB/s"]})
+                                    "broker_network_capacities": ["3=1MB/s"], "max_replicas_per_broker": 500})
+    assert "--max-replicas-per-broker" in flags and "--broker-network-capacity-of" in flags
     parser = planner_cli.argparse.ArgumentParser()
     planner_cli.add_arguments(parser)
     args = parser.parse_args(["--snapshot", "s", "--goal", "rebalance", "--out", "o", *flags])
     opts = make_options("rebalance", **planner_cli.options_from_args(args))
     assert opts.broker_network_capacity_bytes_per_sec == 2_000_000 and opts.broker_network_capacities == ("3=1MB/s",)
+    assert opts.max_replicas_per_broker == 500
     snap = hot_snapshot(7)
     snap["brokers"][0]["network_bytes_per_sec"] = 5_000_000  # the snapshot's own figure wins
     res = plan(snap, "rebalance", engine="local", broker_network_capacity_bytes_per_sec=2_000_000,
