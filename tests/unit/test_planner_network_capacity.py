@@ -65,17 +65,38 @@ def test_a_link_that_never_binds_changes_nothing() -> None:
     assert none.summary["network_capacity"] == {"brokers_with_link": 0, "ceiling": CEILING}
 
 
-def test_the_snapshots_link_speed_wins_and_a_broker_left_above_is_a_warning() -> None:
+def test_a_slow_link_beats_the_disk_and_network_in_goals() -> None:
     snap = copy.deepcopy(hot_snapshot(7))
     net_in, _ = net_loads(snap)
     b = max(net_in, key=lambda x: (net_in[x], x))
     entry = next(x for x in snap["brokers"] if x["id"] == b)
-    entry["network_bytes_per_sec"] = mean_in(snap) * 0.3 / CEILING  # its limit: 0.3 x the mean, cannot be met
+    entry["network_bytes_per_sec"] = mean_in(snap) * 0.3 / CEILING  # the snapshot's own: 0.3 x the mean
+    res = plan(snap, "rebalance", engine="local", broker_network_capacity_bytes_per_sec=mean_in(snap) * 100)
+    after = net_loads(check_common(snap, res, goal="rebalance"))
+    assert res.summary["network_capacity"]["brokers_with_link"] == 12
+    # its rack's other brokers must take more than the network-in goal's mean x 1.1: a rule ranks above it
+    assert after[0][b] <= mean_in(snap) * 0.3 + 1
+    assert max(after[0].values()) > mean_in(snap) * 1.1
+
+
+def test_a_rack_whose_links_cannot_carry_its_traffic_is_left_above_with_a_warning() -> None:
+    snap = copy.deepcopy(hot_snapshot(7))
+    net_in, _ = net_loads(snap)
+    # a rack none of whose brokers is above the disk ceiling (they would have to shed its traffic)
+    held = {x["id"]: sum(p["size_bytes"] for t in snap["topics"] for p in t["partitions"] if x["id"] in p["replicas"])
+            / sum(d["capacity_bytes"] for d in x["log_dirs"]) for x in snap["brokers"]}
+    racks = {x["rack"] for x in snap["brokers"]} - {x["rack"] for x in snap["brokers"] if held[x["id"]] > 0.85}
+    slow = [x["id"] for x in snap["brokers"] if x["rack"] == min(racks)]
+    rack = min(racks)
+    b = max(slow, key=lambda x: (net_in[x], x))
+    for x in snap["brokers"]:
+        if x["rack"] == rack:  # a replica of each partition stays in the rack: its traffic cannot leave
+            x["network_bytes_per_sec"] = mean_in(snap) * 0.3 / CEILING
     res = plan(snap, "rebalance", engine="local")
     after = net_loads(check_common(snap, res, goal="rebalance"))
-    assert res.summary["network_capacity"]["brokers_with_link"] == 1
-    assert after[0][b] < net_in[b]  # it sheds what it can, never gains
-    assert any(f"[{b}]" in w and "network in" in w for w in res.summary["warnings"])
+    assert all(after[0][x] <= max(net_in[x], mean_in(snap) * 0.3 + 1) for x in slow)  # none pushed above
+    assert after[0][b] < net_in[b]
+    assert any("network in" in w and "stay above network_capacity_ceiling" in w for w in res.summary["warnings"])
 
 
 def test_traffic_above_every_link_is_refused_naming_the_option() -> None:

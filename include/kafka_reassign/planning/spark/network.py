@@ -87,8 +87,13 @@ class NetState:
     :param ceil: bytes a broker may hold at most after the pass
     :param receivers: brokers that may gain a replica
     :param density: the cluster's produce rate per byte (what a copied byte must shift at least)
-    :param caps: broker -> its network limit (the network-capacity goal), below ``upper``
+    :param caps: broker -> its network-in limit where not ``upper`` (by link speed, and the
+        network-capacity goal's cap where lower)
+    :param links: broker -> its network-capacity cap alone (the rule)
+    :param by_link: the network-in limits are shares by link speed (every live broker's is known)
     :param count: replicas per broker, kept when ``max_count`` is set (the replica-capacity goal)
+    :param hard: bytes a broker may hold at most whatever the disk balance (the capacity goal's):
+        the room of a move off a broker above its link cap (a rule ranks above the disk goal)
     """
 
     bytes: dict[int, float]
@@ -101,6 +106,9 @@ class NetState:
     caps: dict[int, float] = field(default_factory=dict)
     count: dict[int, int] = field(default_factory=dict)
     max_count: float = math.inf
+    hard: dict[int, float] = field(default_factory=dict)
+    links: dict[int, float] = field(default_factory=dict)
+    by_link: bool = False
     touched: set[tuple[str, int, int]] = field(default_factory=set)
     now: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
     redirect: dict[int, int] = field(default_factory=dict)
@@ -126,13 +134,24 @@ class NetState:
 
     def worth(self, gain: float, copied: float, a: int | None = None) -> bool:
         """Shifting ``gain`` is worth copying ``copied`` bytes; any gain is, off a broker ``a`` above
-        its network-capacity cap (a rule, not a balance)."""
+        a limit of its own (its link cap, a rule; or its share by link speed, where brokers of
+        faster links should carry more rate per byte than the mean)."""
         if a is not None and a in self.caps and self.net[a] > self.caps[a]:
             return gain > 0
         return gain > 0 and gain >= WORTH * copied * self.density
 
-    def room(self, b: int) -> float:
-        return self.ceil[b] - self.bytes[b]
+    def room(self, b: int, rule: bool = False) -> float:
+        """Bytes ``b`` may still take: within the disk limits, or for a rule only the hard cap."""
+        return (self.hard.get(b, self.ceil[b]) if rule else self.ceil[b]) - self.bytes[b]
+
+    def over_cap(self, a: int) -> bool:
+        """Broker ``a`` is above its network-capacity cap."""
+        return a in self.links and self.net[a] > self.links[a]
+
+    def net_lim(self, b: int, rule: bool) -> float:
+        """Network in ``b`` may reach: its limit, or moving for a rule its link cap alone (a rule
+        ranks above the network-in goal)."""
+        return self.links.get(b, math.inf) if rule else self.lim(b)
 
     def apply(self, r: Replica, dst: int) -> list[tuple]:
         """Move ``r`` to ``dst`` in the counters; the new move row (none for a redirect)."""
@@ -214,11 +233,14 @@ def net_state(brokers: dict[int, BrokerInfo], t: Targets, byt: dict[int, float],
         return None
     total_bytes = sum(byt[b] for b in live)
     upper, per = in_limits(brokers, live, total_net, tolerance)
+    by_link = bool(per)
     for b, x in brokers.items():  # the network-capacity goal's caps, where lower
         if x.link_limit is not None and x.link_limit < per.get(b, upper):
             per[b] = x.link_limit
     return NetState(dict(byt), {b: net.get(b, 0.0) for b in brokers}, upper, ceil, set(t.receivers),
-                    {b: x.rack for b, x in brokers.items()}, total_net / total_bytes, per)
+                    {b: x.rack for b, x in brokers.items()}, total_net / total_bytes, per,
+                    hard={b: hard_cap[b] for b in ceil},
+                    links={b: x.link_limit for b, x in brokers.items() if x.link_limit is not None}, by_link=by_link)
 
 
 def in_limits(brokers: dict[int, BrokerInfo], live: list[int], total: float,
@@ -305,8 +327,10 @@ def _plain(s: NetState, x: Replica, order: list[int]) -> int | None:
     """The receiver with the least network in that takes ``x`` as it is (disk room, under the limit)."""
     if not s.worth(x.rate, x.copied(), x.broker):
         return None
+    rule = s.over_cap(x.broker)
     for b in order:
-        if s.net[b] + x.rate <= s.lim(b) and x.size <= s.room(b) and s.may_take(x, b) and s.count_ok(b):
+        if s.net[b] + x.rate <= s.net_lim(b, rule) and x.size <= s.room(b, rule) and s.may_take(x, b) \
+                and s.count_ok(b):
             return b
     return None
 
@@ -337,9 +361,10 @@ def _swap(s: NetState, x: Replica, order: list[int], pools: dict[int, Pool]) -> 
     for b in order:
         if b not in pools or not s.may_take(x, b):
             continue
-        lo, hi = x.size - s.room(b), x.size + s.room(a)
+        rule = s.over_cap(a)
+        lo, hi = x.size - s.room(b, rule), x.size + s.room(a, rule)
         for y in pools[b].near(x.size):
-            if lo <= y.size <= hi and s.net[b] + x.rate - y.rate <= s.lim(b) \
+            if lo <= y.size <= hi and s.net[b] + x.rate - y.rate <= s.net_lim(b, rule) \
                     and s.worth(x.rate - y.rate, x.copied() + y.copied(), a) and s.may_take(y, a):
                 return b, y
     return None
@@ -354,7 +379,8 @@ def _shed(s: NetState, a: int, xs: list[Replica], pools: dict[int, Pool]) -> lis
             break
         if x.key in s.touched or not s.worth(x.rate, 0.0):
             continue
-        order = sorted((b for b in pools if s.net[b] < s.lim(b)), key=lambda b: (s.net[b], b))
+        rule = s.over_cap(a)
+        order = sorted((b for b in pools if s.net[b] < s.net_lim(b, rule)), key=lambda b: (s.net[b], b))
         dst = _plain(s, x, order)
         hit = (dst, None) if dst is not None else _swap(s, x, order, pools)
         if hit is None:
@@ -412,19 +438,27 @@ def network_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, befor
     side.update({b: ("hot", hot_candidates(before.count.get(b, 0), s.net[b], s.lim(b))) for b in hot})
     rows = candidates(engine.net_candidates(side, set(opts.exclude_topics)), moves, side)
     extra = balance_network(s, {b: rows[b] for b in hot}, {b: rs for b, rs in rows.items() if side[b][0] == "cold"})
-    undo_over_capacity(s, {b: rows[b] for b in hot if b in s.caps}, before.net_in)
+    undo_over_limit(s, {b: rows[b] for b in hot}, before.net_in)
     return with_pass(moves, s, extra)
 
 
-def undo_over_capacity(s: NetState, hot: dict[int, list[Replica]], was: dict[int, float]) -> None:
-    """The network-capacity goal is a rule: a broker the search's moves left above its cap, and
-    above what it carried before, gets back to it by cancelling those moves, hottest first (the
-    replica stays on its source, which then carries what it did before)."""
+def undo_over_limit(s: NetState, hot: dict[int, list[Replica]], was: dict[int, float]) -> None:
+    """Brokers the search's moves left above a limit of their own get back under it by cancelling
+    those moves, hottest first (the replica stays on its source): above the network-capacity cap
+    (a rule: down to it or to what it carried before, its source within the disk's hard cap), or
+    with limits by link speed above its share (its source within the disk goal's limits; with one
+    limit for all the pass's moves and swaps do it, and the disk search's plan stands)."""
     for b, xs in hot.items():
+        rule = b in s.links and s.net[b] > s.links[b]
+        if not rule and not s.by_link:
+            continue
+        limit = max(s.links[b], was.get(b, 0.0)) if rule else s.lim(b)
         for x in sorted((x for x in xs if x.via >= 0 and x.key not in s.touched), key=lambda x: (-x.rate, x.key)):
-            if s.net[b] <= max(s.caps[b], was.get(b, 0.0)):
+            if s.net[b] <= limit:
                 break
-            s.apply(x, x.orig[x.pos])
+            src = x.orig[x.pos]
+            if src in s.ceil and x.size <= s.room(src, rule):  # never back onto a drained broker
+                s.apply(x, src)
 
 
 def with_pass(moves: Any, s: NetState, extra: list[tuple]) -> Any:
