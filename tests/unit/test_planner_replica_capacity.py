@@ -55,11 +55,14 @@ def test_the_cap_is_checked(value: object) -> None:
 def test_smallest_moves_into_a_full_receiver_are_cancelled_and_drains_stay() -> None:
     import pandas as pd
 
-    before = Loads({1: 0.0, 2: 0.0, 3: 0.0}, {1: 5, 2: 3, 3: 4}, {}, {})
+    before = Loads({1: 100.0, 2: 0.0, 3: 50.0}, {1: 5, 2: 3, 3: 4}, {}, {})
     moves = pd.DataFrame({"src": [1, 1, 3, 1], "dst": [2, 2, 2, 2], "size_bytes": [30.0, 10.0, 5.0, 20.0]})
-    kept = cancel_over_cap(moves, before, 5, drained={3})
+    kept = cancel_over_cap(moves, before, 5, drained={3}, hard_cap={})
     # broker 2 would hold 7: two moves go, the smallest not from the drained broker 3
     assert kept["size_bytes"].tolist() == [30.0, 5.0]
+    # broker 1 holds 40 bytes after its moves: back to 50 is its hard cap, 10 fits, 20 more does not
+    kept = cancel_over_cap(moves, before, 5, drained={3}, hard_cap={1: 50.0})
+    assert kept["size_bytes"].tolist() == [30.0, 5.0, 20.0]
     after = before.copy()
     after.count.update({1: 3, 2: 7})
     assert [p.entry for p in replica_problems(5, before, after)] == ["broker 2"]

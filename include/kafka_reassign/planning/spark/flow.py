@@ -226,7 +226,7 @@ def search_and_network(engine: Any, run: Run, targets: Targets, quotas: dict, fl
     for first in tries:
         again = "" if first else "_again"  # the second try's timings apart from the first's
         moves = run.timed(f"search{again}_s", search_moves, engine, run, targets, quotas, flows, before, first)
-        moves = cancel_over_cap(moves, before, opts.max_replicas_per_broker, targets.drained)
+        moves = cancel_over_cap(moves, before, opts.max_replicas_per_broker, targets.drained, hard_caps(run))
         moves = run.timed(f"network_in{again}_s", network_moves, engine, run.brokers, targets, before, moves,
                           hard_caps(run), opts)
         moves = shed_over_cap(engine, run.brokers, targets, before, moves, hard_caps(run), opts)

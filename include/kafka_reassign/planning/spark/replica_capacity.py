@@ -37,9 +37,12 @@ def check_replica_room(cap: int | None, t: Targets, before: Loads) -> None:
                                  "add brokers or raise the cap", "replica_capacity")])
 
 
-def cancel_over_cap(moves: Any, before: Loads, cap: int | None, drained: set[int]) -> Any:
+def cancel_over_cap(moves: Any, before: Loads, cap: int | None, drained: set[int],
+                    hard_cap: dict[int, float]) -> Any:
     """The moves without those that leave a receiver above the cap (and above what it held
-    before): its smallest incoming moves go first; moves off a drained broker stay."""
+    before): its smallest incoming moves go first; moves off a drained broker stay, and so does
+    a move whose source would go back above the disk's hard cap (a rule too: the receiver sheds
+    later, :func:`shed_over_cap`)."""
     if cap is None or not len(moves):
         return moves
     count = mid_counts(before, moves)
@@ -48,10 +51,16 @@ def cancel_over_cap(moves: Any, before: Loads, cap: int | None, drained: set[int
     if not over:
         return moves
     src, dst, size = columns(moves, ("src", "dst", "size_bytes"))
+    byt = dict(before.bytes)  # bytes after the moves
+    for a, b, z in zip(src, dst, size):
+        byt[int(a)] -= z
+        byt[int(b)] += z
     drop = []
     for i in sorted(range(len(dst)), key=lambda i: (size[i], i)):
-        if over.get(int(dst[i]), 0) > 0 and int(src[i]) not in drained:
+        a = int(src[i])
+        if over.get(int(dst[i]), 0) > 0 and a not in drained and byt[a] + size[i] <= hard_cap.get(a, math.inf):
             over[int(dst[i])] -= 1
+            byt[a] += size[i]
             drop.append(i)
     return moves.drop(moves.index[drop]).reset_index(drop=True)
 
