@@ -37,9 +37,8 @@ from kafka_reassign.planning.spark.loads import (Loads, broker_infos, loads_afte
                                                  topic_counts_from_frame)
 from kafka_reassign.planning.spark.finish import ordered_plan, rule_problems
 from kafka_reassign.planning.spark.network import mid_loads, network_moves
-from kafka_reassign.planning.spark.network_capacity import (capacity_summary, check_network_room, network_problems,
-                                                             set_link_limits)
-from kafka_reassign.planning.spark.network_capacity import limits as link_limits
+from kafka_reassign.planning.spark.network_capacity import (capacity_summary, check_network_room, limits,
+                                                             network_problems, set_link_limits)
 from kafka_reassign.planning.spark.replica_capacity import (cancel_over_cap, check_replica_room, replica_problems,
                                                              replica_summary, shed_over_cap)
 from kafka_reassign.planning.spark.pieces import PIECE_REPLICAS, split_quotas
@@ -265,7 +264,7 @@ def apply_and_lead(engine: Any, run: Run, moves: Any, targets: Targets, totals: 
     opts = run.opts
     order = tuple(g for g in opts.balance_goals if g in LEADER_GOALS)  # their priority order
     groups = leader_groups(int(totals["partitions"]), len(targets.placeable))
-    out_caps = {b: lim / groups for b, lim in link_limits(run.brokers).items()}  # a rule: kept unlisted
+    out_caps = {b: lim / groups for b, lim in limits(run.brokers).items()}  # a rule: kept unlisted
     inputs = LeaderInputs(eligible=set(targets.placeable) if order or out_caps else set(),
                           fixed=run.exclude, slack=SLACK * 4, balance=bool(order or out_caps), order=order,
                           count_tolerance=opts.leader_tolerance, bytes_tolerance=opts.leader_bytes_in_tolerance,

@@ -39,6 +39,7 @@ from typing import Any
 
 from kafka_reassign.planning.goal_order import ranks_above
 from kafka_reassign.planning.spark.loads import Loads
+from kafka_reassign.planning.spark.network_capacity import limits
 from kafka_reassign.planning.spark.search import MOVE_COLUMNS
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
 
@@ -240,7 +241,7 @@ def net_state(brokers: dict[int, BrokerInfo], t: Targets, byt: dict[int, float],
     return NetState(dict(byt), {b: net.get(b, 0.0) for b in brokers}, upper, ceil, set(t.receivers),
                     {b: x.rack for b, x in brokers.items()}, total_net / total_bytes, per,
                     hard={b: hard_cap[b] for b in ceil},
-                    links={b: x.link_limit for b, x in brokers.items() if x.link_limit is not None}, by_link=by_link)
+                    links=limits(brokers), by_link=by_link)
 
 
 def in_limits(brokers: dict[int, BrokerInfo], live: list[int], total: float,
@@ -421,7 +422,7 @@ def network_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, befor
     :param opts: PlanOptions (balance_network_in, network_in_tolerance, balance_tolerance, exclude_topics)
     """
     # the network-capacity goal is a rule: its limits hold with network-in off too
-    if not opts.balance_network_in and not any(x.link_limit is not None for x in brokers.values()):
+    if not opts.balance_network_in and not limits(brokers):
         return moves
     byt, net = mid_loads(before, moves)
     # listed above disk, network in is bound by the capacity ceiling only (goal_order)
@@ -449,7 +450,7 @@ def undo_over_limit(s: NetState, hot: dict[int, list[Replica]], was: dict[int, f
     with limits by link speed above its share (its source within the disk goal's limits; with one
     limit for all the pass's moves and swaps do it, and the disk search's plan stands)."""
     for b, xs in hot.items():
-        rule = b in s.links and s.net[b] > s.links[b]
+        rule = s.over_cap(b)
         if not rule and not s.by_link:
             continue
         limit = max(s.links[b], was.get(b, 0.0)) if rule else s.lim(b)

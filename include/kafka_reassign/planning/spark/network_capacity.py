@@ -113,9 +113,3 @@ def capacity_summary(brokers: dict[int, BrokerInfo], before: Loads, after: Loads
 def _fullest(load: dict[int, float], lim: dict[int, float], ceiling: float) -> float:
     """The largest load / link speed among the brokers with a link."""
     return round(max((load.get(b, 0.0) * ceiling / v for b, v in lim.items() if v > 0), default=0.0), 4)
-
-
-def capped(value: float, b: int, brokers: dict[int, BrokerInfo]) -> float:
-    """``value`` or broker ``b``'s network limit, whichever is lower."""
-    lim = brokers[b].link_limit if b in brokers else None
-    return value if lim is None else min(value, lim)

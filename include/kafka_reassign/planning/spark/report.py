@@ -50,21 +50,25 @@ if TYPE_CHECKING:  # pandas is imported where the frames are made
     import pandas as pd
 
 
+def share_balance(values: dict[int, float], size: dict[int, float], ids: list[int]) -> float:
+    """max utilisation / mean utilisation over ``ids`` (utilisation = value / size; 1.0 = perfect)."""
+    total = sum(size[b] for b in ids)
+    mean = sum(values.get(b, 0.0) for b in ids) / total if total else 0.0
+    return max((values.get(b, 0.0) / size[b] for b in ids), default=0.0) / mean if mean else 1.0
+
+
 def disk_balance(bytes_: dict[int, float], brokers: dict[int, BrokerInfo], ids: list[int]) -> float:
-    """max utilisation / mean utilisation over ``ids`` (1.0 = perfect)."""
-    cap = sum(brokers[b].capacity for b in ids)
-    mean = sum(bytes_[b] for b in ids) / cap if cap else 0.0
-    return max((bytes_[b] / brokers[b].capacity for b in ids), default=0.0) / mean if mean else 1.0
+    """max disk utilisation / mean utilisation over ``ids`` (1.0 = perfect)."""
+    return share_balance(bytes_, {b: brokers[b].capacity for b in ids}, ids)
 
 
 def network_in_balance(net_in: dict[int, float], brokers: dict[int, BrokerInfo], ids: list[int]) -> float:
     """max / mean of network in over ``ids``; of its utilisation (network in / link speed) when
     every one of them has a link speed, as the network-in goal evens it then."""
-    links = {b: brokers[b].link for b in ids}
+    links = {b: brokers[b].link or 0.0 for b in ids}
     if not ids or not all(links.values()):
         return count_balance(net_in, ids)
-    mean = sum(net_in.get(b, 0.0) for b in ids) / sum(x for x in links.values() if x)
-    return max(net_in.get(b, 0.0) / (links[b] or 1.0) for b in ids) / mean if mean > 0 else 1.0
+    return share_balance(net_in, links, ids)
 
 
 def _movement(changes: pd.DataFrame) -> tuple[int, float, int]:
