@@ -131,4 +131,5 @@ def measure_consumption(admin: object, first: GroupSample | None,
     return consumer_rates(first.offsets, second.offsets, per_offset, second.at - first.at)
 
 
-__all__ = ["GroupSample", "sample_groups", "measure_consumption", "CONSUMER_BYTES", "GroupOffsets", "GroupReader", "bytes_per_offset", "consumer_rates"]
+__all__ = ["GroupSample", "sample_groups", "measure_consumption", "CONSUMER_BYTES", "GroupOffsets", "GroupReader",
+           "bytes_per_offset", "consumer_rates"]
