@@ -272,33 +272,50 @@ def search_moves(moves: Any) -> dict[tuple[str, int], dict[int, int]]:
 
 
 def _after(orig: tuple[int, ...], done: dict[int, int]) -> tuple[int, ...]:
-    return tuple(done.get(i, x) for i, x in enumerate(orig))
+    return tuple(done.get(i, x) for i, x in enumerate(orig)) if done else orig
 
 
-def candidates(frame: Any, moves: Any, side: dict[int, Any],
-               moved: dict[tuple[str, int], dict[int, int]] | None = None) -> dict[int, list[Replica]]:
+def candidates(frame: Any, moves: Any, side: dict[int, Any], moved: dict[tuple[str, int], dict[int, int]] | None = None,
+               onto: dict[int, list[Replica]] | None = None) -> dict[int, list[Replica]]:
     """Per broker of ``side``: the engine's candidates (a replica the search moves itself left
     out) and the search's moves onto it (``via``).
 
     :param frame: the engine's candidates (data.NET_COLUMNS)
     :param moved: :func:`search_moves` of ``moves`` when the caller has it (made once per pass)
+    :param onto: receiver -> :func:`move_replicas` onto it, when the caller has them
     """
     moved = search_moves(moves) if moved is None else moved
     out: dict[int, list[Replica]] = {b: [] for b in side}
     # plain lists, not pandas' per-element iteration: the moves run to 800,000 rows at 3M replicas
     for t, p, pos, b, size, rate, reps in zip(*columns(frame, ("topic", "partition", "pos", "broker",
                                                                  "size_bytes", "rate", "replicas"))):
-        orig = tuple(int(x) for x in reps)
+        orig = tuple(map(int, reps))
         done = moved.get((str(t), int(p)), {})
         if int(pos) not in done:
             out[int(b)].append(Replica(str(t), int(p), int(pos), int(b), float(size), float(rate),
                                        _after(orig, done), orig))
-    rows = _rows_into(moves, side)
+    if onto is None:
+        for r in move_replicas(moves, moved, _rows_into(moves, side)):
+            out[r.broker].append(r)
+    else:
+        for b in side:
+            out[b] += onto.get(b, [])
+    return out
+
+
+def move_replicas(moves: Any, moved: dict[tuple[str, int], dict[int, int]],
+                  rows: list[int] | None = None) -> list[Replica]:
+    """The moves' replicas on their receivers (``via``: the row), of ``rows`` (by position) or all.
+
+    :param moved: :func:`search_moves` of ``moves``
+    """
+    rows = list(range(len(moves))) if rows is None else rows
     cols = columns(moves, ("topic", "partition", "pos", "dst", "size_bytes", "bytes_in_per_sec", "replicas"), rows)
+    out = []
     for i, t, p, pos, dst, size, rate, reps in zip(rows, *cols):
-        orig = tuple(int(x) for x in reps)
-        out[int(dst)].append(Replica(str(t), int(p), int(pos), int(dst), float(size), float(rate),
-                                     _after(orig, moved[(str(t), int(p))]), orig, i))
+        orig = tuple(map(int, reps))
+        out.append(Replica(str(t), int(p), int(pos), int(dst), float(size), float(rate),
+                           _after(orig, moved[(str(t), int(p))]), orig, i))
     return out
 
 

@@ -22,8 +22,9 @@ It never undoes a higher goal: disk stays within the ceilings the network-in pas
 (:func:`.network.disk_ceilings`), and network in under its limit when network-in ranks higher
 (a broker above it may only lose produce). Every rule of the network-in pass holds through its
 :class:`~.network.NetState` (receivers only, racks, no broker twice, each replica moved once);
-excluded topics are never candidates. Bounded: the engine returns the crowded pairs' replicas and,
-only when swaps are needed, a few partners per receiver; the pass indexes them by (topic, broker).
+excluded topics are never candidates. Bounded: the engine returns the crowded pairs' replicas and
+a few partners per receiver (:mod:`.spread_reads`, read in the background while the driver works;
+used only when swaps are needed); the pass indexes them by (topic, broker).
 """
 from __future__ import annotations
 
@@ -31,16 +32,14 @@ import math
 from typing import Any, Iterable, Mapping
 
 from kafka_reassign.planning.goal_order import ranks_above
-from kafka_reassign.planning.spark.data import NET_COLUMNS
 from kafka_reassign.planning.spark.loads import Loads
-from kafka_reassign.planning.spark.network import (MAX_MISSES, PER_BROKER, SWEEPS, NetState, Pool, Replica,
-                                                   candidates, columns, disk_ceilings, keep_counts, mid_loads, net_state,
-                                                   search_moves, with_pass)
+from kafka_reassign.planning.spark.network import (MAX_MISSES, SWEEPS, NetState, Pool, Replica, columns,
+                                                   disk_ceilings, keep_counts, mid_loads, net_state, with_pass)
+from kafka_reassign.planning.spark.spread_order import ReceiverOrder
+from kafka_reassign.planning.spark.spread_reads import Inputs, Reads
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
 
 Counts = dict[tuple[str, int], int]
-#: (topic, partition) -> {position: new broker} of the moves so far (:func:`.network.search_moves`)
-Moved = dict[tuple[str, int], dict[int, int]]
 #: receivers (fewest of the topic first) a crowded replica looks for a swap partner on: every
 #: receiver made the pass slow on large clusters for little gain
 SWAP_RECEIVERS = 24
@@ -121,14 +120,13 @@ class Spread:
     """
 
     def __init__(self, s: NetState, counts: Counts, eligible: Mapping[int, float] | Iterable[int], slack: int,
-                 leaving: dict[int, Pool]) -> None:
+                 leaving: dict[int, Pool], even: EvenShares | None = None) -> None:
         self.s, self.counts, self.slack, self.leaving = s, counts, slack, leaving
-        self.even = EvenShares(counts, eligible)
+        self.even = even if even is not None else EvenShares(counts, eligible)
         self.reach = 0  # receivers hold fewer than even + reach of the topic: 0, then the slack
         self.swap_first = False  # plain moves before swaps (see :func:`_place`)
-        self._by_net: list[int] | None = None  # receivers by (network in, id); None after a move
-        self._rank: dict[int, int] = {}  # receiver -> its place in _by_net
-        self._held: dict[str, dict[int, int]] = {}  # topic -> receivers holding some of it -> count
+        self.order = ReceiverOrder(s, counts, self.even)
+        self.changed: set[tuple[str, int]] = set()  # (topic, broker) pairs whose count a move changed
 
     def n(self, topic: str, b: int) -> int:
         return self.counts.get((topic, b), 0)
@@ -139,42 +137,24 @@ class Spread:
 
     def receivers(self, topic: str) -> list[int]:
         """Receivers below even + ``reach`` for the topic, fewest of it first, then least network in."""
-        # called per crowded replica over every receiver, most often with no move in between: the
-        # network-in order is kept until the next move, and per topic the receivers holding some of
-        # it (most hold none), kept up to date by the moves
-        if self._by_net is None:
-            net = self.s.net
-            self._by_net = sorted(self.s.receivers, key=lambda b: (net.get(b, 0.0), b))
-            self._rank = {b: i for i, b in enumerate(self._by_net)}
-        even, reach, counts = self.even, self.reach, self.counts
-        if even.equal:  # most receivers hold none of the topic: only those that do are looked up
-            below = even.base[topic] + reach
-            held = self._held.get(topic)
-            if held is None:
-                held = self._held[topic] = {b: n for b in self.s.receivers if (n := counts.get((topic, b), 0))}
-            some = sorted((n, self._rank[b], b) for b, n in held.items() if n < below)
-            none = [b for b in self._by_net if b not in held] if 0 < below else []
-            return [b for n, _, b in some if n < 0] + none + [b for n, _, b in some if n > 0]
-        by_count: dict[int, list[int]] = {}
-        for b in self._by_net:
-            n = counts.get((topic, b), 0)
-            if n < even.of(topic, b) + reach:
-                by_count.setdefault(n, []).append(b)
-        return [b for n in sorted(by_count) for b in by_count[n]]
+        return self.order.of(topic, self.reach)
+
+    def left(self, crowded: Iterable[tuple[str, int]], eligible: Mapping[int, float]) -> int:
+        """:func:`topic_spread` of the counts, given the pairs above even + slack before the pass
+        (every other pair the pass left unchanged is within it)."""
+        excess = [self.n(t, b) - self.even.of(t, b) - self.slack for t, b in self.changed.union(crowded)
+                  if b in eligible]
+        return max(excess + [0])
 
     def move(self, x: Replica, dst: int) -> list[tuple]:
-        self._by_net = None  # network in changes
+        ends = {x.broker, dst}
+        self.order.before_move(ends)  # network in changes
         self.counts[(x.topic, x.broker)] -= 1
         self.counts[(x.topic, dst)] = self.n(x.topic, dst) + 1
-        held = self._held.get(x.topic)  # kept, not made again: a pass moves often
-        for b in (x.broker, dst):
-            if held is not None and b in self.s.receivers:
-                n = self.n(x.topic, b)
-                if n:
-                    held[b] = n
-                else:
-                    held.pop(b, None)
-        return self.s.apply(x, dst)
+        self.changed.update(((x.topic, x.broker), (x.topic, dst)))
+        rows = self.s.apply(x, dst)
+        self.order.after_move(x.topic, ends)
+        return rows
 
     def fits(self, x: Replica, b: int) -> bool:
         """A plain move or redirect of ``x`` to ``b`` keeps every rule and limit."""
@@ -287,38 +267,6 @@ def _state(brokers: dict[int, BrokerInfo], t: Targets, before: Loads, moves: Any
     return keep_counts(s, before, moves, opts.max_replicas_per_broker)
 
 
-def leaving_moves(moves: Any, moved: Moved | None = None) -> dict[int, Pool]:
-    """Source broker -> the moves leaving it (each as its replica on the receiver), by size.
-
-    :param moved: :func:`.network.search_moves` of ``moves`` when the caller has it
-    """
-    src, dst = columns(moves, ("src", "dst"))
-    out: dict[int, list[Replica]] = {}
-    for rs in candidates({c: [] for c in NET_COLUMNS}, moves, {int(b): None for b in dst}, moved).values():
-        for r in rs:
-            out.setdefault(src[r.via], []).append(r)
-    return {a: Pool(rs) for a, rs in out.items()}
-
-
-def crowded_replicas(engine: Any, sp: Spread, moves: Any, eligible: Mapping[int, float],
-                     moved: Moved | None = None) -> dict[tuple[str, int], list[Replica]]:
-    """(topic, broker) above even + slack -> its replicas there (the engine's, minus those the
-    moves take off, plus the moves onto it), redirects first, then smallest.
-
-    :param moved: :func:`.network.search_moves` of ``moves`` when the caller has it
-    """
-    pairs = {(tp, b) for (tp, b), n in sp.counts.items() if b in eligible and n > sp.even.of(tp, b) + sp.slack}
-    side = {b: None for _, b in pairs}
-    out: dict[tuple[str, int], list[Replica]] = {}
-    for b, rs in candidates(engine.topic_candidates(pairs), moves, side, moved).items():
-        for r in rs:
-            if (r.topic, b) in pairs:
-                out.setdefault((r.topic, b), []).append(r)
-    for xs in out.values():
-        xs.sort(key=lambda x: (x.via < 0, x.size, x.partition, x.pos))
-    return out
-
-
 def spread_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before: Loads, moves: Any,
                  hard_cap: dict[int, float], opts: Any) -> Any:
     """The moves so far, some redirected, plus the topic-spread pass's (unchanged when the goal
@@ -330,60 +278,41 @@ def spread_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before
     :param before: the snapshot's loads (``topic_count`` included)
     :param opts: PlanOptions (balance_topic_spread, topic_spread_slack, balance_goals, tolerances)
     """
+    if not opts.balance_topic_spread:
+        return moves
     eligible, slack = placeable_capacity(brokers, t), opts.topic_spread_slack
     counts = moved_counts(before.topic_count, moves)
-    if not opts.balance_topic_spread or topic_spread(counts, eligible, slack) == 0:
+    even = EvenShares(counts, eligible)  # the moves keep every topic's total: one for the pass
+    pairs = {(tp, b) for (tp, b), n in counts.items() if b in eligible and n > even.of(tp, b) + slack}
+    if not pairs:  # every topic within its slack
         return moves
-    # both tries start from the same state, so they find the same crowded replicas and swap
-    # partners: fetched once (neither the replicas nor the pools change while the pass runs);
-    # the search's moves by partition are made once for all of them
-    found: dict[str, Any] = {"moved": search_moves(moves)}
-    out, leaving = moves, leaving_moves(moves, found["moved"])
-    for swap_first in (False, True):
-        s = _state(brokers, t, before, moves, hard_cap, opts)
-        if s is None:
-            return moves
-        sp = Spread(s, dict(counts), eligible, slack, leaving)
-        sp.swap_first = swap_first
-        out = with_pass(moves, s, _spread_rounds(engine, sp, moves, eligible, set(opts.exclude_topics), found))
-        if topic_spread(sp.counts, eligible, slack) == 0:
-            break
+    # both tries start from the same state, so they find the same crowded replicas and swap partners
+    with Reads(engine, pairs, set(t.receivers), set(opts.exclude_topics)) as reads:
+        inputs = Inputs(reads, moves, pairs)
+        out = moves
+        for swap_first in (False, True):
+            s = _state(brokers, t, before, moves, hard_cap, opts)
+            if s is None:
+                return moves
+            sp = Spread(s, dict(counts), eligible, slack, inputs.leaving, even)
+            sp.swap_first = swap_first
+            out = with_pass(moves, s, _spread_rounds(sp, eligible, inputs))
+            if sp.left(pairs, eligible) == 0:
+                break
     return out
 
 
-def _spread_rounds(engine: Any, sp: Spread, moves: Any, eligible: Mapping[int, float], exclude: set[str],
-                   found: dict[str, Any]) -> list[tuple]:
-    """The pass's new rows: redirects and substitutes first, then sweeps with swap partners.
-
-    :param found: the search's moves by partition (``moved``), and the crowded replicas and swap
-        partners of an earlier try from the same state (filled on the first)
-    """
-    slack = sp.slack
-    if "crowded" not in found:
-        found["crowded"] = crowded_replicas(engine, sp, moves, eligible, found.get("moved"))
-    crowded = found["crowded"]
+def _spread_rounds(sp: Spread, eligible: Mapping[int, float], inputs: Inputs) -> list[tuple]:
+    """The pass's new rows: redirects and substitutes first, then sweeps with swap partners."""
+    crowded = inputs.crowded()
     extra = spread_round(sp, crowded, None)
-    if topic_spread(sp.counts, eligible, slack) > 0:
-        sp.reach = slack  # partners on every receiver of either step
-        if "pools" not in found:
-            found["pools"] = partner_pools(engine, sp, crowded, moves, exclude, found.get("moved"))
-        pools = found["pools"]
-        for sp.reach in sorted({0, slack}):
+    if sp.left(inputs.pairs, eligible) > 0:
+        sp.reach = sp.slack  # partners on every receiver of either step
+        pools = inputs.pools(sp.receivers)
+        for sp.reach in sorted({0, sp.slack}):
             for _ in range(SWEEPS):
                 more = spread_round(sp, crowded, pools)
                 extra += more
                 if not more:
                     break
     return extra
-
-
-def partner_pools(engine: Any, sp: Spread, crowded: dict[tuple[str, int], list[Replica]], moves: Any,
-                  exclude: set[str], moved: Moved | None = None) -> dict[int, Pool]:
-    """Swap partners on every receiver a crowded topic may go to (at ``sp.reach``).
-
-    :param moved: :func:`.network.search_moves` of ``moves`` when the caller has it
-    """
-    topics = {tp for tp, _ in crowded}
-    side = {b: ("cold", PER_BROKER) for b in sorted({b for tp in topics for b in sp.receivers(tp)})}
-    found = candidates(engine.net_candidates(side, exclude), moves, side, moved)
-    return {b: Pool(rs) for b, rs in found.items()}
