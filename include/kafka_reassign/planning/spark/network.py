@@ -272,7 +272,13 @@ def search_moves(moves: Any) -> dict[tuple[str, int], dict[int, int]]:
 
 
 def _after(orig: tuple[int, ...], done: dict[int, int]) -> tuple[int, ...]:
-    return tuple(done.get(i, x) for i, x in enumerate(orig)) if done else orig
+    if not done:
+        return orig
+    out = list(orig)
+    for i, b in done.items():
+        if 0 <= i < len(out):
+            out[i] = b
+    return tuple(out)
 
 
 def candidates(frame: Any, moves: Any, side: dict[int, Any], moved: dict[tuple[str, int], dict[int, int]] | None = None,

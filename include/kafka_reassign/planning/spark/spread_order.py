@@ -54,7 +54,7 @@ class ReceiverOrder:
     def __init__(self, s: NetState, counts: Mapping[tuple[str, int], int], even: EvenShares) -> None:
         self.s, self.counts, self.even = s, counts, even
         self._net: NetOrder | None = None  # made at the first ask
-        self._held: dict[str, dict[int, int]] = {}  # topic -> receivers holding some of it -> count
+        self._held: dict[str, dict[int, int]] | None = None  # topic -> receivers holding some of it -> count
 
     def of(self, topic: str, reach: int) -> list[int]:
         """Receivers below even + ``reach`` for the topic, fewest of it first, then least network in."""
@@ -63,9 +63,7 @@ class ReceiverOrder:
         even, counts, ids = self.even, self.counts, self._net.ids
         if even.equal:  # most receivers hold none of the topic: only those that do are looked up
             below = even.base[topic] + reach
-            held = self._held.get(topic)
-            if held is None:
-                held = self._held[topic] = {b: n for b in self.s.receivers if (n := counts.get((topic, b), 0))}
+            held = self._held_of(topic)
             net = self.s.net
             some = sorted((n, net.get(b, 0.0), b) for b, n in held.items() if n < below)
             none = [b for b in ids if b not in held] if 0 < below else []
@@ -77,6 +75,17 @@ class ReceiverOrder:
                 by_count.setdefault(n, []).append(b)
         return [b for n in sorted(by_count) for b in by_count[n]]
 
+    def _held_of(self, topic: str) -> dict[int, int]:
+        """Receivers holding some of ``topic`` -> how many: every topic's, made in one look at the
+        counts at the first ask (cheaper than each topic looking up every receiver)."""
+        if self._held is None:
+            self._held = {}
+            receivers = self.s.receivers
+            for (t, b), n in self.counts.items():
+                if n and b in receivers:
+                    self._held.setdefault(t, {})[b] = n
+        return self._held.setdefault(topic, {})
+
     def before_move(self, brokers: set[int]) -> None:
         """Brokers whose network in is about to change (a move's source and receiver)."""
         if self._net is not None:
@@ -86,7 +95,7 @@ class ReceiverOrder:
     def after_move(self, topic: str, brokers: set[int]) -> None:
         """The move of a replica of ``topic`` between ``brokers`` is applied."""
         net = self._net
-        held = self._held.get(topic)  # kept, not made again: a pass moves often
+        held = None if self._held is None else self._held.setdefault(topic, {})  # kept: a pass moves often
         for b in brokers & self.s.receivers:
             if net is not None:
                 net.put(b)
