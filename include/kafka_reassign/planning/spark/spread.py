@@ -77,6 +77,15 @@ class EvenShares:
     def __contains__(self, topic: object) -> bool:
         return topic in self.base
 
+    def crowded(self, counts: Mapping[tuple[str, int], int], eligible: Mapping[int, float],
+                slack: int) -> set[tuple[str, int]]:
+        """The (topic, broker) pairs of ``counts`` (those the shares were made of) on an eligible
+        broker above even + ``slack``."""
+        if self.equal:  # one share per topic: looked up, not computed per pair (1.7M pairs at 3M)
+            base = self.base
+            return {(tp, b) for (tp, b), n in counts.items() if n > base[tp] + slack and b in eligible}
+        return {(tp, b) for (tp, b), n in counts.items() if b in eligible and n > self.of(tp, b) + slack}
+
     def of(self, topic: str, b: int) -> int:
         """The topic's even share on broker ``b``."""
         if self.equal:
@@ -283,7 +292,7 @@ def spread_moves(engine: Any, brokers: dict[int, BrokerInfo], t: Targets, before
     eligible, slack = placeable_capacity(brokers, t), opts.topic_spread_slack
     counts = moved_counts(before.topic_count, moves)
     even = EvenShares(counts, eligible)  # the moves keep every topic's total: one for the pass
-    pairs = {(tp, b) for (tp, b), n in counts.items() if b in eligible and n > even.of(tp, b) + slack}
+    pairs = even.crowded(counts, eligible, slack)
     if not pairs:  # every topic within its slack
         return moves
     # both tries start from the same state, so they find the same crowded replicas and swap partners
