@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
 from kafka_reassign.planning.estimate import PlannedMove, estimate_plan
 from kafka_reassign.planning.plan import PartitionMove, ReassignmentPlan
 from kafka_reassign.planning.spark.network import NetState, Replica
-from kafka_reassign.planning.spark.spread import Spread
+from kafka_reassign.planning.spark.spread import Spread, topic_spread
 
 MB = 1_000_000
 
@@ -31,6 +32,7 @@ def test_the_receivers_order_follows_every_move(weighed: bool) -> None:
     counts = {(t, b): rnd.randint(0, 3) for t in "abc" for b in brokers}
     eligible = {b: 1.0 + b % 3 for b in brokers} if weighed else set(brokers)  # capacities differ: shares too
     sp = Spread(s, counts, eligible, 1, {})
+    crowded = sp.even.crowded(counts, eligible, 1)
     for i in range(30):
         topic = "abc"[i % 3]
         order = sp.receivers(topic)
@@ -40,6 +42,25 @@ def test_the_receivers_order_follows_every_move(weighed: bool) -> None:
         sp.move(x, order[-1])  # network in and the topic's counts change: the next order must see it
         for t in "abc":  # every topic's, the moved one's counts kept, the others' unchanged
             assert sp.receivers(t) == _definition(sp, s, t)
+        # the spread left, from the pairs crowded before and those the moves changed, is the measure
+        assert sp.left(crowded, eligible) == topic_spread(counts, eligible, 1)
+
+
+def test_the_partners_read_for_every_receiver_are_those_read_for_the_few_needed(tmp_path: Path) -> None:
+    from kafka_reassign.planning.spark.data import LocalData
+    from kafka_reassign.planning.spark.network import PER_BROKER
+    from kafka_reassign.planning.spark.snapshot_file import read_header, write_snapshot_lines
+    from kafka_reassign.planning.spark.spread_reads import Reads
+    from test_planner_spread import crowded_snapshot
+
+    path = str(write_snapshot_lines(crowded_snapshot(7), tmp_path / "snap.jsonl"))
+    engine = LocalData(path, read_header(path))
+    receivers, exclude = set(engine.brokers), {"search"}
+    side = {b: ("cold", PER_BROKER) for b in sorted(receivers)[::3]}
+    with Reads(engine, {("fraud", min(receivers))}, receivers, exclude) as reads:
+        got = reads.partners(side).reset_index(drop=True)
+    assert len(got) and set(got["broker"]) == set(side) and "search" not in set(got["topic"])
+    assert got.equals(engine.net_candidates(side, exclude))
 
 
 def test_the_summary_estimate_without_the_source_free_bound_has_the_same_time() -> None:

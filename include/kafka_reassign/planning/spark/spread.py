@@ -29,7 +29,7 @@ used only when swaps are needed); the pass indexes them by (topic, broker).
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from typing import Any, Container, Iterable, Mapping
 
 from kafka_reassign.planning.goal_order import ranks_above
 from kafka_reassign.planning.spark.loads import Loads
@@ -77,7 +77,7 @@ class EvenShares:
     def __contains__(self, topic: object) -> bool:
         return topic in self.base
 
-    def crowded(self, counts: Mapping[tuple[str, int], int], eligible: Mapping[int, float],
+    def crowded(self, counts: Mapping[tuple[str, int], int], eligible: Container[int],
                 slack: int) -> set[tuple[str, int]]:
         """The (topic, broker) pairs of ``counts`` (those the shares were made of) on an eligible
         broker above even + ``slack``."""
@@ -148,7 +148,7 @@ class Spread:
         """Receivers below even + ``reach`` for the topic, fewest of it first, then least network in."""
         return self.order.of(topic, self.reach)
 
-    def left(self, crowded: Iterable[tuple[str, int]], eligible: Mapping[int, float]) -> int:
+    def left(self, crowded: Iterable[tuple[str, int]], eligible: Container[int]) -> int:
         """:func:`topic_spread` of the counts, given the pairs above even + slack before the pass
         (every other pair the pass left unchanged is within it)."""
         excess = [self.n(t, b) - self.even.of(t, b) - self.slack for t, b in self.changed.union(crowded)
