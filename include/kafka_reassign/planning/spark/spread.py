@@ -125,7 +125,7 @@ class Spread:
     :param s: the network-in pass's state (bytes, ceilings, network in, rules)
     :param counts: (topic, broker) -> replicas after the moves so far
     :param slack: topic_spread_slack
-    :param leaving: source broker -> the moves so far leaving it (:func:`leaving_moves`)
+    :param leaving: source broker -> the moves so far leaving it (:func:`.spread_reads.leaving_moves`)
     """
 
     def __init__(self, s: NetState, counts: Counts, eligible: Mapping[int, float] | Iterable[int], slack: int,
