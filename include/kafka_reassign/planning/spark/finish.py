@@ -68,8 +68,9 @@ def ordered_plan(changes: Any, dirs: dict[int, list[tuple[str, float]]], before:
     keyed.sort(key=lambda x: x[:4])
     leaders_only = sorted((r for r in rows if not r[5]), key=lambda r: (r[0], r[1]))
     dir_bytes = dict(before.dir_bytes)
+    jbod = any(len(d) > 1 for d in dirs.values())  # else every new replica goes to "any": no dir to pick
     # original_replicas: a run refuses the plan if the placement changed since (stale plan).
-    moves = [PartitionMove(r[0], r[1], tuple(r[3]), _dirs_for(r[2], r[3], r[4], dirs, dir_bytes),
+    moves = [PartitionMove(r[0], r[1], tuple(r[3]), _dirs_for(r[2], r[3], r[4], dirs, dir_bytes) if jbod else None,
                            original_replicas=tuple(r[2]))
              for r in [x[4] for x in keyed] + leaders_only]
     return ReassignmentPlan(moves)
