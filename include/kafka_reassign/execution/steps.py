@@ -221,23 +221,25 @@ def _move_steps(move: PartitionMove, p: PartitionInfo, min_isr: int, inflight: I
                     break
     wanted = move.wanted_dirs()
     need_dir_step = any(p.replica_dirs.get(b) != d for b, d in wanted.items())
-    chain: list[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...] | None]] = []
+    n = len(lists) + int(need_dir_step)
+    topic, part, size = move.topic, move.partition, p.size_bytes
+    out: list[StepMove] = []
     prev = tuple(current)
-    for lst in lists:
+    for i, lst in enumerate(lists):
         # Every step that adds a replica with a wanted dir carries the dirs of its target, so
         # execution tells the broker where to create it: a replica added by an early step of a
         # multi-step move would otherwise land in any dir and be copied a second time between dirs.
+        step = tuple(lst)
         adds_wanted = bool(wanted) and any(b in wanted and b not in prev for b in lst)
         dirs = tuple(wanted.get(b, ANY_LOG_DIR) for b in lst) if adds_wanted else None
-        chain.append((prev, tuple(lst), dirs))
-        prev = tuple(lst)
+        # positional (topic, partition, current, target, log_dirs, size_bytes, step_index, step_count):
+        # a million steps at 3M replicas
+        out.append(StepMove(topic, part, prev, step, dirs, size, i, n))
+        prev = step
     if need_dir_step:
-        chain.append((tuple(move.replicas), tuple(move.replicas), tuple(move.log_dirs or ())))
-    n = len(chain)
-    topic, part, size = move.topic, move.partition, p.size_bytes
-    # positional: a million steps at 3M replicas (fields: topic, partition, current, target,
-    # log_dirs, size_bytes, step_index, step_count)
-    return [StepMove(topic, part, c, t, ld, size, i, n) for i, (c, t, ld) in enumerate(chain)]
+        final = tuple(move.replicas)
+        out.append(StepMove(topic, part, final, final, tuple(move.log_dirs or ()), size, n - 1, n))
+    return out
 
 
 def plan_all_steps(moves: Iterable[PartitionMove], state: ClusterState) -> list[StepMove]:
