@@ -19,6 +19,8 @@ from test_planner_network import hot_snapshot
 #: the disk goal and leader count alone: network in is not evened, only capped
 NO_NETWORK_GOALS = "rack-aware,capacity,disk,leader-count"
 CEILING = 0.8
+#: network out evened by reorders alone, no leader count above it
+OUT_ONLY = "rack-aware,capacity,disk,network-out"
 
 
 def net_loads(snap: dict) -> tuple[dict[int, float], dict[int, float]]:
@@ -146,17 +148,48 @@ def test_the_link_params_reach_the_planner_and_a_brokers_own_entry_wins() -> Non
     assert res.summary["network_capacity"]["brokers_with_link"] == 12
 
 
-def test_with_link_speeds_network_in_is_evened_by_utilisation() -> None:
-    snap = hot_snapshot(7)
-    m = mean_in(snap)
-    link = {x["id"]: m * (20 if x["id"] % 2 else 10) for x in snap["brokers"]}  # odd brokers: 2x; never binding
+def set_links(snap: dict, mean: float, odd: float, even: float) -> dict[int, float]:
+    """Link speeds of ``odd`` / ``even`` x ``mean`` on odd / even brokers, into the snapshot."""
+    link = {x["id"]: mean * (odd if x["id"] % 2 else even) for x in snap["brokers"]}
     for x in snap["brokers"]:
         x["network_bytes_per_sec"] = link[x["id"]]
+    return link
+
+
+def util_peak(load: dict[int, float], link: dict[int, float]) -> float:
+    """The fullest broker's load / link speed over the mean utilisation."""
+    return max(load[b] / link[b] for b in load) / (sum(load.values()) / sum(link.values()))
+
+
+def test_with_link_speeds_network_in_is_evened_by_utilisation() -> None:
+    snap = hot_snapshot(7)
+    link = set_links(snap, mean_in(snap), 20, 10)  # odd brokers: 2x; never binding
     res = plan(snap, "rebalance", engine="local")
     net_in, _ = net_loads(check_common(snap, res, goal="rebalance"))
-    mean_util = sum(net_in.values()) / sum(link.values())
-    top = max(net_in[b] / link[b] for b in net_in) / mean_util
+    top = util_peak(net_in, link)
     assert top <= 1.10 + 1e-9
     assert res.summary["balance"]["network_in"]["after"] == pytest.approx(top, abs=1e-3)
     assert sum(net_in[b] for b in net_in if b % 2) > 1.5 * sum(net_in[b] for b in net_in if not b % 2)
     assert res.summary["data_to_move_bytes"] >= res.summary["lower_bound_bytes"] > 0
+
+
+def test_with_link_speeds_network_out_is_evened_by_utilisation() -> None:
+    from test_planner_network_out import hot_leader_snapshot
+    snap = hot_leader_snapshot()
+    _, out = net_loads(snap)
+    # odd brokers: 1.3x (2x would leave an even broker's share below two hot partitions); never binding
+    link = set_links(snap, sum(out.values()) / len(out), 13, 10)
+    res = plan(snap, "rebalance", engine="local", balance_goals=OUT_ONLY)
+    _, out = net_loads(check_common(snap, res, goal="rebalance"))
+    top = util_peak(out, link)
+    assert top <= 1.10 + 1e-9
+    assert res.summary["balance"]["network_out"]["after"] == pytest.approx(top, abs=1e-3)
+    assert sum(out[b] for b in out if b % 2) > 1.15 * sum(out[b] for b in out if not b % 2)
+    # the same links on all but one broker: a share of a partly unknown total is no share, so the
+    # goal evens rates (and the summary reports rates)
+    del snap["brokers"][0]["network_bytes_per_sec"]
+    res = plan(snap, "rebalance", engine="local", balance_goals=OUT_ONLY)
+    _, out = net_loads(check_common(snap, res, goal="rebalance"))
+    rates = max(out.values()) / (sum(out.values()) / len(out))
+    assert rates <= 1.10 + 1e-9
+    assert res.summary["balance"]["network_out"]["after"] == pytest.approx(rates, abs=1e-3)

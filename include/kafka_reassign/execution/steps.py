@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from kafka_reassign.planning.plan import ANY_LOG_DIR, PartitionMove
-from kafka_reassign.cluster.state import ClusterState
+from kafka_reassign.cluster.state import ClusterState, InFlight, PartitionInfo
 
 
 def plan_steps(current: Sequence[int], target: Sequence[int], min_isr: int,
@@ -51,9 +51,12 @@ def plan_steps(current: Sequence[int], target: Sequence[int], min_isr: int,
         at = adds.index(add_first)
         adds = adds[at:] + adds[:at]
     drops = [b for b in current if b not in target]
+    if len(adds) == 1 and len(drops) == 1:  # one broker swapped (most moves): the loop makes one step
+        return [target]
     # Drop dead replicas first, then followers from the back, the current leader (first) last:
     # leadership moves once, to the new preferred leader, not to an arbitrary follower.
-    drops.sort(key=lambda b: (b not in offline_set, -current.index(b)))
+    if len(drops) > 1:
+        drops.sort(key=lambda b: (b not in offline_set, -current.index(b)))
     floor = min(max(1, min_isr), len(target))                 # never fewer in the list than this
     steps: list[list[int]] = []
     members = list(current)
@@ -190,8 +193,13 @@ def steps_for_move(move: PartitionMove, state: ClusterState, add_first: int | No
     p = state.partition(move.topic, move.partition)
     if p is None:
         raise ValueError(f"{move.name}: unknown partition")
+    return _move_steps(move, p, state.min_isr(move.topic), state.in_flight.get(move.key), add_first)
+
+
+def _move_steps(move: PartitionMove, p: PartitionInfo, min_isr: int, inflight: InFlight | None,
+                add_first: int | None) -> list[StepMove]:
+    """:func:`steps_for_move` once the partition, its topic's min ISR and its move in flight are known."""
     current = list(p.replicas)
-    inflight = state.in_flight.get(move.key)
     if inflight is not None:
         # Resume: plan from where the partition was before the interrupted step, so that the
         # first step we compute is exactly the one already in flight (and gets adopted).
@@ -201,34 +209,37 @@ def steps_for_move(move: PartitionMove, state: ClusterState, add_first: int | No
         # adopt that move as one step rather than fighting it.
         lists = [list(move.replicas)]
     else:
-        lists = plan_steps(current, move.replicas, state.min_isr(move.topic), offline=p.offline,
+        lists = plan_steps(current, move.replicas, min_isr, offline=p.offline,
                            add_first=add_first)
         if inflight is not None:
             # Resume: the interrupted run may have brought another new replica in first.
             for first in (b for b in move.replicas if b not in current):
-                alt = plan_steps(current, move.replicas, state.min_isr(move.topic), offline=p.offline,
+                alt = plan_steps(current, move.replicas, min_isr, offline=p.offline,
                                  add_first=first)
                 if alt and tuple(alt[0]) == tuple(inflight.target):
                     lists = alt
                     break
     wanted = move.wanted_dirs()
     need_dir_step = any(p.replica_dirs.get(b) != d for b, d in wanted.items())
-    chain: list[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...] | None]] = []
+    n = len(lists) + int(need_dir_step)
+    topic, part, size = move.topic, move.partition, p.size_bytes
+    out: list[StepMove] = []
     prev = tuple(current)
-    for lst in lists:
+    for i, lst in enumerate(lists):
         # Every step that adds a replica with a wanted dir carries the dirs of its target, so
         # execution tells the broker where to create it: a replica added by an early step of a
         # multi-step move would otherwise land in any dir and be copied a second time between dirs.
+        step = tuple(lst)
         adds_wanted = bool(wanted) and any(b in wanted and b not in prev for b in lst)
         dirs = tuple(wanted.get(b, ANY_LOG_DIR) for b in lst) if adds_wanted else None
-        chain.append((prev, tuple(lst), dirs))
-        prev = tuple(lst)
+        # positional (topic, partition, current, target, log_dirs, size_bytes, step_index, step_count):
+        # a million steps at 3M replicas
+        out.append(StepMove(topic, part, prev, step, dirs, size, i, n))
+        prev = step
     if need_dir_step:
-        chain.append((tuple(move.replicas), tuple(move.replicas), tuple(move.log_dirs or ())))
-    n = len(chain)
-    return [StepMove(topic=move.topic, partition=move.partition, current=c, target=t, log_dirs=ld,
-                     size_bytes=p.size_bytes, step_index=i, step_count=n)
-            for i, (c, t, ld) in enumerate(chain)]
+        final = tuple(move.replicas)
+        out.append(StepMove(topic, part, final, final, tuple(move.log_dirs or ()), size, n - 1, n))
+    return out
 
 
 def plan_all_steps(moves: Iterable[PartitionMove], state: ClusterState) -> list[StepMove]:
@@ -244,8 +255,7 @@ def plan_all_steps(moves: Iterable[PartitionMove], state: ClusterState) -> list[
     first: dict[tuple[str, int], int | None] = {}
     # each partition looked up once (a million moves at 3M replicas), largest first (stable)
     found = [(m, state.partition(m.topic, m.partition)) for m in moves]
-    found.sort(key=lambda mp: -mp[1].size_bytes if mp[1] is not None else 0)
-    for m, p in found:
+    for m, p in sorted(found, key=lambda mp: -mp[1].size_bytes if mp[1] is not None else 0):
         if p is None:
             continue
         adds = [b for b in m.replicas if b not in p.replicas]
@@ -262,8 +272,13 @@ def plan_all_steps(moves: Iterable[PartitionMove], state: ClusterState) -> list[
             load[(i, b)] = load.get((i, b), 0.0) + size
         first[m.key] = adds[best]
     out: list[StepMove] = []
-    for m in moves:
-        out.extend(steps_for_move(m, state, add_first=first.get(m.key)))
+    min_isr: dict[str, int] = {}  # per topic, asked once
+    for m, p in found:
+        if p is None:
+            raise ValueError(f"{m.name}: unknown partition")
+        key = (m.topic, m.partition)
+        isr = min_isr[m.topic] if m.topic in min_isr else min_isr.setdefault(m.topic, state.min_isr(m.topic))
+        out.extend(_move_steps(m, p, isr, state.in_flight.get(key), first.get(key)))
     return out
 
 

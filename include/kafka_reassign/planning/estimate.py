@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
@@ -99,12 +100,11 @@ def step_loads(steps: Iterable[Any], state: ClusterState) -> list[StepLoad]:
         synced = in_sync.get(key) or in_sync.setdefault(key, set(isr or current))
         produce = p.bytes_in_per_sec if p is not None else 0.0
         size = int(getattr(s, "size_bytes", 0) or (p.size_bytes if p is not None else 0))
-        adding = tuple(b for b in target if b not in current)
+        adding = tuple([b for b in target if b not in current])  # lists, not generators: a million steps
         log_dirs = getattr(s, "log_dirs", None)
         dirs = tuple(b for b, d in zip(target, log_dirs) if d != "any") if current == target and log_dirs else ()
-        out.append(StepLoad(key=key, leader=leader, adding=adding, size_bytes=size,
-                            produce=produce, in_sync_followers=sum(1 for b in isr if b != leader and b in current),
-                            dir_brokers=dirs, sources=tuple(b for b in current if b in synced)))
+        out.append(StepLoad(key, leader, adding, size, produce, len([b for b in isr if b != leader and b in current]),
+                            dirs, tuple([b for b in current if b in synced])))
         synced.update(adding)
     return out
 
@@ -278,20 +278,21 @@ def broker_times(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
     done_in = dict(follower_base or {})
     # Leader (outbound), follower (inbound) and log-dir quotas are separate: one clock each.
     sides: dict[tuple[int, str], float] = {}
+    rate, dir_rate = cache(lambda b: min(limits.throttle(b), limits.capacity(b))), cache(limits.dir_throttle)  # once each
     for ld in loads:
         if ld.adding:
             lb = ld.leader
-            budget = min(limits.throttle(lb), limits.capacity(lb)) - quota.leader_in_sync(ld)
+            budget = rate(lb) - quota.leader_in_sync(ld)
             sides[(lb, "out")] = _drain(sides.get((lb, "out"), 0.0), ld.size_bytes * len(ld.adding), budget,
                                         ld.produce * len(ld.adding))
             for b in ld.adding:
-                budget = min(limits.throttle(b), limits.capacity(b)) - done_in.get(b, 0.0)
+                budget = rate(b) - done_in.get(b, 0.0)
                 sides[(b, "in")] = _drain(sides.get((b, "in"), 0.0), ld.size_bytes, budget, ld.produce)
                 if not quota.per_step:  # in sync and still listed: it keeps costing P
                     done_in[b] = done_in.get(b, 0.0) + ld.produce
         for b in ld.dir_brokers:
-            rate = log_dir_copy_rate(ld.size_bytes, limits.dir_throttle(b))  # below the limit: fetch loop
-            sides[(b, "dir")] = _drain(sides.get((b, "dir"), 0.0), ld.size_bytes, rate, ld.produce)
+            copy = log_dir_copy_rate(ld.size_bytes, dir_rate(b))  # below the limit: fetch loop
+            sides[(b, "dir")] = _drain(sides.get((b, "dir"), 0.0), ld.size_bytes, copy, ld.produce)
     times: dict[int, float] = {}
     for (b, _side), secs in sides.items():
         times[b] = max(times.get(b, 0.0), secs)
@@ -394,10 +395,9 @@ def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
     brokers: dict[int, BrokerInfo] = {}
     for m in moves:
         isr = tuple(b for b in m.current if b not in m.offline) if m.offline else m.current
-        info = PartitionInfo(topic=m.topic, partition=m.partition, replicas=m.current, isr=isr,
-                             leader=m.leader if m.leader in m.current else (isr[0] if isr else -1),
-                             offline=m.offline, size_bytes=int(m.size_bytes), bytes_in_per_sec=m.produce,
-                             replica_dirs=dict(zip(m.current, m.current_dirs)), remote_bytes=int(m.remote_bytes))
+        info = PartitionInfo(m.topic, m.partition, m.current, isr, m.leader if m.leader in m.current else
+                             (isr[0] if isr else -1), m.offline, int(m.size_bytes), m.produce,
+                             dict(zip(m.current, m.current_dirs)), int(m.remote_bytes))
         # Topics and brokers are made when first named (the first move decides), not once per move.
         if m.topic not in topics:
             topics[m.topic] = TopicInfo(name=m.topic, partitions={}, configs={"min.insync.replicas": str(m.min_isr)})
@@ -424,8 +424,7 @@ def estimate_plan(moves: Sequence[PlannedMove], rate: float | None, log_dir_rate
     from kafka_reassign.planning.plan import PartitionMove
 
     state, limits = planned_state(moves), Limits(rate=rate, log_dir_rate=log_dir_rate, network=dict(network or {}))
-    wanted = [PartitionMove(topic=m.topic, partition=m.partition, replicas=m.target, log_dirs=m.log_dirs)
-              for m in moves]
+    wanted = [PartitionMove(m.topic, m.partition, m.target, m.log_dirs) for m in moves]
     # Steps, loads and stall points are made once: estimate_run's figures on the same loads.
     loads = step_loads(plan_all_steps(wanted, state), state)
     stalls = stall_points(loads, limits, quota_load(loads, per_step=True), stalling_only=True)
@@ -479,6 +478,7 @@ def stall_points(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
     """
     quota = quota or quota_load(loads)
     out: list[StallPoint] = []
+    throttle_of, dir_throttle_of = cache(limits.throttle), cache(limits.dir_throttle)
 
     def point(ld: StepLoad, broker: int, side: str, in_sync: float, needed: float, throttle: float) -> None:
         if not stalling_only or throttle <= needed:  # StallPoint.stalls, before making the point
@@ -490,11 +490,11 @@ def stall_points(loads: Sequence[StepLoad], limits: Limits, quota: QuotaLoad | N
         if ld.adding:
             used = quota.leader_in_sync(ld)
             point(ld, ld.leader, "leader", used, throttle_needed(used, ld.produce * len(ld.adding)),
-                  limits.throttle(ld.leader))
+                  throttle_of(ld.leader))
             for b in ld.adding:
                 total = ld.produce if quota.per_step else quota.follower.get(b, 0.0)
                 point(ld, b, "follower", total - ld.produce, throttle_needed(total - ld.produce, ld.produce),
-                      limits.throttle(b))
+                      throttle_of(b))
         for b in ld.dir_brokers:  # the alter-log-dirs thread's fetches (catch_up.log_dir_copy_rate)
-            point(ld, b, "log_dir", 0.0, log_dir_throttle_needed(ld.produce), limits.dir_throttle(b))
+            point(ld, b, "log_dir", 0.0, log_dir_throttle_needed(ld.produce), dir_throttle_of(b))
     return out

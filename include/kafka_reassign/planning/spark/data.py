@@ -29,6 +29,12 @@ PARTITION_SCHEMA = ("topic string, partition int, replicas array<int>, log_dirs 
                     "size_bytes double, bytes_in_per_sec double, leader int, remote_bytes double, "
                     "consumer_bytes_per_sec double")
 MAX_EXAMPLES = 10
+#: Produce and consumer rates are read down to a multiple of 1/RATE_STEPS bytes/s. Every sum of
+#: them is then exact (below 2^43 bytes/s), so a broker's total does not depend on the order its
+#: replicas are added in: Spark adds in its own order, and a last-bit difference against the
+#: limits flipped choices of the network-in pass (300 brokers, 300k replicas: two plans).
+RATE_STEPS = 1024.0
+RATE_COLUMNS = ("bytes_in_per_sec", "consumer_bytes_per_sec")
 #: columns of :meth:`SparkData.net_candidates` (the network-in pass's candidate replicas)
 NET_COLUMNS = ("topic", "partition", "pos", "broker", "size_bytes", "rate", "replicas", "rank")
 
@@ -85,6 +91,8 @@ class SparkData:
         self.brokers = [int(b["id"]) for b in header["brokers"]]
         self.topics = [str(t["name"]) for t in header["topics"]]
         raw = spark.read.schema(PARTITION_SCHEMA).json(str(path))
+        for c in RATE_COLUMNS:  # floor(x * 2^10) / 2^10 is exact in both engines
+            raw = raw.withColumn(c, F.floor(F.col(c) * RATE_STEPS) / RATE_STEPS)
         self.parts = (raw.where(F.col("topic").isNotNull() | F.col("replicas").isNotNull())
                       .withColumn("crc", F.crc32(F.concat_ws("-", "topic", F.col("partition").cast("string"))))
                       .persist())
@@ -291,6 +299,7 @@ class LocalData:
     """
 
     def __init__(self, path: str, header: dict[str, Any]) -> None:
+        import numpy as np
         import pandas as pd
 
         self.brokers = {int(b["id"]) for b in header["brokers"]}
@@ -304,6 +313,8 @@ class LocalData:
                     rows.append({k: d.get(k) for k in PARTITION_FIELDS})
         cols = list(PARTITION_FIELDS)
         self.parts = pd.DataFrame(rows, columns=cols)
+        for c in RATE_COLUMNS:  # as SparkData reads them
+            self.parts[c] = np.floor(self.parts[c].astype(float) * RATE_STEPS) / RATE_STEPS
         self.parts["crc"] = [_crc(t, p) for t, p in zip(self.parts["topic"], self.parts["partition"])]
 
     def problems(self) -> list[Problem]:

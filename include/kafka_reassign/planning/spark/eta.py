@@ -88,9 +88,10 @@ def change_moves(changes: pd.DataFrame, plan: ReassignmentPlan, min_isr: Mapping
     out = []
     for m in plan.moves:
         _t, _p, orig, size, rate, lead, remote = rows[m.key]
-        out.append(PlannedMove(topic=m.topic, partition=m.partition, current=tuple(_ints(orig)),
-                               target=m.replicas, size_bytes=float(size), produce=float(rate), leader=int(lead),
-                               min_isr=min_isr.get(m.topic, 1), remote_bytes=float(remote), log_dirs=m.log_dirs))
+        # positional (topic, partition, current, target, size_bytes, produce, leader, offline,
+        # min_isr, current_dirs, log_dirs, remote_bytes): a million moves at 3M replicas
+        out.append(PlannedMove(m.topic, m.partition, tuple(_ints(orig)), m.replicas, float(size), float(rate),
+                               int(lead), (), min_isr.get(m.topic, 1), (), m.log_dirs, float(remote)))
     return out
 
 

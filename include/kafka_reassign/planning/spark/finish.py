@@ -58,18 +58,34 @@ def ordered_plan(changes: Any, dirs: dict[int, list[tuple[str, float]]], before:
         orig, final = _ints(orig), _ints(final)
         added = [b for b in final if b not in orig]
         rows.append((str(topic), int(part), orig, final, float(size), added))
-    data = sorted((r for r in rows if r[5]), key=lambda r: (-r[4] * len(r[5]), r[0], r[1]))
-    rank: dict[int, int] = {}
-    keyed = []
-    for r in data:
-        k = rank.get(r[5][0], 0)
-        rank[r[5][0]] = k + 1
-        keyed.append((k, -r[4] * len(r[5]), r[0], r[1], r))
-    keyed.sort(key=lambda x: x[:4])
     leaders_only = sorted((r for r in rows if not r[5]), key=lambda r: (r[0], r[1]))
     dir_bytes = dict(before.dir_bytes)
+    jbod = any(len(d) > 1 for d in dirs.values())  # else every new replica goes to "any": no dir to pick
     # original_replicas: a run refuses the plan if the placement changed since (stale plan).
-    moves = [PartitionMove(r[0], r[1], tuple(r[3]), _dirs_for(r[2], r[3], r[4], dirs, dir_bytes),
+    moves = [PartitionMove(r[0], r[1], tuple(r[3]), _dirs_for(r[2], r[3], r[4], dirs, dir_bytes) if jbod else None,
                            original_replicas=tuple(r[2]))
-             for r in [x[4] for x in keyed] + leaders_only]
+             for r in [rows[i] for i in _data_order(rows)] + leaders_only]
     return ReassignmentPlan(moves)
+
+
+def _data_order(rows: list[tuple[str, int, list[int], list[int], float, list[int]]]) -> list[int]:
+    """Positions of the rows that copy data, in executor order: each receiver's k-th copy (by the
+    receiver of its first new replica, largest copies first) before any receiver's (k+1)-th, then
+    largest first, then by topic and partition. numpy's stable sorts: a million moves at 3M replicas."""
+    import numpy as np
+
+    data = [i for i, r in enumerate(rows) if r[5]]
+    if not data:
+        return []
+    moved = np.array([-rows[i][4] * len(rows[i][5]) for i in data], dtype=np.float64)
+    topic = np.unique(np.array([rows[i][0] for i in data]), return_inverse=True)[1]  # codes in str order
+    part = np.array([rows[i][1] for i in data], dtype=np.int64)
+    by_size = np.lexsort((part, topic, moved))  # last key first: moved, then topic, then partition
+    rank: dict[int, int] = {}
+    k = []
+    for i in by_size.tolist():
+        first = rows[data[i]][5][0]
+        k.append(rank.get(first, 0))
+        rank[first] = k[-1] + 1
+    order = by_size[np.lexsort((part[by_size], topic[by_size], moved[by_size], np.array(k, dtype=np.int64)))]
+    return [data[i] for i in order.tolist()]

@@ -37,8 +37,8 @@ from kafka_reassign.planning.spark.loads import (Loads, broker_infos, loads_afte
                                                  topic_counts_from_frame)
 from kafka_reassign.planning.spark.finish import ordered_plan, rule_problems
 from kafka_reassign.planning.spark.network import mid_loads, network_moves
-from kafka_reassign.planning.spark.network_capacity import (capacity_summary, check_network_room, limits,
-                                                             network_problems, set_link_limits)
+from kafka_reassign.planning.spark.network_capacity import (capacity_summary, check_network_room, known_links,
+                                                             limits, network_problems, set_link_limits)
 from kafka_reassign.planning.spark.replica_capacity import (cancel_over_cap, check_replica_room, replica_problems,
                                                              replica_summary, shed_over_cap)
 from kafka_reassign.planning.spark.pieces import PIECE_REPLICAS, split_quotas
@@ -269,7 +269,7 @@ def apply_and_lead(engine: Any, run: Run, moves: Any, targets: Targets, totals: 
                           fixed=run.exclude, slack=SLACK * 4, balance=bool(order or out_caps), order=order,
                           count_tolerance=opts.leader_tolerance, bytes_tolerance=opts.leader_bytes_in_tolerance,
                           out_tolerance=opts.network_out_tolerance, fanout=opts.consumer_fanout,
-                          groups=groups, out_caps=out_caps,
+                          groups=groups, out_caps=out_caps, out_links=known_links(run.brokers, targets.placeable),
                           gainers=set(opts.brokers) if opts.goal == "add-brokers" else None,
                           rack={b: x.rack for b, x in run.brokers.items()}, placeable=set(targets.placeable))
     try:

@@ -64,6 +64,8 @@ class LeaderInputs:
     :param fanout: consumer groups reading each partition (network out = rate x (followers + this))
     :param out_caps: broker -> network out it may not be pushed above in one group (the
         network-capacity goal, a rule above every leader goal: its limit / groups)
+    :param out_links: broker -> link speed when every eligible broker has one: the network-out
+        goal then evens utilisation (each broker's limit is its link's share of the group's total)
     """
 
     eligible: set[int]
@@ -80,6 +82,7 @@ class LeaderInputs:
     out_tolerance: float = 0.10
     fanout: float = 1.0
     out_caps: dict[int, float] = field(default_factory=dict)
+    out_links: dict[int, float] = field(default_factory=dict)
 
 
 def duplicates_in(error: BaseException) -> list[str]:
@@ -181,9 +184,10 @@ def _balance(rows: list[tuple], rates: list[float], inp: LeaderInputs,
                 tally = _count_pass(rows, inp, quota, above)
             counts = (tally, math.floor(share * (1 + inp.count_tolerance)))
             continue
-        weighed = rates if goal == "leader-bytes-in" else _out_rates(rows, rates, inp, reads)
-        lbi = LeaderBytes.of(rows, weighed, inp, inp.bytes_tolerance if goal == "leader-bytes-in"
-                             else inp.out_tolerance)
+        if goal == "leader-bytes-in":
+            lbi = LeaderBytes.of(rows, rates, inp, inp.bytes_tolerance)
+        else:
+            lbi = LeaderBytes.of(rows, _out_rates(rows, rates, inp, reads), inp, inp.out_tolerance, inp.out_links)
         _even_bytes(rows, inp, lbi, counts, above)
         above.append(lbi)
 
@@ -301,11 +305,22 @@ class LeaderBytes:
         return self.caps.get(b, self.cap)
 
     @classmethod
-    def of(cls, rows: list[tuple], rates: list[float], inp: LeaderInputs, tolerance: float) -> "LeaderBytes":
+    def of(cls, rows: list[tuple], rates: list[float], inp: LeaderInputs, tolerance: float,
+           links: dict[int, float] | None = None) -> "LeaderBytes":
+        """:param links: broker -> link speed: each broker's limit is its link's share of the total
+        (utilisation evened), else one share per eligible broker"""
         load: dict[int, float] = {}
         for row, rate in zip(rows, rates):
             load[row[3][0]] = load.get(row[3][0], 0.0) + rate
-        return cls(rates, sum(rates) / max(1, len(inp.eligible)) * (1 + tolerance), load)
+        total = sum(rates) * (1 + tolerance)
+        per_link = total / sum(links.values()) if links else 0.0
+        return cls(rates, total / max(1, len(inp.eligible)), load,
+                   {b: per_link * v for b, v in links.items()} if links else {})
+
+    def used(self, b: int) -> float:
+        """How full ``b`` is: its load / its limit (a uniform limit orders brokers by load)."""
+        lim = self.limit(b)
+        return self.load.get(b, 0.0) / lim if lim > 0 else math.inf
 
     def fits(self, b: int, i: int) -> bool:
         return self.load.get(b, 0.0) + self.rates[i] <= self.limit(b)
@@ -324,7 +339,7 @@ class LeaderBytes:
 
 def _even_bytes(rows: list[tuple], inp: LeaderInputs, lbi: LeaderBytes,
                 counts: tuple[dict[int, int], int] | None, above: list[LeaderBytes]) -> None:
-    """Brokers above ``lbi``'s limit, most loaded first, hand their hottest partitions to the
+    """Brokers above ``lbi``'s limit, fullest first, hand their hottest partitions to the
     in-sync replica leading the least that stays under the limit. When the leader-count goal
     ranks higher (``counts`` = (counts, limit)) no broker goes above that limit: a receiver at it
     hands a colder partition back (a swap, counts unchanged); nor above the limit of a rate goal
@@ -336,7 +351,7 @@ def _even_bytes(rows: list[tuple], inp: LeaderInputs, lbi: LeaderBytes,
     for _ in range(REPAIR_SWEEPS):
         changed = False
         for lead in sorted((b for b in led if lbi.load.get(b, 0.0) > lbi.limit(b)),
-                           key=lambda b: (-lbi.load[b], b)):
+                           key=lambda b: (-lbi.used(b), -lbi.load[b], b)):
             for i in sorted(led[lead], key=lambda j: (-lbi.rates[j], j)):
                 if lbi.load[lead] <= lbi.limit(lead):
                     break
@@ -350,12 +365,12 @@ def _even_bytes(rows: list[tuple], inp: LeaderInputs, lbi: LeaderBytes,
 def _hand_hot(rows: list[tuple], i: int, inp: LeaderInputs, tallies: list[LeaderBytes],
               counts: tuple[dict[int, int], int] | None, led: dict[int, list[int]]) -> bool:
     """Row ``i`` (led by a broker above the limit of ``tallies[0]``, the goal evened; the others
-    rank higher) to the follower leading the least that takes it, alone or with a swap back;
-    whether it moved."""
+    rank higher) to the follower least full (load / its limit) that takes it, alone or with a
+    swap back; whether it moved."""
     lbi, final = tallies[0], rows[i][3]
     lead = final[0]
     for b in sorted((b for b in final[1:] if b in inp.eligible and (inp.gainers is None or b in inp.gainers)),
-                    key=lambda b: (lbi.load.get(b, 0.0), final.index(b))):
+                    key=lambda b: (lbi.used(b), lbi.load.get(b, 0.0), final.index(b))):
         if counts is None or counts[0].get(b, 0) + 1 <= counts[1]:
             if all(x.fits(b, i) for x in tallies):
                 _hand(rows, i, b, tallies, counts, led)

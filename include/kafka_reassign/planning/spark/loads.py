@@ -2,7 +2,9 @@
 changed partitions only (before + what each change adds and removes)."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from kafka_reassign.cluster.consumers import CONSUMER_BYTES
@@ -110,34 +112,50 @@ def topic_counts_from_frame(frame: Any) -> dict[tuple[str, int], int]:
                                                        frame["replicas"].tolist())}
 
 
-def _topic_after(after: Loads, frame: Any) -> None:
-    """Apply the changes' added / removed replicas to ``after.topic_count`` (movable topics only)."""
-    for col, sign in (("added", 1), ("removed", -1)):
-        x = frame[["topic", col]].explode(col).dropna(subset=[col])
-        for (t, b), n in x.groupby(["topic", x[col].astype(int)]).size().items():
-            key = (str(t), int(b))
-            after.topic_count[key] = after.topic_count.get(key, 0) + sign * int(n)
+def _flat(values: list[Any]) -> tuple[Any, Any]:
+    """(row, element) of every element of a column of int lists, rows without a list empty: pandas'
+    ``explode`` + ``dropna`` in its order, without its object column (moves-sized frames)."""
+    import numpy as np
+
+    lists = [v if hasattr(v, "__len__") else () for v in values]
+    lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    flat = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(lens.sum()))
+    return np.repeat(np.arange(len(lists)), lens), flat
+
+
+def _topic_after(after: Loads, frame: Any, flats: list[tuple[Any, Any]]) -> None:
+    """Apply the changes' added / removed replicas to ``after.topic_count`` (movable topics only).
+
+    :param flats: (row, broker) of the added replicas, then of the removed ones (:func:`_flat`)
+    """
+    topics = [str(t) for t in frame["topic"].tolist()]
+    for (rows, brokers), sign in zip(flats, (1, -1)):
+        for key, n in Counter(zip(map(topics.__getitem__, rows.tolist()), brokers.tolist())).items():
+            after.topic_count[key] = after.topic_count.get(key, 0) + sign * n
 
 
 def loads_after(before: Loads, changes: Any) -> Loads:
     """``before`` with every changed partition applied (bytes, replica counts, leaders), from
     the ``added`` / ``removed`` columns the leader tasks computed (vectorised: moves-sized)."""
+    import pandas as pd
+
     after = before.copy()
     rates = changes["bytes_in_per_sec"].fillna(0.0) if "bytes_in_per_sec" in changes else 0.0
     frame = changes.assign(rate=rates)
-    for col, sign in (("added", 1), ("removed", -1)):
-        x = frame[[col, "size_bytes", "rate"]].explode(col).dropna(subset=[col])
-        if len(x):
-            g = x.groupby(x[col].astype(int)).agg(total=("size_bytes", "sum"), n=("size_bytes", "count"),
-                                                  rate=("rate", "sum"))
+    flats = [_flat(frame[col].tolist()) for col in ("added", "removed")]
+    for (rows, brokers), sign in zip(flats, (1, -1)):
+        if len(rows):  # pandas' sums, over explode's rows in explode's order: the same figures
+            x = pd.DataFrame({"b": brokers, "size_bytes": frame["size_bytes"].to_numpy()[rows],
+                              "rate": frame["rate"].to_numpy()[rows]})
+            g = x.groupby("b").agg(total=("size_bytes", "sum"), n=("size_bytes", "count"), rate=("rate", "sum"))
             for b, total, n, rate in zip(g.index, g["total"], g["n"], g["rate"]):
                 after.bytes[int(b)] += sign * float(total)
                 after.count[int(b)] += sign * int(n)
                 after.net_in[int(b)] = after.net_in.get(int(b), 0.0) + sign * float(rate)
     if before.topic_count:
-        _topic_after(after, frame)
-    old = frame["orig"].str[0].astype("Int64")
-    new = frame["final"].str[0].astype("Int64")
+        _topic_after(after, frame, flats)
+    old, new = (pd.Series([v[0] if hasattr(v, "__len__") and len(v) else None for v in frame[col].tolist()],
+                          index=frame.index, dtype="Int64") for col in ("orig", "final"))
     moved = old != new
     for leaders, sign in ((old[moved], -1), (new[moved], 1)):
         g = frame.loc[moved, "rate"].groupby(leaders).agg(["count", "sum"])  # NA leaders dropped

@@ -39,7 +39,7 @@ from typing import Any
 
 from kafka_reassign.planning.goal_order import ranks_above
 from kafka_reassign.planning.spark.loads import Loads
-from kafka_reassign.planning.spark.network_capacity import limits
+from kafka_reassign.planning.spark.network_capacity import known_links, limits
 from kafka_reassign.planning.spark.search import MOVE_COLUMNS
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
 
@@ -250,10 +250,9 @@ def in_limits(brokers: dict[int, BrokerInfo], live: list[int], total: float,
     speed known, each one's share of ``total`` by link speed x (1 + tolerance) (Cruise Control's
     usage goals even utilisation of a capacity): (that, broker -> its limit)."""
     upper = total / len(live) * (1 + tolerance)
-    links = [brokers[b].link for b in live]
-    if not all(links):
+    if not known_links(brokers, live):
         return upper, {}
-    util = total / sum(x for x in links if x) * (1 + tolerance)
+    util = total / sum(brokers[b].link or 0.0 for b in live) * (1 + tolerance)
     return upper, {b: util * x.link for b, x in brokers.items() if x.link}
 
 

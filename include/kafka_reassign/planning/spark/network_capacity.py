@@ -49,6 +49,14 @@ def limits(brokers: dict[int, BrokerInfo]) -> dict[int, float]:
     return {b: x.link_limit for b, x in brokers.items() if x.link_limit is not None}
 
 
+def known_links(brokers: dict[int, BrokerInfo], ids: Any) -> dict[int, float]:
+    """Broker -> link speed over ``ids`` when every one of them has one, else {}: the usage goals
+    (network in, network out) even utilisation only then, as a share of a partly unknown total
+    would be no share at all."""
+    links = {b: brokers[b].link for b in ids}
+    return {b: float(v) for b, v in links.items() if v} if links and all(links.values()) else {}
+
+
 def check_network_room(brokers: dict[int, BrokerInfo], t: Targets, before: Loads, fanout: float) -> None:
     """Refuse a plan no placement can keep within the limits: the traffic of the brokers that
     cannot take or give any (excluded, dead, cordoned) stays, the rest must fit under the limits

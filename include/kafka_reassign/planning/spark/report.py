@@ -43,6 +43,7 @@ from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.lower_bound import GoalBounds
 from kafka_reassign.planning.spark.eta import plan_eta
 from kafka_reassign.planning.spark.loads import Loads, network_out
+from kafka_reassign.planning.spark.network_capacity import known_links
 from kafka_reassign.planning.spark.spread import placeable_capacity, topic_spread
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets, count_balance, moved_over_bound
 
@@ -62,13 +63,11 @@ def disk_balance(bytes_: dict[int, float], brokers: dict[int, BrokerInfo], ids: 
     return share_balance(bytes_, {b: brokers[b].capacity for b in ids}, ids)
 
 
-def network_in_balance(net_in: dict[int, float], brokers: dict[int, BrokerInfo], ids: list[int]) -> float:
-    """max / mean of network in over ``ids``; of its utilisation (network in / link speed) when
-    every one of them has a link speed, as the network-in goal evens it then."""
-    links = {b: brokers[b].link or 0.0 for b in ids}
-    if not ids or not all(links.values()):
-        return count_balance(net_in, ids)
-    return share_balance(net_in, links, ids)
+def link_balance(load: dict[int, float], brokers: dict[int, BrokerInfo], ids: list[int]) -> float:
+    """max / mean of a network load (in or out) over ``ids``; of its utilisation (load / link
+    speed) when every one of them has a link speed, as the network goals even it then."""
+    links = known_links(brokers, ids)
+    return share_balance(load, links, ids) if links else count_balance(load, ids)
 
 
 def _movement(changes: pd.DataFrame) -> tuple[int, float, int]:
@@ -103,12 +102,12 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
                      "after": count_balance(after.count, live)},
         "leaders": {"before": count_balance(before.leaders, everyone),
                     "after": count_balance(after.leaders, live)},
-        "network_in": {"before": network_in_balance(before.net_in, brokers, everyone),
-                       "after": network_in_balance(after.net_in, brokers, live)},
+        "network_in": {"before": link_balance(before.net_in, brokers, everyone),
+                       "after": link_balance(after.net_in, brokers, live)},
         "leader_bytes_in": {"before": count_balance(before.bytes_in, everyone),
                             "after": count_balance(after.bytes_in, live)},
-        "network_out": {"before": count_balance(network_out(before, opts.consumer_fanout), everyone),
-                        "after": count_balance(network_out(after, opts.consumer_fanout), live)},
+        "network_out": {"before": link_balance(network_out(before, opts.consumer_fanout), brokers, everyone),
+                        "after": link_balance(network_out(after, opts.consumer_fanout), brokers, live)},
     }
     balance = {k: {x: round(y, 4) for x, y in v.items()} for k, v in balance.items()}
     capacity = placeable_capacity(brokers, t)
