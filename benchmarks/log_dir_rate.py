@@ -4,7 +4,7 @@ A replica moved between two dirs of broker 1 (AlterReplicaLogDirs) under
 ``replica.alter.log.dirs.io.max.bytes.per.second``, of logs written in 0.9 MB batches (what
 ``kafka_local.load.fill`` writes; ``benchmarks.calibration.FILL_BATCH_BYTES``):
 
-- estimate: ``kafka_reassign.planning.estimate.estimate_plan`` of that one move;
+- estimate: ``kafka_reassign.planning.plan_estimate.estimate_plan`` of that one move;
 - simulator: ``kafka_sim``'s model in manual time, from the request to the replica in its new dir;
 - real (``--real``): ``benchmarks.calibration_timed.log_dir_move`` (scenario c) on a local cluster
   (``KAFKA_LOCAL_DIR`` reuses a running one of 6 brokers, 3 racks, 2 dirs), timed from the cluster's side.
@@ -32,7 +32,7 @@ LIMIT_CONFIG = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 def estimate_seconds(size: int, limit: int) -> float:
     """THE estimator's time for one log-dir move of ``size`` bytes under ``limit``."""
-    from kafka_reassign.planning.estimate import PlannedMove, estimate_plan
+    from kafka_reassign.planning.plan_estimate import PlannedMove, estimate_plan
     move = PlannedMove("calibration", 0, (1, 2, 3), (1, 2, 3), float(size), leader=1,
                        current_dirs=("/data/d0",) * 3, log_dirs=("/data/d1", "any", "any"))
     est, _stalls = estimate_plan([move], rate=None, log_dir_rate=limit)

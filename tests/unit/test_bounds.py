@@ -12,7 +12,8 @@ from kafka_reassign.cluster.state import BrokerInfo, ClusterState, PartitionInfo
 from kafka_reassign.execution.steps import StepMove
 from kafka_reassign.planning.bounds import (Copy, UniformLimits, partition_copy, source_free_bound,
                                             throttle_bound)
-from kafka_reassign.planning.estimate import Estimate, Limits, PlannedMove, estimate_plan, step_loads
+from kafka_reassign.planning.estimate import Estimate, Limits, step_loads
+from kafka_reassign.planning.plan_estimate import PlannedMove, estimate_plan
 from kafka_reassign.units import format_duration
 
 MB = 1_000_000

@@ -136,7 +136,8 @@ def test_planner_entry_point_is_the_executors_estimate():
     # What the planner holds as plain data gives the estimate prepare makes from the cluster state:
     # the same KIP-435 steps (RF 3 -> 3 moving two replicas, one RF increase), the same quotas.
     from kafka_reassign.execution.steps import plan_all_steps
-    from kafka_reassign.planning.estimate import PlannedMove, estimate_plan, estimate_run
+    from kafka_reassign.planning.estimate import estimate_run
+    from kafka_reassign.planning.plan_estimate import PlannedMove, estimate_plan
     from kafka_reassign.planning.plan import PartitionMove
 
     state = state_with(1 * MB, partitions=3)
@@ -156,7 +157,7 @@ def _generated_plan(n: int, seed: int) -> list:
     """``n`` random moves on 12 brokers: swaps, RF changes, reorders, offline replicas, log dirs."""
     import random
 
-    from kafka_reassign.planning.estimate import PlannedMove
+    from kafka_reassign.planning.plan_estimate import PlannedMove
 
     rng, out = random.Random(seed), []
     for p in range(n):
@@ -177,7 +178,8 @@ def test_plan_estimate_is_the_run_estimate_of_its_steps(rate):
     # estimate_plan makes steps, loads and stall points once; the figures must be estimate_run's on
     # the executor's steps, and its stall points every stalling point of those steps.
     from kafka_reassign.execution.steps import plan_all_steps
-    from kafka_reassign.planning.estimate import estimate_plan, estimate_run, planned_state
+    from kafka_reassign.planning.estimate import estimate_run
+    from kafka_reassign.planning.plan_estimate import estimate_plan, planned_state
     from kafka_reassign.planning.plan import PartitionMove
 
     moves = _generated_plan(80, seed=5)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_reassign.planning.estimate import PlannedMove, estimate_plan
+from kafka_reassign.planning.plan_estimate import PlannedMove, estimate_plan
 from kafka_reassign.planning.plan import PartitionMove, ReassignmentPlan
 from kafka_reassign.planning.spark.network import NetState, Replica
 from kafka_reassign.planning.spark.spread import Spread, topic_spread

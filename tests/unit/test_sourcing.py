@@ -7,7 +7,8 @@ from pathlib import Path
 from kafka_reassign.execution.sourcing import choose_sources, with_lead_steps
 from kafka_reassign.execution.steps import PartitionMove, plan_all_steps
 from kafka_reassign.planning.bounds import throttle_bound
-from kafka_reassign.planning.estimate import Limits, estimate_run, planned_state, step_loads
+from kafka_reassign.planning.estimate import Limits, estimate_run, step_loads
+from kafka_reassign.planning.plan_estimate import planned_state
 from kafka_reassign.planning.leadership import senders
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -100,7 +101,7 @@ def test_augmenting_paths_reach_the_receivers_pace_where_a_greedy_pass_does_not(
     and each of brokers 1-5 receives 2. A first-come greedy left broker 3 sending 4."""
     import itertools
 
-    from kafka_reassign.planning.estimate import PlannedMove
+    from kafka_reassign.planning.plan_estimate import PlannedMove
 
     receiver = (5, 4, 3, 2, 1, 3, 4, 5, 1, 2)
     moves, received = [], {b: 0 for b in range(1, 6)}

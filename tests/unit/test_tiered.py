@@ -9,7 +9,7 @@ import pytest
 from kafka_reassign.cluster.snapshot import remote_sizes, snapshot_problems, with_remote_sizes
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
 from kafka_reassign.cluster.tiered import TieredOffsets, is_tiered
-from kafka_reassign.planning.estimate import PlannedMove, estimate_plan
+from kafka_reassign.planning.plan_estimate import PlannedMove, estimate_plan
 from kafka_reassign.planning.spark import plan
 from sim_snapshots import make_snapshot
 

@@ -20,10 +20,10 @@ partition's next step becomes eligible once its previous step completed (a step'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from kafka_reassign.planning.plan import ANY_LOG_DIR, PartitionMove
-from kafka_reassign.cluster.state import ClusterState, InFlight, PartitionInfo
+from kafka_reassign.cluster.state import ClusterState, InFlight, PartitionInfo, TopicPartition
 
 
 def plan_steps(current: Sequence[int], target: Sequence[int], min_isr: int,
@@ -242,35 +242,49 @@ def _move_steps(move: PartitionMove, p: PartitionInfo, min_isr: int, inflight: I
     return out
 
 
-def plan_all_steps(moves: Iterable[PartitionMove], state: ClusterState) -> list[StepMove]:
-    """Every step of every move, partitions in input order, each partition's steps in order.
+def first_additions(moves: Iterable[tuple[TopicPartition, Sequence[int], Sequence[int], int]]) -> dict[TopicPartition, int]:
+    """For each move gaining several replicas: the one to bring in first.
 
-    Partitions gaining several replicas bring them in one at a time; which one comes first is
-    chosen here so that first (then second...) additions spread their bytes evenly over the
+    Chosen so that first (then second...) additions spread their bytes evenly over the
     receiving brokers. With every chain starting on the same broker (a 1,2,3 -> 4,5,6 move adds
     4 first everywhere), broker 6 would idle until the first partitions reached their last step.
+
+    :param moves: (partition, current replicas, target replicas, size in bytes), in plan order
     """
-    moves = list(moves)
     load: dict[tuple[int, int], float] = {}   # (position in chain, broker) -> bytes
-    first: dict[tuple[str, int], int | None] = {}
-    # each partition looked up once (a million moves at 3M replicas), largest first (stable)
-    found = [(m, state.partition(m.topic, m.partition)) for m in moves]
-    for m, p in sorted(found, key=lambda mp: -mp[1].size_bytes if mp[1] is not None else 0):
-        if p is None:
-            continue
-        adds = [b for b in m.replicas if b not in p.replicas]
-        if len(adds) < 2 or m.key in state.in_flight:
-            continue  # resumed moves keep the deterministic order, so the step in flight matches
-        size = float(max(1, p.size_bytes))
+    first: dict[TopicPartition, int] = {}
+    several = [(key, adds, size) for key, current, target, size in moves
+               if len(adds := [b for b in target if b not in current]) >= 2]
+    for key, adds, size in sorted(several, key=lambda m: -m[2]):  # largest first (stable)
+        weight = float(max(1, size))
 
         def cost(at: int) -> tuple[float, ...]:
             order = adds[at:] + adds[:at]
-            return tuple(sorted((load.get((i, b), 0.0) + size for i, b in enumerate(order)), reverse=True))
+            return tuple(sorted((load.get((i, b), 0.0) + weight for i, b in enumerate(order)), reverse=True))
 
         best = min(range(len(adds)), key=cost)
         for i, b in enumerate(adds[best:] + adds[:best]):
-            load[(i, b)] = load.get((i, b), 0.0) + size
-        first[m.key] = adds[best]
+            load[(i, b)] = load.get((i, b), 0.0) + weight
+        first[key] = adds[best]
+    return first
+
+
+def plan_all_steps(moves: Iterable[PartitionMove], state: ClusterState,
+                   first: Mapping[TopicPartition, int] | None = None) -> list[StepMove]:
+    """Every step of every move, partitions in input order, each partition's steps in order.
+
+    Partitions gaining several replicas bring them in one at a time, the first as
+    :func:`first_additions` chooses over all of them (resumed moves keep the deterministic
+    order, so the step in flight matches).
+
+    :param first: those first additions when the caller made them (a plan's steps made in pieces)
+    """
+    moves = list(moves)
+    # each partition looked up once (a million moves at 3M replicas)
+    found = [(m, state.partition(m.topic, m.partition)) for m in moves]
+    if first is None:
+        first = first_additions(((m.topic, m.partition), p.replicas, m.replicas, p.size_bytes) for m, p in found
+                                if p is not None and m.key not in state.in_flight)
     out: list[StepMove] = []
     min_isr: dict[str, int] = {}  # per topic, asked once
     for m, p in found:

@@ -2,8 +2,8 @@
 
 The one time estimator of the project (dry runs, plan summaries, the UI and the pre-flight
 stall check all read it): ``prepare`` calls :func:`estimate_run` on the run's steps, the planner
-:func:`estimate_plan` on its plain data (:class:`PlannedMove`), which builds the same KIP-435
-steps and ends in :func:`estimate_loads` as :func:`estimate_run` does, so both give one plan
+:func:`~.plan_estimate.estimate_plan` on its plain data (:class:`~.plan_estimate.PlannedMove`),
+which builds the same KIP-435 steps and ends in :func:`estimate_loads` as :func:`estimate_run` does, so both give one plan
 the same figure. What it models, as Kafka does it:
 
 * A broker's *leader* quota (``leader.replication.throttled.rate``) records the bytes of
@@ -315,11 +315,12 @@ def estimate_batches(batches: Sequence[Sequence[Any]], state: ClusterState, limi
     return estimate_loads([step_loads(b, state) for b in batches], state, limits, pipelined, per_step)
 
 
-def estimate_loads(per_batch: Sequence[Sequence[StepLoad]], state: ClusterState, limits: Limits,
+def estimate_loads(per_batch: Sequence[Sequence[StepLoad]], state: ClusterState | None, limits: Limits,
                    pipelined: bool = False, per_step: bool = False, stalls: Sequence[StallPoint] | None = None,
-                   source_free: bool = True) -> tuple[Estimate, list[float]]:
+                   source_free: bool = True, remote_bytes: int | None = None) -> tuple[Estimate, list[float]]:
     """:func:`estimate_batches` on the batches' :func:`step_loads`; ``stalls``: their stalling :func:`stall_points`
-    when the caller has them (made once for a million steps); ``source_free=False``: ``source_free_seconds`` None."""
+    when the caller has them (made once for a million steps); ``source_free=False``: ``source_free_seconds`` None;
+    ``remote_bytes``: the moving partitions' bytes in remote storage when the caller knows them (``state`` unread)."""
     everything = [ld for b in per_batch for ld in b]
     quota = quota_load(everything, per_step)
     whole = broker_times(everything, limits, quota)
@@ -335,7 +336,8 @@ def estimate_loads(per_batch: Sequence[Sequence[StepLoad]], state: ClusterState,
     seconds = max(whole.values(), default=0.0) if pipelined else sum(batch_secs)
     stalled = sorted({p.name for p in (stall_points(everything, limits, quota, True) if stalls is None else stalls)})
     seconds = INF if stalled else seconds
-    remote = sum(p.remote_bytes for k in {ld.key for ld in everything} if (p := state.partition(*k)) is not None)
+    remote = remote_bytes if remote_bytes is not None else 0 if state is None else sum(
+        p.remote_bytes for k in {ld.key for ld in everything} if (p := state.partition(*k)) is not None)
     return (Estimate(detail={"remote_bytes": remote} if remote else {}, seconds=seconds, bound_seconds=bound.seconds,
                      busiest_broker=bound.broker,
                      source_free_seconds=source_free_bound(everything, limits).seconds if source_free else None,
@@ -355,80 +357,6 @@ def estimate_run(steps: Sequence[Any], state: ClusterState, limits: Limits) -> E
     :param limits: throttles and capacities
     """
     return estimate_batches([list(steps)], state, limits, pipelined=True, per_step=True)[0]
-
-
-@dataclass(frozen=True)
-class PlannedMove:
-    """One partition move as the planner holds it: plain data, no cluster connection.
-
-    :param topic: topic name
-    :param partition: partition index
-    :param current: replicas now, preferred leader first
-    :param target: replicas after the move
-    :param size_bytes: the partition's local size: what each new replica copies
-    :param produce: bytes/s written to it (0 when unknown)
-    :param leader: current leader (-1 or not a current replica: the first in-sync one)
-    :param offline: current replicas on dead brokers (not in sync)
-    :param min_isr: the topic's min.insync.replicas (shapes the KIP-435 steps)
-    :param current_dirs: log dir of each current replica (empty: unknown)
-    :param log_dirs: the plan's log dir per target replica (``any`` or a path; None: no preference)
-    """
-
-    topic: str
-    partition: int
-    current: tuple[int, ...]
-    target: tuple[int, ...]
-    size_bytes: float
-    produce: float = 0.0
-    leader: int = -1
-    offline: tuple[int, ...] = ()
-    min_isr: int = 1
-    current_dirs: tuple[str, ...] = ()
-    log_dirs: tuple[str, ...] | None = None
-    remote_bytes: float = 0.0  # bytes in remote storage (tiered topic): stay there, not copied
-
-
-def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
-    """The moving partitions as the executor would read them from the cluster."""
-    from kafka_reassign.cluster.state import BrokerInfo, PartitionInfo, TopicInfo
-    topics: dict[str, TopicInfo] = {}
-    brokers: dict[int, BrokerInfo] = {}
-    for m in moves:
-        isr = tuple(b for b in m.current if b not in m.offline) if m.offline else m.current
-        info = PartitionInfo(m.topic, m.partition, m.current, isr, m.leader if m.leader in m.current else
-                             (isr[0] if isr else -1), m.offline, int(m.size_bytes), m.produce,
-                             dict(zip(m.current, m.current_dirs)), int(m.remote_bytes))
-        # Topics and brokers are made when first named (the first move decides), not once per move.
-        if m.topic not in topics:
-            topics[m.topic] = TopicInfo(name=m.topic, partitions={}, configs={"min.insync.replicas": str(m.min_isr)})
-        topics[m.topic].partitions[m.partition] = info
-        for b in (*m.current, *m.target):
-            brokers[b] = brokers[b] if b in brokers else BrokerInfo(id=b, alive=b not in m.offline)
-    return ClusterState(brokers=brokers, topics=topics)
-
-
-def estimate_plan(moves: Sequence[PlannedMove], rate: float | None, log_dir_rate: float | None = None,
-                  network: Mapping[int, float] | None = None,
-                  source_free: bool = True) -> tuple[Estimate, list[StallPoint]]:
-    """:func:`estimate_run` for a plan the planner holds (the executor's KIP-435 steps, made once).
-
-    :param moves: the plan's partition moves with their sizes and produce rates
-    :param rate: the replication throttle the run will use (None: unthrottled)
-    :param log_dir_rate: the KIP-113 throttle (None: ``rate``)
-    :param network: broker -> network bytes/s where the snapshot says
-    :param source_free: False: no source-free bound (``source_free_seconds`` None)
-    :returns: (the estimate, where the moves that never finish run out of quota)
-    """
-    # Steps are the executor's (execution builds on planning.plan; imported here, not at load).
-    from kafka_reassign.execution.steps import plan_all_steps
-    from kafka_reassign.planning.plan import PartitionMove
-
-    state, limits = planned_state(moves), Limits(rate=rate, log_dir_rate=log_dir_rate, network=dict(network or {}))
-    wanted = [PartitionMove(m.topic, m.partition, m.target, m.log_dirs) for m in moves]
-    # Steps, loads and stall points are made once: estimate_run's figures on the same loads.
-    loads = step_loads(plan_all_steps(wanted, state), state)
-    stalls = stall_points(loads, limits, quota_load(loads, per_step=True), stalling_only=True)
-    return estimate_loads([loads], state, limits, True, True, stalls, source_free)[0], stalls
 
 
 @dataclass(frozen=True)

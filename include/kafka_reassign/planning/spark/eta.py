@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from kafka_reassign.planning.estimate import PlannedMove, StallPoint, estimate_plan
+from kafka_reassign.planning.estimate import StallPoint
+from kafka_reassign.planning.plan_estimate import PlannedMove, estimate_plan
 from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.cluster import Cluster

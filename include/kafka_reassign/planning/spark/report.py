@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka_reassign.planning.estimate import PlannedMove
+from kafka_reassign.planning.plan_estimate import PlannedMove
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.lower_bound import GoalBounds
 from kafka_reassign.planning.spark.eta import plan_eta
