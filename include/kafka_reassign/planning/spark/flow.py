@@ -11,11 +11,10 @@
    (:mod:`.spread`) those of topics crowding a broker;
 5. moves applied and leaders chosen as Spark tasks over partition groups (:mod:`.leaders`);
    only changed partitions come back;
-6. reconcile on the driver (:mod:`.finish`): every rule checked, log dirs, executor order; the
-   summary's lower bounds (:mod:`.lower_bound`, Spark reads) meanwhile in a background thread;
+6. reconcile on the driver (:mod:`.reconcile`): every rule checked, log dirs, executor order;
 7. the summary (:mod:`.report`).
 
-Steps 2-6 run under a deadline (``timeout_seconds``). Driver memory grows with brokers + moves.
+Steps 2-5 run under a deadline (``timeout_seconds``). Driver memory grows with brokers + moves.
 """
 from __future__ import annotations
 
@@ -157,8 +156,9 @@ class Run:
 
 
 class Background:
-    """One stage run in a background thread while the driver goes on (the summary's lower bound
-    beside reconcile, pure Python on one core); left only once it ended, whatever the driver raised.
+    """One stage run in a background thread while the driver goes on (the summary's lower bound:
+    its Spark reads fill the cores the search and the driver's passes leave idle); left only
+    once it ended, whatever the driver's stages raised.
 
     :param fn: the stage; ``fn(*args)`` must only read its inputs
     """
@@ -362,17 +362,16 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
         with deadline(spark, opts.timeout_seconds):
             before, totals = run.timed("read_and_aggregate_s", read_loads, engine, run)
             targets, quotas, flows = plan_targets(run, before, totals)
-            moves = search_and_network(engine, run, targets, quotas, flows, before)
-            moves = run.timed("topic_spread_s", spread_moves, engine, run.brokers, targets, before, moves,
-                              hard_caps(run), opts)
-            changes = run.timed("leaders_s", apply_and_lead, engine, run, moves, targets, totals)
-            # the lower bound feeds only the summary: its Spark reads use the core reconcile leaves idle
             with Background(goal_bounds, engine, run.brokers, targets, before, opts) as lower:
-                plan, after = run.timed("reconcile_s", reconcile, run, before, targets, changes)
+                moves = search_and_network(engine, run, targets, quotas, flows, before)
+                moves = run.timed("topic_spread_s", spread_moves, engine, run.brokers, targets, before, moves,
+                                  hard_caps(run), opts)
+                changes = run.timed("leaders_s", apply_and_lead, engine, run, moves, targets, totals)
                 bounds = lower.result()
             run.timings["lower_bound_s"] = lower.seconds
     finally:
         engine.close()
+    plan, after = run.timed("reconcile_s", reconcile, run, before, targets, changes)
     summary = run.timed("summary_s", summarise, run, targets, before, after, changes, plan, bounds)
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
     summary["search_pieces"] = len(quotas)
