@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
 from kafka_reassign.planning.bounds import source_free_bound, throttle_bound
@@ -49,9 +49,8 @@ SOURCE_FORMULA = "formula"
 SOURCE_REHEARSAL = "rehearsal"
 
 
-@dataclass(frozen=True)
-class StepLoad:
-    """What one KIP-435 step costs the brokers it crosses.
+class StepLoad(NamedTuple):
+    """What one KIP-435 step costs the brokers it crosses (a tuple: a million are made at 3M replicas).
 
     :param key: (topic, partition)
     :param leader: the broker the new replicas fetch from (the current leader)

@@ -9,8 +9,7 @@ the same order, so the same figure.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
 from kafka_reassign.planning.estimate import (Estimate, Limits, StallPoint, StepLoad, estimate_loads, quota_load,
@@ -22,9 +21,9 @@ from kafka_reassign.planning.forked import fork_map, processes
 SPLIT_FROM = 100_000
 
 
-@dataclass(frozen=True)
-class PlannedMove:
-    """One partition move as the planner holds it: plain data, no cluster connection.
+class PlannedMove(NamedTuple):
+    """One partition move as the planner holds it: plain data, no cluster connection (a tuple: a
+    million are made at 3M replicas).
 
     :param topic: topic name
     :param partition: partition index
