@@ -362,10 +362,10 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
         with deadline(spark, opts.timeout_seconds):
             before, totals = run.timed("read_and_aggregate_s", read_loads, engine, run)
             targets, quotas, flows = plan_targets(run, before, totals)
+            moves = search_and_network(engine, run, targets, quotas, flows, before)
+            moves = run.timed("topic_spread_s", spread_moves, engine, run.brokers, targets, before, moves,
+                              hard_caps(run), opts)
             with Background(goal_bounds, engine, run.brokers, targets, before, opts) as lower:
-                moves = search_and_network(engine, run, targets, quotas, flows, before)
-                moves = run.timed("topic_spread_s", spread_moves, engine, run.brokers, targets, before, moves,
-                                  hard_caps(run), opts)
                 changes = run.timed("leaders_s", apply_and_lead, engine, run, moves, targets, totals)
                 bounds = lower.result()
             run.timings["lower_bound_s"] = lower.seconds
