@@ -102,7 +102,12 @@ def topic_spread(counts: Mapping[tuple[str, int], int], eligible: Mapping[int, f
     """
     even = EvenShares(counts, eligible)
     ids = set(eligible)
-    return max([n - even.of(t, b) - slack for (t, b), n in counts.items() if b in ids] + [0])
+    if even.equal:  # one share per topic, looked up (1.7M pairs at 3M replicas)
+        base = even.base
+        worst = max((n - base[t] for (t, b), n in counts.items() if b in ids), default=0)
+    else:
+        worst = max((n - even.of(t, b) for (t, b), n in counts.items() if b in ids), default=0)
+    return max(worst - slack, 0)
 
 
 def placeable_capacity(brokers: Mapping[int, BrokerInfo], t: Targets) -> dict[int, float]:
