@@ -3,16 +3,18 @@
 1. read the header of the snapshot-lines file (brokers, topics) and check the goal against it;
 2. the engine (Spark, or pandas for small clusters) reads the partition lines itself and reports
    unusable rows (unknown brokers, missing sizes...);
-3. loads per broker (a Spark aggregate) -> targets, lower bounds and each rack's quotas (driver,
-   brokers-sized); infeasible goals and capacities stop here;
+3. loads per broker (a Spark aggregate) -> targets and each rack's quotas (driver, brokers-sized);
+   infeasible goals and capacities stop here;
 4. the move search runs as one Spark task per piece of a rack (:mod:`.search`, :mod:`.pieces`),
    refused up front if a task would not fit; then the network-in pass on the driver (:mod:`.network`) adds moves (or swaps)
    of hot replicas off the brokers receiving the most produce traffic, and the topic-spread pass
    (:mod:`.spread`) those of topics crowding a broker;
 5. moves applied and leaders chosen as Spark tasks over partition groups (:mod:`.leaders`);
-   only changed partitions come back;
-6. reconcile on the driver (:mod:`.reconcile`): every rule checked, log dirs, executor order;
-7. the summary (:mod:`.report`).
+   only changed partitions come back; meanwhile the summary's lower bounds (:mod:`.lower_bound`:
+   Spark reads of the snapshot as it was) in a background thread, the driver being idle;
+6. reconcile on the driver (:mod:`.finish`): every rule checked, log dirs, executor order;
+7. the summary (:mod:`.report`; a big plan's estimate makes its steps in two processes:
+   :mod:`kafka_reassign.planning.plan_estimate`).
 
 Steps 2-5 run under a deadline (``timeout_seconds``). Driver memory grows with brokers + moves.
 """
@@ -156,9 +158,10 @@ class Run:
 
 
 class Background:
-    """One stage run in a background thread while the driver goes on (the summary's lower bound:
-    its Spark reads fill the cores the search and the driver's passes leave idle); left only
-    once it ended, whatever the driver's stages raised.
+    """One stage run in a background thread while the driver waits on Spark (the summary's lower
+    bound beside the leader stage: beside the search its jobs slowed the search's tasks more than
+    they saved, beside a driver pass they share its one core); left only once it ended, whatever
+    the driver's stages raised.
 
     :param fn: the stage; ``fn(*args)`` must only read its inputs
     """
