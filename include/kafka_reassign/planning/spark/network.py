@@ -250,9 +250,10 @@ def in_limits(brokers: dict[int, BrokerInfo], live: list[int], total: float,
     speed known, each one's share of ``total`` by link speed x (1 + tolerance) (Cruise Control's
     usage goals even utilisation of a capacity): (that, broker -> its limit)."""
     upper = total / len(live) * (1 + tolerance)
-    if not known_links(brokers, live):
+    links = known_links(brokers, live)
+    if not links:
         return upper, {}
-    util = total / sum(brokers[b].link or 0.0 for b in live) * (1 + tolerance)
+    util = total / sum(links.values()) * (1 + tolerance)
     return upper, {b: util * x.link for b, x in brokers.items() if x.link}
 
 
