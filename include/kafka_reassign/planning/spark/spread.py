@@ -43,6 +43,9 @@ Counts = dict[tuple[str, int], int]
 #: receivers (fewest of the topic first) a crowded replica looks for a swap partner on: every
 #: receiver made the pass slow on large clusters for little gain
 SWAP_RECEIVERS = 24
+#: largest replicas read per receiver for relays (:meth:`Spread.relay`), only when swaps leave a
+#: topic crowded: the few big enough to make a full receiver's disk room for a crowded replica
+RELAY_PER_BROKER = 64
 
 
 class EvenShares:
@@ -136,6 +139,7 @@ class Spread:
         self.swap_first = False  # plain moves before swaps (see :func:`_place`)
         self.order = ReceiverOrder(s, counts, self.even)
         self.changed: set[tuple[str, int]] = set()  # (topic, broker) pairs whose count a move changed
+        self.large: dict[int, Pool] | None = None  # receiver -> its largest replicas: relays on (see _place)
 
     def n(self, topic: str, b: int) -> int:
         return self.counts.get((topic, b), 0)
@@ -200,6 +204,30 @@ class Spread:
         return None
 
 
+    def relay(self, x: Replica, b: int, pool: Pool, by_room: list[int]) -> tuple[Replica, int] | None:
+        """(y, c): a replica of another topic on ``b``, closest in size to ``x``, that makes disk room
+        there for ``x`` by going on to a third broker ``c`` below even + reach for its topic (``x``'s
+        broker when it may): both copies as a swap's, every broker within its disk and network limits.
+        Where the receivers with network room are full and ``x``'s broker already holds its share of
+        every topic with replicas that large, no swap exists (the hottest topic of the hot-traffic shape).
+
+        :param by_room: the receivers, most disk room first
+        """
+        s = self.s
+        if not s.may_take(x, b):
+            return None
+        for y in pool.near(x.size):
+            if y.topic == x.topic or y.topic not in self.even or x.size - y.size > s.room(b) \
+                    or not self.net_ok(b, x.rate - y.rate):
+                continue
+            for c in by_room:
+                if s.room(c) < y.size:
+                    break
+                if c != b and self.n(y.topic, c) < self.even.of(y.topic, c) + self.reach and self.fits(y, c):
+                    return y, c
+        return None
+
+
 def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple] | None:
     """Rows for one crowded replica, in the goal's order of preference: a redirect ([]), a
     substitute for a move leaving its broker, then a plain move before a swap (a swap copies the
@@ -218,7 +246,7 @@ def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple]
         rows = step(sp, x, order, pools)
         if rows is not None:
             return rows
-    return None
+    return _relay_move(sp, x, order, sp.large) if sp.large is not None else None
 
 
 def _plain_move(sp: Spread, x: Replica, order: list[int], pools: Any = None) -> list[tuple] | None:
@@ -234,6 +262,16 @@ def _swap_move(sp: Spread, x: Replica, order: list[int], pools: dict[int, Pool])
         y = sp.partner(x, b, pools[b]) if b in pools else None
         if y is not None:
             return sp.move(x, b) + sp.move(y, a)
+    return None
+
+
+def _relay_move(sp: Spread, x: Replica, order: list[int], large: dict[int, Pool]) -> list[tuple] | None:
+    # every receiver, not SWAP_RECEIVERS: relays run only for the few replicas swaps left
+    by_room = sorted(sp.s.receivers, key=lambda c: (-sp.s.room(c), c))
+    for b in order:
+        hit = sp.relay(x, b, large[b], by_room) if b in large else None
+        if hit is not None:
+            return sp.move(x, b) + sp.move(hit[0], hit[1])
     return None
 
 
@@ -318,10 +356,21 @@ def _spread_rounds(sp: Spread, eligible: Mapping[int, float], inputs: Inputs) ->
     if sp.left(inputs.pairs, eligible) > 0:
         sp.reach = sp.slack  # partners on every receiver of either step
         pools = inputs.pools(sp.receivers)
-        for sp.reach in sorted({0, sp.slack}):
-            for _ in range(SWEEPS):
-                more = spread_round(sp, crowded, pools)
-                extra += more
-                if not more:
-                    break
+        extra += _sweeps(sp, crowded, pools)
+        if sp.left(inputs.pairs, eligible) > 0:  # then relays too (their partners read only now)
+            sp.reach = sp.slack
+            sp.large = inputs.large(sp.receivers, RELAY_PER_BROKER)
+            extra += _sweeps(sp, crowded, pools)
+    return extra
+
+
+def _sweeps(sp: Spread, crowded: dict[tuple[str, int], list[Replica]], pools: dict[int, Pool]) -> list[tuple]:
+    """Sweeps at reach 0, then the slack, each until one changes nothing."""
+    extra: list[tuple] = []
+    for sp.reach in sorted({0, sp.slack}):
+        for _ in range(SWEEPS):
+            more = spread_round(sp, crowded, pools)
+            extra += more
+            if not more:
+                break
     return extra
