@@ -16,7 +16,13 @@ hot-traffic shape receivers below even alone left a spread of 13):
   instead (the other replica stays): no extra copy;
 * else a swap with a replica of another topic of about the same size on the receiver, going the
   other way (both brokers' bytes stay within their limits, the partner's topic not crowded by it);
-* else a plain move, only where the receiver's disk stays within its limit.
+* else a plain move, only where the receiver's disk stays within its limit;
+* when swaps and moves leave a topic crowded, a relay: the replica goes to a receiver with network
+  room but a full disk, and one of that receiver's largest replicas (of another topic) goes on to a
+  third broker with disk and network room, below even for its topic (on the hot-traffic shape at 300
+  brokers swaps left 13 pairs of two topics crowded, 9 of the hottest, 2.5x any other: no partner
+  of a similar rate exists, and the crowded brokers already hold their share of every topic with
+  replicas large enough to make the receivers' disk room).
 
 It never undoes a higher goal: disk stays within the ceilings the network-in pass keeps
 (:func:`.network.disk_ceilings`), and network in under its limit when network-in ranks higher
@@ -24,7 +30,8 @@ It never undoes a higher goal: disk stays within the ceilings the network-in pas
 :class:`~.network.NetState` (receivers only, racks, no broker twice, each replica moved once);
 excluded topics are never candidates. Bounded: the engine returns the crowded pairs' replicas and
 a few partners per receiver (:mod:`.spread_reads`, read in the background while the driver works;
-used only when swaps are needed); the pass indexes them by (topic, broker).
+used only when swaps are needed), and each receiver's largest replicas only when relays are; the
+pass indexes them by (topic, broker).
 """
 from __future__ import annotations
 
