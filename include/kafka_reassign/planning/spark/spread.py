@@ -210,7 +210,6 @@ class Spread:
                 return y
         return None
 
-
     def relay(self, x: Replica, b: int, pool: Pool, by_room: list[int]) -> tuple[Replica, int] | None:
         """(y, c): a replica of another topic on ``b``, closest in size to ``x``, that makes disk room
         there for ``x`` by going on to a third broker ``c`` below even + reach for its topic (``x``'s
