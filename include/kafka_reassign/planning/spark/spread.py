@@ -272,8 +272,10 @@ def _swap_move(sp: Spread, x: Replica, order: list[int], pools: dict[int, Pool])
 
 
 def _relay_move(sp: Spread, x: Replica, order: list[int], large: dict[int, Pool]) -> list[tuple] | None:
-    # every receiver, not SWAP_RECEIVERS: relays run only for the few replicas swaps left
-    by_room = sorted(sp.s.receivers, key=lambda c: (-sp.s.room(c), c))
+    # every receiver, not SWAP_RECEIVERS: relays run only for the replicas swaps left; third brokers
+    # only under their network-in limit (at 1.5M hot-traffic a third of them are above it)
+    s = sp.s
+    by_room = sorted((c for c in s.receivers if s.net[c] < s.lim(c)), key=lambda c: (-s.room(c), c))
     for b in order:
         hit = sp.relay(x, b, large[b], by_room) if b in large else None
         if hit is not None:
