@@ -208,3 +208,16 @@ def test_spark_submit_runs_the_planner_job(tmp_path, lines):
     moves = ReassignmentPlan.load(out).moves
     data_moves = [m for m in moves if set(m.replicas) - {13, 14, 15, 16} != set(m.replicas)]
     assert data_moves
+
+
+def test_topic_spread_relays_give_the_same_plan_on_spark_and_local(spark, tmp_path):
+    """The spread pass's relays read each receiver's largest replicas from the engine: the small
+    hot-traffic shape whose hottest topic only relays bring within slack plans the same on both."""
+    from benchmarks.planner_shapes import generate
+
+    path = tmp_path / "hot.jsonl"
+    generate("hot-traffic", 80, 20, 12, path, seed=2)
+    on_spark = plan_file(str(path), "rebalance", spark=spark)
+    local = plan_file(str(path), "rebalance", engine="local")
+    assert on_spark.plan.to_json() == local.plan.to_json()
+    assert on_spark.summary["topic_spread"]["after"] == 0

@@ -2,6 +2,8 @@
 brokers end within their slack, without undoing the disk and network-in goals or breaking a rule."""
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kafka_reassign.errors import GoalError
@@ -184,3 +186,56 @@ def test_the_receivers_order_is_the_sort_by_count_then_network_in_then_id() -> N
             want = sorted((b for b in s.receivers if sp.n(t, b) < sp.even.of(t, b) + reach),
                           key=lambda b: (sp.n(t, b), net.get(b, 0.0), b))
             assert sp.receivers(t) == want and want
+
+
+def _relay_case(third_net: float) -> tuple[list[tuple] | None, list[tuple] | None, Any]:
+    """Hot topic "h" crowds broker 1 (2 where even is 1, slack 0), which is at the network-in limit
+    (10). Broker 2, the one receiver below even for "h", has network room for it but no disk room;
+    its replica of "c" (as large) cannot come back in a swap ("c" would crowd broker 1). Broker 3
+    has disk room and holds no "c", its network in ``third_net``. Rows of the pass without, then
+    with, relays; and the state."""
+    from kafka_reassign.planning.spark.network import NetState, Pool, Replica
+    from kafka_reassign.planning.spark.spread import Spread, _place
+
+    s = NetState({1: 100.0, 2: 100.0, 3: 0.0}, {1: 10.0, 2: 0.0, 3: third_net}, 10.0,
+                 {1: 200.0, 2: 100.0, 3: 100.0}, {1, 2, 3}, {1: "a", 2: "a", 3: "a"}, 0.0)
+    sp = Spread(s, {("h", 1): 2, ("h", 3): 1, ("c", 1): 1, ("c", 2): 1}, {1, 2, 3}, 0, {})
+    x = Replica("h", 0, 0, 1, 10.0, 10.0, (1,), (1,))
+    c = Replica("c", 0, 0, 2, 10.0, 1.0, (2,), (2,))
+    pools = {2: Pool([c])}
+    without = _place(sp, x, pools)
+    sp.large = {2: Pool([c])}
+    return without, _place(sp, x, pools), s
+
+
+def test_a_relay_sends_the_receivers_large_replica_on_to_a_third_broker() -> None:
+    without, rows, s = _relay_case(third_net=0.0)
+    assert without is None  # no plain move (disk) nor swap (the partner's topic would crowd broker 1)
+    assert [(r[0], r[3], r[4]) for r in rows or []] == [("h", 1, 2), ("c", 2, 3)]
+    assert s.net == {1: 0.0, 2: 9.0, 3: 1.0} and s.bytes == {1: 90.0, 2: 100.0, 3: 10.0}  # every limit kept
+    # the third broker at the network-in limit cannot take even the cold replica: no relay
+    assert _relay_case(third_net=10.0)[1] is None
+
+
+def test_relays_bring_the_hottest_topic_within_slack_on_a_small_hot_traffic_shape(tmp_path: Any) -> None:
+    """The benchmark's hot-traffic shape, small: swaps alone left a spread of 3 here (the hot topics'
+    receivers with network room full on disk); relays reach 0 within every higher goal."""
+    from benchmarks.planner_shapes import generate
+    from kafka_reassign.planning.spark import plan_file
+    from kafka_reassign.planning.spark.snapshot_file import read_snapshot_dict
+
+    path = tmp_path / "hot.jsonl"
+    generate("hot-traffic", 80, 20, 12, path, seed=2)
+    res = plan_file(str(path), "rebalance", engine="local")
+    s = res.summary
+    assert s["topic_spread"] == {"before": 9, "after": 0, "slack": 1}
+    assert s["balance"]["network_in"]["after"] <= 1 + NET_TOL + 1e-9
+    assert s["balance"]["disk"]["after"] <= 1 + TOL + 1e-6
+    assert s["data_to_move_bytes"] >= s["lower_bound_bytes"] > 0
+    snap = read_snapshot_dict(path)
+    rack = {b["id"]: b["rack"] for b in snap["brokers"]}
+    old = {(t["name"], p["partition"]): p["replicas"] for t in snap["topics"] for p in t["partitions"]}
+    for p in res.plan.to_json()["partitions"]:  # one replica per broker, never fewer racks
+        was = old[(p["topic"], p["partition"])]
+        assert len(set(p["replicas"])) == len(was) == len(p["replicas"])
+        assert len({rack[b] for b in p["replicas"]}) >= len({rack[b] for b in was})

@@ -233,7 +233,8 @@ class SparkData:
     def net_candidates(self, side: dict[int, tuple[str, int]], exclude_topics: set[str]) -> Any:
         """Each broker's first replicas in :data:`network.CANDIDATE_ORDER`.
 
-        :param side: broker -> ("hot" (sheds produce rate) or "cold" (takes it), how many)
+        :param side: broker -> ("hot" (sheds produce rate), "cold" (takes it) or "large" (largest
+            first: makes disk room), how many)
         """
         from pyspark.sql import Window, functions as F
 
@@ -246,7 +247,8 @@ class SparkData:
         if exclude_topics:
             r = r.where(~F.col("topic").isin(sorted(exclude_topics)))
         density = F.col("rate") / F.greatest(F.col("size_bytes"), F.lit(1.0))
-        key = F.when(F.col("side") == "hot", -density).otherwise(density)
+        key = (F.when(F.col("side") == "hot", -density)
+               .when(F.col("side") == "large", -F.col("size_bytes").cast("double")).otherwise(density))
         w = Window.partitionBy("broker").orderBy(key, "size_bytes", "topic", "partition")
         return (r.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= F.col("most"))
                 .select(*NET_COLUMNS).toPandas())
@@ -414,8 +416,8 @@ class LocalData:
         r = r[r["broker"].isin(list(side)) & ~r["topic"].isin(exclude_topics)].copy()
         r["rate"] = r["bytes_in_per_sec"].fillna(0.0).astype(float)
         density = r["rate"] / np.maximum(r["size_bytes"].astype(float), 1.0)
-        hot = np.array([side[b][0] == "hot" for b in r["broker"]], dtype=bool)
-        r["key"] = np.where(hot, -density, density)
+        kind = np.array([side[b][0] for b in r["broker"]], dtype=object)
+        r["key"] = np.select([kind == "hot", kind == "large"], [-density, -r["size_bytes"].astype(float)], density)
         r = r.sort_values(["broker", "key", "size_bytes", "topic", "partition"], kind="mergesort")
         r["rank"] = r.groupby("broker").cumcount() + 1
         most = np.array([side[b][1] for b in r["broker"]])

@@ -43,7 +43,8 @@ from kafka_reassign.planning.spark.network_capacity import known_links, limits
 from kafka_reassign.planning.spark.search import MOVE_COLUMNS
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
 
-CANDIDATE_ORDER = "hot: -rate/max(size, 1), size, topic, partition; cold: rate/max(size, 1), size, topic, partition"
+CANDIDATE_ORDER = ("hot: -rate/max(size, 1), size, topic, partition; cold: rate/max(size, 1), size, topic, partition; "
+                   "large: -size, size, topic, partition")
 #: candidate replicas fetched per cold broker (partners for swaps), and at least per hot broker
 PER_BROKER = 400
 SWEEPS = 8

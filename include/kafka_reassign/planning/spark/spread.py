@@ -16,7 +16,13 @@ hot-traffic shape receivers below even alone left a spread of 13):
   instead (the other replica stays): no extra copy;
 * else a swap with a replica of another topic of about the same size on the receiver, going the
   other way (both brokers' bytes stay within their limits, the partner's topic not crowded by it);
-* else a plain move, only where the receiver's disk stays within its limit.
+* else a plain move, only where the receiver's disk stays within its limit;
+* when swaps and moves leave a topic crowded, a relay: the replica goes to a receiver with network
+  room but a full disk, and one of that receiver's largest replicas (of another topic) goes on to a
+  third broker with disk and network room, below even for its topic (on the hot-traffic shape at 300
+  brokers swaps left 13 pairs of two topics crowded, 9 of the hottest, 2.5x any other: no partner
+  of a similar rate exists, and the crowded brokers already hold their share of every topic with
+  replicas large enough to make the receivers' disk room).
 
 It never undoes a higher goal: disk stays within the ceilings the network-in pass keeps
 (:func:`.network.disk_ceilings`), and network in under its limit when network-in ranks higher
@@ -24,7 +30,8 @@ It never undoes a higher goal: disk stays within the ceilings the network-in pas
 :class:`~.network.NetState` (receivers only, racks, no broker twice, each replica moved once);
 excluded topics are never candidates. Bounded: the engine returns the crowded pairs' replicas and
 a few partners per receiver (:mod:`.spread_reads`, read in the background while the driver works;
-used only when swaps are needed); the pass indexes them by (topic, broker).
+used only when swaps are needed), and each receiver's largest replicas only when relays are; the
+pass indexes them by (topic, broker).
 """
 from __future__ import annotations
 
@@ -43,6 +50,9 @@ Counts = dict[tuple[str, int], int]
 #: receivers (fewest of the topic first) a crowded replica looks for a swap partner on: every
 #: receiver made the pass slow on large clusters for little gain
 SWAP_RECEIVERS = 24
+#: largest replicas read per receiver for relays (:meth:`Spread.relay`), only when swaps leave a
+#: topic crowded: the few big enough to make a full receiver's disk room for a crowded replica
+RELAY_PER_BROKER = 64
 
 
 class EvenShares:
@@ -141,6 +151,7 @@ class Spread:
         self.swap_first = False  # plain moves before swaps (see :func:`_place`)
         self.order = ReceiverOrder(s, counts, self.even)
         self.changed: set[tuple[str, int]] = set()  # (topic, broker) pairs whose count a move changed
+        self.large: dict[int, Pool] | None = None  # receiver -> its largest replicas: relays on (see _place)
 
     def n(self, topic: str, b: int) -> int:
         return self.counts.get((topic, b), 0)
@@ -204,6 +215,29 @@ class Spread:
                 return y
         return None
 
+    def relay(self, x: Replica, b: int, pool: Pool, by_room: list[int]) -> tuple[Replica, int] | None:
+        """(y, c): a replica of another topic on ``b``, closest in size to ``x``, that makes disk room
+        there for ``x`` by going on to a third broker ``c`` below even + reach for its topic (``x``'s
+        broker when it may): both copies as a swap's, every broker within its disk and network limits.
+        Where the receivers with network room are full and ``x``'s broker already holds its share of
+        every topic with replicas that large, no swap exists (the hottest topic of the hot-traffic shape).
+
+        :param by_room: the receivers, most disk room first
+        """
+        s = self.s
+        if not s.may_take(x, b):
+            return None
+        for y in pool.near(x.size):
+            if y.topic == x.topic or y.topic not in self.even or x.size - y.size > s.room(b) \
+                    or not self.net_ok(b, x.rate - y.rate):
+                continue
+            for c in by_room:
+                if s.room(c) < y.size:
+                    break
+                if c != b and self.n(y.topic, c) < self.even.of(y.topic, c) + self.reach and self.fits(y, c):
+                    return y, c
+        return None
+
 
 def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple] | None:
     """Rows for one crowded replica, in the goal's order of preference: a redirect ([]), a
@@ -223,7 +257,7 @@ def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple]
         rows = step(sp, x, order, pools)
         if rows is not None:
             return rows
-    return None
+    return _relay_move(sp, x, order, sp.large) if sp.large is not None else None
 
 
 def _plain_move(sp: Spread, x: Replica, order: list[int], pools: Any = None) -> list[tuple] | None:
@@ -239,6 +273,18 @@ def _swap_move(sp: Spread, x: Replica, order: list[int], pools: dict[int, Pool])
         y = sp.partner(x, b, pools[b]) if b in pools else None
         if y is not None:
             return sp.move(x, b) + sp.move(y, a)
+    return None
+
+
+def _relay_move(sp: Spread, x: Replica, order: list[int], large: dict[int, Pool]) -> list[tuple] | None:
+    # every receiver, not SWAP_RECEIVERS: relays run only for the replicas swaps left; third brokers
+    # only under their network-in limit (at 1.5M hot-traffic a third of them are above it)
+    s = sp.s
+    by_room = sorted((c for c in s.receivers if s.net[c] < s.lim(c)), key=lambda c: (-s.room(c), c))
+    for b in order:
+        hit = sp.relay(x, b, large[b], by_room) if b in large else None
+        if hit is not None:
+            return sp.move(x, b) + sp.move(hit[0], hit[1])
     return None
 
 
@@ -323,10 +369,21 @@ def _spread_rounds(sp: Spread, eligible: Mapping[int, float], inputs: Inputs) ->
     if sp.left(inputs.pairs, eligible) > 0:
         sp.reach = sp.slack  # partners on every receiver of either step
         pools = inputs.pools(sp.receivers)
-        for sp.reach in sorted({0, sp.slack}):
-            for _ in range(SWEEPS):
-                more = spread_round(sp, crowded, pools)
-                extra += more
-                if not more:
-                    break
+        extra += _sweeps(sp, crowded, pools)
+        if sp.left(inputs.pairs, eligible) > 0:  # then relays too (their partners read only now)
+            sp.reach = sp.slack
+            sp.large = inputs.large(sp.receivers, RELAY_PER_BROKER)
+            extra += _sweeps(sp, crowded, pools)
+    return extra
+
+
+def _sweeps(sp: Spread, crowded: dict[tuple[str, int], list[Replica]], pools: dict[int, Pool]) -> list[tuple]:
+    """Sweeps at reach 0, then the slack, each until one changes nothing."""
+    extra: list[tuple] = []
+    for sp.reach in sorted({0, sp.slack}):
+        for _ in range(SWEEPS):
+            more = spread_round(sp, crowded, pools)
+            extra += more
+            if not more:
+                break
     return extra

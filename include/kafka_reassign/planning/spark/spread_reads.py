@@ -28,6 +28,7 @@ class Reads:
     """
 
     def __init__(self, engine: Any, pairs: set[tuple[str, int]], receivers: set[int], exclude: set[str]) -> None:
+        self._engine, self._exclude = engine, exclude
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spread-reads")
         self._crowded: Future = self._pool.submit(engine.topic_candidates, pairs)
         side = {b: ("cold", PER_BROKER) for b in sorted(receivers)}
@@ -41,6 +42,12 @@ class Reads:
         """Swap partner candidates of the brokers of ``side`` (:meth:`.data.SparkData.net_candidates`)."""
         frame = self._partners.result()
         return frame[frame["broker"].isin(list(side))]
+
+    def largest(self, side: list[int], most: int) -> Any:
+        """The ``most`` largest replicas of each broker of ``side`` (read when asked: only a pass that
+        needs relays pays for it)."""
+        kinds = {b: ("large", most) for b in side}
+        return self._pool.submit(self._engine.net_candidates, kinds, self._exclude).result()
 
     def close(self) -> None:
         """Wait for the reads (a Spark job left running would slow the next stage)."""
@@ -70,6 +77,7 @@ class Inputs:
         self.leaving = leaving_moves(moves, self.onto)
         self._crowded: dict[tuple[str, int], list[Replica]] | None = None
         self._pools: dict[int, Pool] | None = None
+        self._large: dict[int, Pool] | None = None
 
     def crowded(self) -> dict[tuple[str, int], list[Replica]]:
         """(topic, broker) above even + slack -> its replicas there (the engine's, minus those the
@@ -92,11 +100,27 @@ class Inputs:
         :param order: a topic's receivers (:meth:`.spread.Spread.receivers`, at the slack's reach)
         """
         if self._pools is None:
-            topics = {tp for tp, _ in self.crowded()}
-            side = {b: None for b in sorted({b for tp in topics for b in order(tp)})}
+            side = self._side(order)
             found = candidates(self.reads.partners(side), self.moves, side, self.moved, self.onto)
             self._pools = {b: Pool(rs) for b, rs in found.items()}
         return self._pools
+
+    def large(self, order: Callable[[str], list[int]], most: int) -> dict[int, Pool]:
+        """The ``most`` largest replicas (and the moves onto it) of every receiver a crowded topic
+        may go to: the replicas that make disk room for a relay (:meth:`.spread.Spread.relay`).
+
+        :param order: as :meth:`pools`
+        """
+        if self._large is None:
+            side = self._side(order)
+            found = candidates(self.reads.largest(list(side), most), self.moves, side, self.moved, self.onto)
+            self._large = {b: Pool(rs) for b, rs in found.items()}
+        return self._large
+
+    def _side(self, order: Callable[[str], list[int]]) -> dict[int, None]:
+        """Every receiver of a crowded topic, by id."""
+        topics = {tp for tp, _ in self.crowded()}
+        return {b: None for b in sorted({b for tp in topics for b in order(tp)})}
 
 
 def moves_onto(moves: Any, moved: Moved) -> dict[int, list[Replica]]:
