@@ -27,8 +27,7 @@ def test_the_split_estimate_is_the_estimate_of_one_process(monkeypatch, rate):
 
     moves = _generated_plan(400, seed=3)
     whole, whole_stalls = estimate_plan(moves, rate, network={3: 5 * MB})
-    monkeypatch.setattr(pe, "SPLIT_FROM", 1)
-    monkeypatch.setattr(pe, "processes", lambda: 2)
+    monkeypatch.setattr(pe, "processes_for", lambda n: 2)
     split, split_stalls = estimate_plan(moves, rate, network={3: 5 * MB})
     assert split.to_json() == whole.to_json() and split_stalls == whole_stalls
 

@@ -10,9 +10,14 @@ from kafka_reassign.planning.spark.flow import Background
 
 
 def test_the_stage_result_and_its_duration():
-    with Background(lambda a, b: a + b, 2, 3) as stage:
+    def stage_fn(a: int, b: int) -> int:
+        time.sleep(0.2)
+        return a + b
+
+    started = time.monotonic()
+    with Background(stage_fn, 2, 3) as stage:
         assert stage.result() == 5
-    assert stage.seconds >= 0.0
+    assert 0.2 <= stage.seconds <= time.monotonic() - started + 0.001  # seconds is rounded to 1 ms
 
 
 def test_a_stage_error_is_raised_where_its_result_is_asked():

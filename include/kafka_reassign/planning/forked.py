@@ -7,12 +7,22 @@ through a pipe. Children compute and exit: no I/O of their own, no Spark (py4j),
 """
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import signal
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 T = TypeVar("T")
+
+#: Work on at least this many items (moves, changed partitions) is split over processes: a fork
+#: costs tens of milliseconds, the Python of 100k moves' steps about two seconds.
+SPLIT_FROM = 100_000
+
+
+def processes_for(items: int) -> int:
+    """Processes for work on ``items`` items: :func:`processes` from :data:`SPLIT_FROM` on, else 1."""
+    return processes() if items >= SPLIT_FROM else 1
 
 
 def processes() -> int:
@@ -45,6 +55,26 @@ def fork_map(fn: Callable[[int], T], n: int) -> list[T]:
             os.waitpid(pid, 0)
         raise
     return [first, *(_collect(pid, fd) for pid, fd in children)]
+
+
+class Forked(Generic[T]):
+    """``fn(*args)`` computed in a forked child from now on, while this process goes on;
+    :meth:`result` waits for it (and computes it then and there without ``fork``).
+
+    :param fork: False: no child (a small input, or one core); the call waits for :meth:`result`
+    :param fn: pure computation on objects this process already holds; its result must pickle
+    """
+
+    def __init__(self, fork: bool, fn: Callable[..., T], *args: Any) -> None:
+        self._call = functools.partial(fn, *args)
+        self._child = _start(lambda _: self._call(), 0) if fork and hasattr(os, "fork") else None
+
+    def result(self) -> T:
+        """The call's result, or its exception raised here; asked once."""
+        if self._child is None:
+            return self._call()
+        pid, fd = self._child
+        return _collect(pid, fd)
 
 
 def _start(fn: Callable[[int], T], i: int) -> tuple[int, int]:

@@ -14,11 +14,7 @@ from typing import Iterable, Mapping, NamedTuple, Sequence
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
 from kafka_reassign.planning.estimate import (Estimate, Limits, StallPoint, StepLoad, estimate_loads, quota_load,
                                               stall_points, step_loads)
-from kafka_reassign.planning.forked import fork_map, processes
-
-#: Plans with at least this many moves have their steps made in two processes (a fork costs
-#: tens of milliseconds; the steps of 100k moves about two seconds of Python).
-SPLIT_FROM = 100_000
+from kafka_reassign.planning.forked import fork_map, processes_for
 
 
 class PlannedMove(NamedTuple):
@@ -52,22 +48,29 @@ class PlannedMove(NamedTuple):
     remote_bytes: float = 0.0  # bytes in remote storage (tiered topic): stay there, not copied
 
 
-def planned_state(moves: Iterable[PlannedMove]) -> ClusterState:
+def latest_moves(moves: Iterable[PlannedMove]) -> dict[TopicPartition, PlannedMove]:
+    """Each partition's move as the cluster state has it: a later move of a partition replaces an
+    earlier one (partitions in the order first named)."""
+    return {(m.topic, m.partition): m for m in moves}
+
+
+def planned_state(moves: Sequence[PlannedMove]) -> ClusterState:
     """The moving partitions as the executor would read them from the cluster."""
     from kafka_reassign.cluster.state import BrokerInfo, PartitionInfo, TopicInfo
     topics: dict[str, TopicInfo] = {}
     brokers: dict[int, BrokerInfo] = {}
-    for m in moves:
+    for m in moves:  # brokers named by any move, even one a later move of its partition replaces
+        for b in (*m.current, *m.target):
+            brokers[b] = brokers[b] if b in brokers else BrokerInfo(id=b, alive=b not in m.offline)
+    for m in latest_moves(moves).values():
         isr = tuple(b for b in m.current if b not in m.offline) if m.offline else m.current
         info = PartitionInfo(m.topic, m.partition, m.current, isr, m.leader if m.leader in m.current else
                              (isr[0] if isr else -1), m.offline, int(m.size_bytes), m.produce,
                              dict(zip(m.current, m.current_dirs)), int(m.remote_bytes))
-        # Topics and brokers are made when first named (the first move decides), not once per move.
+        # A topic is made when first named, not once per move.
         if m.topic not in topics:
             topics[m.topic] = TopicInfo(name=m.topic, partitions={}, configs={"min.insync.replicas": str(m.min_isr)})
         topics[m.topic].partitions[m.partition] = info
-        for b in (*m.current, *m.target):
-            brokers[b] = brokers[b] if b in brokers else BrokerInfo(id=b, alive=b not in m.offline)
     return ClusterState(brokers=brokers, topics=topics)
 
 
@@ -93,15 +96,17 @@ def plan_loads(moves: Sequence[PlannedMove], split: int | None = None) -> list[S
     once here and each half of the plan makes its steps with it.
 
     :param split: processes to use (default: two on a machine with two cores, for plans of
-        :data:`SPLIT_FROM` moves or more)
+        :data:`~.forked.SPLIT_FROM` moves or more)
     """
     from kafka_reassign.execution.steps import first_additions
 
-    split = split if split is not None else processes() if len(moves) >= SPLIT_FROM else 1
+    split = split if split is not None else processes_for(len(moves))
     if split < 2:
         return move_loads(moves)
     first = first_additions(((m.topic, m.partition), m.current, m.target, int(m.size_bytes)) for m in moves)
-    half = len(moves) // 2
+    # The child also pickles its rows for the pipe (about a quarter of making them), the parent
+    # only reads them back: the parent takes 6/11 of the moves so that both end together.
+    half = len(moves) * 6 // 11
     made = fork_map(lambda k: move_loads(moves[half:] if k else moves[:half], first), 2)
     return made[0] + made[1]
 
@@ -122,5 +127,5 @@ def estimate_plan(moves: Sequence[PlannedMove], rate: float | None, log_dir_rate
     # Steps, loads and stall points are made once: estimate_run's figures on the same loads.
     loads = plan_loads(moves)
     stalls = stall_points(loads, limits, quota_load(loads, per_step=True), stalling_only=True)
-    remote = sum(int(m.remote_bytes) for m in {(m.topic, m.partition): m for m in moves}.values())
+    remote = sum(int(m.remote_bytes) for m in latest_moves(moves).values())
     return estimate_loads([loads], None, limits, True, True, stalls, source_free, remote)[0], stalls

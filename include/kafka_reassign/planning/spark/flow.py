@@ -12,7 +12,8 @@
 5. moves applied and leaders chosen as Spark tasks over partition groups (:mod:`.leaders`);
    only changed partitions come back; meanwhile the summary's lower bounds (:mod:`.lower_bound`:
    Spark reads of the snapshot as it was) in a background thread, the driver being idle;
-6. reconcile on the driver (:mod:`.finish`): every rule checked, log dirs, executor order;
+6. reconcile on the driver (:mod:`.finish`): log dirs, executor order; every rule checked
+   meanwhile (in a forked child for a big plan);
 7. the summary (:mod:`.report`; a big plan's estimate makes its steps in two processes:
    :mod:`kafka_reassign.planning.plan_estimate`).
 
@@ -32,7 +33,8 @@ from kafka_reassign.errors import Problem, SnapshotError
 from kafka_reassign.planning.spark.assignor import PlanOptions
 from kafka_reassign.planning.spark.lower_bound import GoalBounds, goal_bounds, network_limit
 from kafka_reassign.errors import ConstraintError, GoalError
-from kafka_reassign.planning.plan import ReassignmentPlan
+from kafka_reassign.planning.forked import Forked, processes_for
+from kafka_reassign.planning.plan_estimate import PlannedMove
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
 from kafka_reassign.planning.spark.guard import check_task_sizes, deadline
 from kafka_reassign.planning.spark.leaders import LEADER_GOALS, LeaderInputs, duplicates_in, leader_groups
@@ -317,8 +319,12 @@ def apply_and_lead(engine: Any, run: Run, moves: Any, targets: Targets, totals: 
                                      "duplicate_partition") for d in dups]) from None
 
 
-def reconcile(run: Run, before: Loads, targets: Targets, changes: Any) -> tuple[Any, Loads]:
-    """Stage 6 (driver, moves-sized): loads after, every rule, the plan in executor order."""
+def checked_after(run: Run, before: Loads, targets: Targets, changes: Any) -> Loads:
+    """The loads after the changes, every rule checked against them.
+
+    :raises GoalError: excluded topics keep replicas on brokers to drain
+    :raises ConstraintError: listing every rule the changes break
+    """
     after = loads_after(before, changes)
     stuck = {b: after.count[b] for b in run.drain if after.count[b] > 0}
     if stuck and run.exclude_topics:
@@ -330,16 +336,32 @@ def reconcile(run: Run, before: Loads, targets: Targets, changes: Any) -> tuple[
     broken += replica_problems(run.opts.max_replicas_per_broker, before, after)
     if broken:
         raise ConstraintError(broken)
-    return ordered_plan(changes, open_log_dirs(run.header), before), after
+    return after
+
+
+def reconcile(run: Run, before: Loads, targets: Targets, changes: Any) -> tuple[Any, list[PlannedMove], Loads]:
+    """Stage 6 (driver, moves-sized): the plan in executor order and its moves as the estimate
+    takes them; meanwhile :func:`checked_after` (in a forked child for a big plan: both are
+    seconds of one-core Python at 3M replicas). A broken rule is raised before any summary."""
+    checked = Forked(processes_for(len(changes)) > 1, checked_after, run, before, targets, changes)
+    try:
+        plan = ordered_plan(changes, open_log_dirs(run.header), before)
+        moves = change_moves(changes, plan, min_isr_of(run.header["topics"]))
+    except BaseException:
+        checked.result()  # a broken rule is the error to show, as when the rules came first
+        raise
+    return plan, moves, checked.result()
 
 
 def summarise(run: Run, targets: Targets, before: Loads, after: Loads, changes: Any,
-              plan: ReassignmentPlan, bounds: GoalBounds) -> dict[str, Any]:
-    """Stage 7: the summary, with a warning when balance stays above the tolerance."""
+              moves: list[PlannedMove], bounds: GoalBounds) -> dict[str, Any]:
+    """Stage 7: the summary, with a warning when balance stays above the tolerance.
+
+    :param moves: the plan's moves as the estimate takes them (:func:`reconcile`'s)
+    """
     opts = run.opts
     nic = {int(b["id"]): float(b.get("network_bytes_per_sec") or DEFAULT_NETWORK_BYTES_PER_SEC)
            for b in run.header["brokers"]}
-    moves = change_moves(changes, plan, min_isr_of(run.header["topics"]))
     summary = build_summary(opts, run.brokers, targets, before, after, changes, moves, nic, [], bounds)
     summary["network_capacity"], over = capacity_summary(run.brokers, before, after, opts.consumer_fanout,
                                                          opts.network_capacity_ceiling)
@@ -374,8 +396,8 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
             run.timings["lower_bound_s"] = lower.seconds
     finally:
         engine.close()
-    plan, after = run.timed("reconcile_s", reconcile, run, before, targets, changes)
-    summary = run.timed("summary_s", summarise, run, targets, before, after, changes, plan, bounds)
+    plan, planned, after = run.timed("reconcile_s", reconcile, run, before, targets, changes)
+    summary = run.timed("summary_s", summarise, run, targets, before, after, changes, planned, bounds)
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
     summary["search_pieces"] = len(quotas)
     return plan, summary

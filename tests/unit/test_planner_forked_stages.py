@@ -1,0 +1,40 @@
+"""Driver stages of a big plan in a forked child: the same plan, summary and errors as in one process."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kafka_reassign.errors import GoalError
+from kafka_reassign.planning.forked import Forked
+from kafka_reassign.planning.spark import flow, plan
+from kafka_sim.generate import GenerateOptions, generate_snapshot
+from tests.unit.test_planner_inputs import tiny
+
+
+def test_forked_computes_in_a_child_and_raises_its_error_here():
+    assert Forked(True, os.getpid).result() != os.getpid()
+    assert Forked(False, os.getpid).result() == os.getpid()
+    with pytest.raises(ZeroDivisionError):
+        Forked(True, divmod, 1, 0).result()
+
+
+def _without_timings(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k not in ("timings", "plan_seconds")}
+
+
+def test_a_forked_reconcile_gives_the_same_plan_and_summary(monkeypatch):
+    snap = generate_snapshot(GenerateOptions(brokers=9, racks=3, topics=12, partitions=20, skew=1.0, seed=5))
+    one = plan(snap, "rebalance", engine="local")
+    forks: list[int] = []
+    monkeypatch.setattr(flow, "processes_for", lambda n: forks.append(n) or 2)
+    two = plan(snap, "rebalance", engine="local")
+    assert forks and one.plan.moves and one.plan.to_json() == two.plan.to_json()
+    assert _without_timings(one.summary) == _without_timings(two.summary)
+
+
+def test_a_rule_broken_in_the_forked_child_is_raised_before_the_summary(monkeypatch):
+    monkeypatch.setattr(flow, "processes_for", lambda n: 2)
+    monkeypatch.setattr(flow, "summarise", lambda *a: pytest.fail("summarised a plan that breaks a rule"))
+    with pytest.raises(GoalError, match=r"excluded topics \['t'\] keep 1 replicas on"):
+        plan(tiny(), "remove-brokers", engine="local", brokers=[1], exclude_topics=["t"])
