@@ -93,3 +93,20 @@ def test_the_plan_file_is_the_text_json_indents() -> None:
         text = plan.dumps(indent=2)
         assert text == json.dumps(plan.to_json(), indent=2)
         assert json.loads(text) == plan.to_json()
+
+
+def test_a_lazy_order_is_made_only_as_far_as_it_is_read():
+    from kafka_reassign.planning.spark.spread_order import Lazy
+
+    made: list[int] = []
+
+    def items():
+        for b in (5, 3, 9, 1):
+            made.append(b)
+            yield b
+
+    order = Lazy(items())
+    assert order[:2] == [5, 3] and made == [5, 3]
+    assert next(iter(order)) == 5 and made == [5, 3]  # read again from what was made
+    assert list(order) == [5, 3, 9, 1] and order == [5, 3, 9, 1] and len(order) == 4 and order[-1] == 1
+    assert order[1:3] == [3, 9] and made == [5, 3, 9, 1]

@@ -36,7 +36,7 @@ pass indexes them by (topic, broker).
 from __future__ import annotations
 
 import math
-from typing import Any, Container, Iterable, Mapping
+from typing import Any, Container, Iterable, Mapping, Sequence
 
 from kafka_reassign.planning.goal_order import ranks_above
 from kafka_reassign.planning.spark.loads import Loads
@@ -160,7 +160,7 @@ class Spread:
         """Broker ``b`` may take ``delta`` more network in (a broker above the limit only sheds)."""
         return delta <= 0 or self.s.net[b] + delta <= self.s.lim(b)
 
-    def receivers(self, topic: str) -> list[int]:
+    def receivers(self, topic: str) -> Sequence[int]:
         """Receivers below even + ``reach`` for the topic, fewest of it first, then least network in."""
         return self.order.of(topic, self.reach)
 
@@ -260,14 +260,14 @@ def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple]
     return _relay_move(sp, x, order, sp.large) if sp.large is not None else None
 
 
-def _plain_move(sp: Spread, x: Replica, order: list[int], pools: Any = None) -> list[tuple] | None:
+def _plain_move(sp: Spread, x: Replica, order: Sequence[int], pools: Any = None) -> list[tuple] | None:
     for b in order:
         if sp.fits(x, b):
             return sp.move(x, b)
     return None
 
 
-def _swap_move(sp: Spread, x: Replica, order: list[int], pools: dict[int, Pool]) -> list[tuple] | None:
+def _swap_move(sp: Spread, x: Replica, order: Sequence[int], pools: dict[int, Pool]) -> list[tuple] | None:
     a = x.broker
     for b in order[:SWAP_RECEIVERS]:
         y = sp.partner(x, b, pools[b]) if b in pools else None
@@ -276,7 +276,7 @@ def _swap_move(sp: Spread, x: Replica, order: list[int], pools: dict[int, Pool])
     return None
 
 
-def _relay_move(sp: Spread, x: Replica, order: list[int], large: dict[int, Pool]) -> list[tuple] | None:
+def _relay_move(sp: Spread, x: Replica, order: Sequence[int], large: dict[int, Pool]) -> list[tuple] | None:
     # every receiver, not SWAP_RECEIVERS: relays run only for the replicas swaps left; third brokers
     # only under their network-in limit (at 1.5M hot-traffic a third of them are above it)
     s = sp.s

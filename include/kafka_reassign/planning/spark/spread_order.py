@@ -10,7 +10,8 @@ date by the moves.
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Mapping
+from itertools import islice
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence, overload
 
 if TYPE_CHECKING:
     from kafka_reassign.planning.spark.network import NetState
@@ -56,18 +57,14 @@ class ReceiverOrder:
         self._net: NetOrder | None = None  # made at the first ask
         self._held: dict[str, dict[int, int]] | None = None  # topic -> receivers holding some of it -> count
 
-    def of(self, topic: str, reach: int) -> list[int]:
-        """Receivers below even + ``reach`` for the topic, fewest of it first, then least network in."""
+    def of(self, topic: str, reach: int) -> Sequence[int]:
+        """Receivers below even + ``reach`` for the topic, fewest of it first, then least network in
+        (read before the next move: the order is made as far as it is read)."""
         if self._net is None:
             self._net = NetOrder(self.s)
         even, counts, ids = self.even, self.counts, self._net.ids
         if even.equal:  # most receivers hold none of the topic: only those that do are looked up
-            below = even.base[topic] + reach
-            held = self._held_of(topic)
-            net = self.s.net
-            some = sorted((n, net.get(b, 0.0), b) for b, n in held.items() if n < below)
-            none = [b for b in ids if b not in held] if 0 < below else []
-            return [b for n, _, b in some if n < 0] + none + [b for n, _, b in some if n > 0]
+            return Lazy(_equal_order(ids, self._held_of(topic), even.base[topic] + reach, self.s.net))
         by_count: dict[int, list[int]] = {}
         for b in ids:
             n = counts.get((topic, b), 0)
@@ -105,3 +102,58 @@ class ReceiverOrder:
                     held[b] = n
                 else:
                     held.pop(b, None)
+
+
+def _equal_order(ids: list[int], held: dict[int, int], below: int, net: Mapping[int, float]) -> Iterator[int]:
+    """:meth:`ReceiverOrder.of` with equal shares: the receivers holding none of the topic by
+    network in, then those holding some (``held``: counts above 0) below ``below``, fewest first,
+    sorted only when reached: most asks stop at one of the first, and the sort was most of an ask."""
+    if 0 < below:
+        yield from (b for b in ids if b not in held)
+    yield from (b for _, _, b in sorted((n, net.get(b, 0.0), b) for b, n in held.items() if n < below))
+
+
+class Lazy(Sequence[int]):
+    """An iterator's items, made as far as they are read and kept for the next read.
+
+    :param items: the iterator (its sources must not change while it is read)
+    """
+
+    def __init__(self, items: Iterator[int]) -> None:
+        self._items, self._made = items, []  # type: tuple[Iterator[int], list[int]]
+
+    def __iter__(self) -> Iterator[int]:
+        made, i = self._made, 0
+        while True:
+            if i == len(made):
+                nxt = next(self._items, None)
+                if nxt is None:
+                    return
+                made.append(nxt)
+            yield made[i]
+            i += 1
+
+    @overload
+    def __getitem__(self, k: int) -> int: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[int]: ...
+
+    def __getitem__(self, k: int | slice) -> int | list[int]:
+        if isinstance(k, slice) and k.step is None and (k.start or 0) >= 0 and k.stop is not None and k.stop >= 0:
+            return list(islice(self, k.start, k.stop))  # a head: made only that far
+        return self._all()[k]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        return self._all() == (other._all() if isinstance(other, Lazy) else other)
+
+    def __repr__(self) -> str:
+        return f"Lazy({self._all()!r})"
+
+    def _all(self) -> list[int]:
+        for _ in self:  # not list(self): that asks len() first
+            pass
+        return self._made

@@ -10,7 +10,7 @@ candidates are its own, whichever others are asked with it), so the plan is the 
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from kafka_reassign.planning.spark.network import (PER_BROKER, Pool, Replica, candidates, columns, move_replicas,
                                                    search_moves)
@@ -94,7 +94,7 @@ class Inputs:
             self._crowded = out
         return self._crowded
 
-    def pools(self, order: Callable[[str], list[int]]) -> dict[int, Pool]:
+    def pools(self, order: Callable[[str], Iterable[int]]) -> dict[int, Pool]:
         """Swap partners on every receiver a crowded topic may go to.
 
         :param order: a topic's receivers (:meth:`.spread.Spread.receivers`, at the slack's reach)
@@ -105,7 +105,7 @@ class Inputs:
             self._pools = {b: Pool(rs) for b, rs in found.items()}
         return self._pools
 
-    def large(self, order: Callable[[str], list[int]], most: int) -> dict[int, Pool]:
+    def large(self, order: Callable[[str], Iterable[int]], most: int) -> dict[int, Pool]:
         """The ``most`` largest replicas (and the moves onto it) of every receiver a crowded topic
         may go to: the replicas that make disk room for a relay (:meth:`.spread.Spread.relay`).
 
@@ -117,7 +117,7 @@ class Inputs:
             self._large = {b: Pool(rs) for b, rs in found.items()}
         return self._large
 
-    def _side(self, order: Callable[[str], list[int]]) -> dict[int, None]:
+    def _side(self, order: Callable[[str], Iterable[int]]) -> dict[int, None]:
         """Every receiver of a crowded topic, by id."""
         topics = {tp for tp, _ in self.crowded()}
         return {b: None for b in sorted({b for tp in topics for b in order(tp)})}
