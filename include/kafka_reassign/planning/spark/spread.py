@@ -43,7 +43,7 @@ from kafka_reassign.planning.goal_order import ranks_above
 from kafka_reassign.planning.spark.loads import Loads
 from kafka_reassign.planning.spark.network import (MAX_MISSES, SWEEPS, NetState, Pool, Replica, columns,
                                                    disk_ceilings, keep_counts, mid_loads, net_state, with_pass)
-from kafka_reassign.planning.spark.spread_misses import Misses
+from kafka_reassign.planning.spark.spread_misses import Miss, Misses
 from kafka_reassign.planning.spark.spread_order import ReceiverOrder
 from kafka_reassign.planning.spark.spread_reads import Inputs, Reads
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
@@ -183,7 +183,7 @@ class Spread:
         self.changed.update(((x.topic, x.broker), (x.topic, dst)))
         rows = self.s.apply(x, dst)
         self.order.after_move(x.topic, ends)
-        self.misses.changed(frozenset(ends.union(held)))
+        self.misses.moved(ends.union(held))
         return rows
 
     def fits(self, x: Replica, b: int) -> bool:
@@ -256,7 +256,7 @@ def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple]
     the next); without ``pools`` the first two only. None when it fits nowhere: remembered, so its
     next try looks only at the brokers changed since (:mod:`.spread_misses`)."""
     mode = (sp.reach, pools is None, sp.large is None)
-    seen = sp.misses.fresh(x.key, x.broker, mode)
+    seen = sp.misses.since(x.key, x.broker, mode)
     # the receivers' order only when needed: a redirect or substitute that finds nothing changes nothing
     order = sp.receivers(x.topic) if x.via >= 0 else None
     rows = _plain_move(sp, x, order, seen) if order is not None else sp.substitute(x)
@@ -268,7 +268,7 @@ def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple]
     return rows
 
 
-Seen = tuple[set[int], frozenset[int]] | None  # :meth:`.spread_misses.Misses.fresh`: None for a full try
+Seen = Miss | None  # :meth:`.spread_misses.Misses.since`: None for a full try
 
 
 def _moves(sp: Spread, x: Replica, order: list[int], pools: dict[int, Pool], seen: Seen) -> list[tuple] | None:
@@ -284,7 +284,7 @@ def _moves(sp: Spread, x: Replica, order: list[int], pools: dict[int, Pool], see
 
 
 def _plain_move(sp: Spread, x: Replica, order: list[int], seen: Seen, pools: Any = None) -> list[tuple] | None:
-    for b in order if seen is None else (b for b in order if b in seen[0]):
+    for b in order if seen is None else (b for b in order if sp.misses.changed(b, seen)):
         if sp.fits(x, b):
             return sp.move(x, b)
     return None
@@ -293,7 +293,7 @@ def _plain_move(sp: Spread, x: Replica, order: list[int], seen: Seen, pools: Any
 def _swap_move(sp: Spread, x: Replica, order: list[int], seen: Seen, pools: Any = None) -> list[tuple] | None:
     a = x.broker
     for b in order[:SWAP_RECEIVERS]:
-        if seen is not None and b not in seen[0] and b in seen[1]:
+        if seen is not None and b in seen.swap_receivers and not sp.misses.changed(b, seen):
             continue  # unchanged since it had no partner, and among these then
         y = sp.partner(x, b, pools[b]) if b in pools else None
         if y is not None:
@@ -310,12 +310,12 @@ def _relay_move(sp: Spread, x: Replica, order: list[int], large: dict[int, Pool]
     def by_room(brokers: Iterable[int]) -> list[int]:
         return sorted((c for c in brokers if c in s.receivers and s.net[c] < s.lim(c)), key=lambda c: (-s.room(c), c))
 
-    changed = by_room(seen[0]) if seen is not None else []
+    changed = by_room(c for c in s.receivers if sp.misses.changed(c, seen)) if seen is not None else []
     every: list[int] | None = None  # sorted at the first receiver that needs them all
     for b in order:
         if b not in large:
             continue
-        if seen is None or b in seen[0]:
+        if seen is None or sp.misses.changed(b, seen):
             every = thirds = every if every is not None else by_room(s.receivers)
         else:
             thirds = changed

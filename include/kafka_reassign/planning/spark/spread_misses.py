@@ -1,4 +1,4 @@
-"""What bounds the topic-spread pass's retries (:mod:`.spread`): the brokers each move changed, and
+"""What bounds the topic-spread pass's retries (:mod:`.spread`): when each broker last changed, and
 the crowded replicas that fit nowhere, remembered with the moves made until then.
 
 A crowded replica that fit nowhere is tried again each sweep on every receiver, and with relays on
@@ -14,11 +14,7 @@ alone, and finds what a full try would. The receivers a swap looks at (the first
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable
-
-#: moves since a replica's miss past which its retry is a full try (the union of what they changed
-#: would cost about as much as the try)
-MAX_SINCE = 64
+from typing import Hashable, Iterable
 
 
 @dataclass
@@ -32,25 +28,27 @@ class Miss:
 
 @dataclass
 class Misses:
-    """The brokers each move changed (in order) and the misses, by replica key."""
+    """The moves so far, the last move that changed each broker, and the misses by replica key."""
 
-    log: list[frozenset[int]] = field(default_factory=list)
+    moves: int = 0
+    stamp: dict[int, int] = field(default_factory=dict)
     missed: dict[tuple[str, int, int], Miss] = field(default_factory=dict)
 
-    def changed(self, brokers: frozenset[int]) -> None:
+    def moved(self, brokers: Iterable[int]) -> None:
         """A move changed ``brokers`` (its ends and the holders of its partition)."""
-        self.log.append(brokers)
+        self.moves += 1
+        for b in brokers:
+            self.stamp[b] = self.moves
 
     def miss(self, key: tuple[str, int, int], mode: Hashable, swap_receivers: frozenset[int]) -> None:
-        self.missed[key] = Miss(mode, len(self.log), swap_receivers)
+        self.missed[key] = Miss(mode, self.moves, swap_receivers)
 
-    def fresh(self, key: tuple[str, int, int], broker: int, mode: Hashable) -> tuple[set[int], frozenset[int]] | None:
-        """(brokers changed since the replica's miss in this ``mode``, the swap receivers then), or
-        None for a full try: no such miss, its own ``broker`` changed, or too many moves since."""
+    def since(self, key: tuple[str, int, int], broker: int, mode: Hashable) -> Miss | None:
+        """The replica's miss in this ``mode`` when its own ``broker`` did not change since (None: a
+        full try)."""
         m = self.missed.get(key)
-        if m is None or m.mode != mode or len(self.log) - m.at > MAX_SINCE:
-            return None
-        since: set[int] = set()
-        for brokers in self.log[m.at:]:
-            since |= brokers
-        return None if broker in since else (since, m.swap_receivers)
+        return None if m is None or m.mode != mode or self.changed(broker, m) else m
+
+    def changed(self, b: int, m: Miss) -> bool:
+        """Broker ``b`` changed since the miss ``m``."""
+        return self.stamp.get(b, 0) > m.at
