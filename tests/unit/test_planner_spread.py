@@ -271,20 +271,20 @@ def test_a_retry_looks_only_at_the_brokers_changed_since_it_fit_nowhere() -> Non
     assert _place(full, x, {}) == rows
 
 
-def test_a_miss_is_kept_until_its_own_broker_changes_or_the_step_does() -> None:
+def test_a_miss_is_kept_until_its_partition_changes_or_the_step_does() -> None:
     from kafka_reassign.planning.spark.spread_misses import Misses
 
     m = Misses()
     key = ("t", 0, 0)
-    assert m.since(key, 1, "swaps") is None  # never missed: a full try
+    assert m.since(key, "swaps") is None  # never missed: a full try
     m.miss(key, "swaps", frozenset({2}))
-    m.moved({3, 4})
-    miss = m.since(key, 1, "swaps")
+    m.moved({1, 3, 4}, ("u", 0))  # its broker 1 changed (a swap retry is then a full one), not its partition
+    miss = m.since(key, "swaps")
     assert miss is not None and miss.swap_receivers == {2}
-    assert [b for b in range(1, 6) if m.changed(b, miss)] == [3, 4]
-    assert m.since(key, 1, "relays") is None  # another step of the pass
-    m.moved({1, 5})  # a move changed the replica's own broker
-    assert m.since(key, 1, "swaps") is None
+    assert [b for b in range(1, 6) if m.changed(b, miss)] == [1, 3, 4]
+    assert m.since(key, "relays") is None  # another step of the pass
+    m.moved({2, 5}, ("t", 0))  # another replica of its partition moved
+    assert m.since(key, "swaps") is None
 
 
 def test_bounded_retries_plan_what_full_tries_plan(tmp_path: Any, monkeypatch: Any) -> None:
@@ -297,15 +297,15 @@ def test_bounded_retries_plan_what_full_tries_plan(tmp_path: Any, monkeypatch: A
     generate("hot-traffic", 80, 20, 12, path, seed=2)
     since, bounded = spread_misses.Misses.since, []
 
-    def spy(self: Any, key: Any, broker: int, mode: Any) -> Any:
-        out = since(self, key, broker, mode)
+    def spy(self: Any, key: Any, mode: Any) -> Any:
+        out = since(self, key, mode)
         bounded.append(out is not None)
         return out
 
     monkeypatch.setattr(spread_misses.Misses, "since", spy)
     res = plan_file(str(path), "rebalance", engine="local")
     assert any(bounded)
-    monkeypatch.setattr(spread_misses.Misses, "changed", lambda *a: True)  # every retry a full try
+    monkeypatch.setattr(spread_misses.Misses, "miss", lambda *a: None)  # none kept: every retry a full try
     bounded.clear()
     full = plan_file(str(path), "rebalance", engine="local")
     assert bounded and not any(bounded)

@@ -31,7 +31,9 @@ It never undoes a higher goal: disk stays within the ceilings the network-in pas
 excluded topics are never candidates. Bounded: the engine returns the crowded pairs' replicas and
 a few partners per receiver (:mod:`.spread_reads`, read in the background while the driver works;
 used only when swaps are needed), and each receiver's largest replicas only when relays are; the
-pass indexes them by (topic, broker).
+pass indexes them by (topic, broker). A replica that fit nowhere is retried only on the brokers a
+move changed since, while its partition is unchanged (:mod:`.spread_misses`: the same moves as a
+full retry).
 """
 from __future__ import annotations
 
@@ -183,7 +185,7 @@ class Spread:
         self.changed.update(((x.topic, x.broker), (x.topic, dst)))
         rows = self.s.apply(x, dst)
         self.order.after_move(x.topic, ends)
-        self.misses.moved(ends.union(held))
+        self.misses.moved(ends.union(held), (x.topic, x.partition))
         return rows
 
     def fits(self, x: Replica, b: int) -> bool:
@@ -256,7 +258,7 @@ def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple]
     the next); without ``pools`` the first two only. None when it fits nowhere: remembered, so its
     next try looks only at the brokers changed since (:mod:`.spread_misses`)."""
     mode = (sp.reach, pools is None, sp.large is None)
-    seen = sp.misses.since(x.key, x.broker, mode)
+    seen = sp.misses.since(x.key, mode)
     # the receivers' order only when needed: a redirect or substitute that finds nothing changes nothing
     order = sp.receivers(x.topic) if x.via >= 0 else None
     rows = _plain_move(sp, x, order, seen) if order is not None else sp.substitute(x)
@@ -292,6 +294,7 @@ def _plain_move(sp: Spread, x: Replica, order: list[int], seen: Seen, pools: Any
 
 def _swap_move(sp: Spread, x: Replica, order: list[int], seen: Seen, pools: Any = None) -> list[tuple] | None:
     a = x.broker
+    seen = None if seen is None or sp.misses.changed(a, seen) else seen  # the partner comes back to a
     for b in order[:SWAP_RECEIVERS]:
         if seen is not None and b in seen.swap_receivers and not sp.misses.changed(b, seen):
             continue  # unchanged since it had no partner, and among these then
