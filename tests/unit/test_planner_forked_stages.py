@@ -1,4 +1,5 @@
-"""Driver stages of a big plan in a forked child: the same plan, summary and errors as in one process."""
+"""Driver stages of a big plan in a forked child (the rules and the summary's balance figures beside
+the executor order): the same plan, summary and errors as in one process."""
 from __future__ import annotations
 
 import os
@@ -33,8 +34,8 @@ def test_a_forked_reconcile_gives_the_same_plan_and_summary(monkeypatch):
     assert _without_timings(one.summary) == _without_timings(two.summary)
 
 
-def test_a_rule_broken_in_the_forked_child_is_raised_before_the_summary(monkeypatch):
+def test_a_rule_broken_in_the_forked_child_is_raised_before_the_estimate(monkeypatch):
     monkeypatch.setattr(flow, "processes_for", lambda n: 2)
-    monkeypatch.setattr(flow, "summarise", lambda *a: pytest.fail("summarised a plan that breaks a rule"))
+    monkeypatch.setattr(flow, "with_estimate", lambda *a: pytest.fail("estimated a plan that breaks a rule"))
     with pytest.raises(GoalError, match=r"excluded topics \['t'\] keep 1 replicas on"):
         plan(tiny(), "remove-brokers", engine="local", brokers=[1], exclude_topics=["t"])

@@ -239,3 +239,74 @@ def test_relays_bring_the_hottest_topic_within_slack_on_a_small_hot_traffic_shap
         was = old[(p["topic"], p["partition"])]
         assert len(set(p["replicas"])) == len(was) == len(p["replicas"])
         assert len({rack[b] for b in p["replicas"]}) >= len({rack[b] for b in was})
+
+
+def test_a_retry_looks_only_at_the_brokers_changed_since_it_fit_nowhere() -> None:
+    """Replica x of "t", crowded on broker 1, fits on no receiver (2, 3, 4 full): its miss is kept.
+    A move of another topic off broker 3 makes room there: the retry looks at broker 3 alone (the
+    others are unchanged) and takes it, as a full try on the same state does."""
+    from kafka_reassign.planning.spark.network import NetState, Replica
+    from kafka_reassign.planning.spark.spread import Spread, _place
+
+    def state() -> tuple[Spread, list[int]]:
+        s = NetState({1: 100.0, 2: 100.0, 3: 100.0, 4: 100.0, 5: 0.0}, {b: 0.0 for b in range(1, 6)},
+                     float("inf"), {b: 1000.0 if b in (1, 5) else 100.0 for b in range(1, 6)}, {2, 3, 4, 5},
+                     {b: "a" for b in range(1, 6)}, 0.0)
+        sp = Spread(s, {("t", 1): 5, ("t", 5): 2, ("u", 3): 1}, set(range(1, 6)), 0, {})
+        looked: list[int] = []
+        fits = sp.fits
+        sp.fits = lambda x, b: looked.append(b) or fits(x, b)  # type: ignore[method-assign]
+        return sp, looked
+
+    x = Replica("t", 0, 0, 1, 10.0, 0.0, (1,), (1,))
+    z = Replica("u", 0, 0, 3, 50.0, 0.0, (3,), (3,))
+    sp, looked = state()
+    assert _place(sp, x, {}) is None and sorted(looked) == [2, 3, 4]  # every receiver below even, full
+    sp.move(z, 5)
+    looked.clear()
+    rows = _place(sp, x, {})
+    assert looked == [3] and [(r[0], r[3], r[4]) for r in rows or []] == [("t", 1, 3)]
+    full, _ = state()  # no miss kept: a full try
+    full.move(z, 5)
+    assert _place(full, x, {}) == rows
+
+
+def test_a_miss_is_kept_until_its_partition_changes_or_the_step_does() -> None:
+    from kafka_reassign.planning.spark.spread_misses import Misses
+
+    m = Misses()
+    key = ("t", 0, 0)
+    assert m.since(key, "swaps") is None  # never missed: a full try
+    m.miss(key, "swaps", frozenset({2}))
+    m.moved({1, 3, 4}, ("u", 0))  # its broker 1 changed (a swap retry is then a full one), not its partition
+    miss = m.since(key, "swaps")
+    assert miss is not None and miss.swap_receivers == {2}
+    assert [b for b in range(1, 6) if m.changed(b, miss)] == [1, 3, 4]
+    assert m.since(key, "relays") is None  # another step of the pass
+    m.moved({2, 5}, ("t", 0))  # another replica of its partition moved
+    assert m.since(key, "swaps") is None
+
+
+def test_bounded_retries_plan_what_full_tries_plan(tmp_path: Any, monkeypatch: Any) -> None:
+    """On the small hot-traffic shape (relays needed), retries that look only at what changed give
+    the plan of full tries, and some retries did look at less."""
+    from benchmarks.planner_shapes import generate
+    from kafka_reassign.planning.spark import plan_file, spread_misses
+
+    path = tmp_path / "hot.jsonl"
+    generate("hot-traffic", 80, 20, 12, path, seed=2)
+    since, bounded = spread_misses.Misses.since, []
+
+    def spy(self: Any, key: Any, mode: Any) -> Any:
+        out = since(self, key, mode)
+        bounded.append(out is not None)
+        return out
+
+    monkeypatch.setattr(spread_misses.Misses, "since", spy)
+    res = plan_file(str(path), "rebalance", engine="local")
+    assert any(bounded)
+    monkeypatch.setattr(spread_misses.Misses, "miss", lambda *a: None)  # none kept: every retry a full try
+    bounded.clear()
+    full = plan_file(str(path), "rebalance", engine="local")
+    assert bounded and not any(bounded)
+    assert res.plan.to_json() == full.plan.to_json() and res.summary["topic_spread"]["after"] == 0

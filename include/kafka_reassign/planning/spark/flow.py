@@ -12,10 +12,10 @@
 5. moves applied and leaders chosen as Spark tasks over partition groups (:mod:`.leaders`);
    only changed partitions come back; meanwhile the summary's lower bounds (:mod:`.lower_bound`:
    Spark reads of the snapshot as it was) in a background thread, the driver being idle;
-6. reconcile on the driver (:mod:`.finish`): log dirs, executor order; every rule checked
-   meanwhile (in a forked child for a big plan);
-7. the summary (:mod:`.report`; a big plan's estimate makes its steps in two processes:
-   :mod:`kafka_reassign.planning.plan_estimate`).
+6. reconcile on the driver (:mod:`.finish`): log dirs, executor order; meanwhile every rule
+   checked and the summary's balance figures made (in a forked child for a big plan);
+7. the summary's estimate (:mod:`.report`; a big plan's estimate makes its steps in two
+   processes: :mod:`kafka_reassign.planning.plan_estimate`).
 
 Steps 2-5 run under a deadline (``timeout_seconds``). Driver memory grows with brokers + moves.
 """
@@ -48,7 +48,7 @@ from kafka_reassign.planning.spark.replica_capacity import (cancel_over_cap, che
                                                              replica_summary, shed_over_cap)
 from kafka_reassign.planning.spark.pieces import PIECE_REPLICAS, split_quotas
 from kafka_reassign.planning.spark.eta import change_moves, min_isr_of
-from kafka_reassign.planning.spark.report import build_summary
+from kafka_reassign.planning.spark.report import balance_summary, with_estimate
 from kafka_reassign.planning.spark.search import SearchInputs, SpreadHint
 from kafka_reassign.planning.spark.snapshot_file import read_header
 from kafka_reassign.planning.spark.spread import EvenShares, placeable_capacity, spread_moves
@@ -339,30 +339,15 @@ def checked_after(run: Run, before: Loads, targets: Targets, changes: Any) -> Lo
     return after
 
 
-def reconcile(run: Run, before: Loads, targets: Targets, changes: Any) -> tuple[Any, list[PlannedMove], Loads]:
-    """Stage 6 (driver, moves-sized): the plan in executor order and its moves as the estimate
-    takes them; meanwhile :func:`checked_after` (in a forked child for a big plan: both are
-    seconds of one-core Python at 3M replicas). A broken rule is raised before any summary."""
-    checked = Forked(processes_for(len(changes)) > 1, checked_after, run, before, targets, changes)
-    try:
-        plan = ordered_plan(changes, open_log_dirs(run.header), before)
-        moves = change_moves(changes, plan, min_isr_of(run.header["topics"]))
-    except BaseException:
-        checked.result()  # a broken rule is the error to show, as when the rules came first
-        raise
-    return plan, moves, checked.result()
+def checked_summary(run: Run, targets: Targets, before: Loads, changes: Any, bounds: GoalBounds) -> dict[str, Any]:
+    """Every rule checked (:func:`checked_after`), then the summary's figures of the loads before
+    and after, with a warning when balance stays above the tolerance: all but the estimate's.
 
-
-def summarise(run: Run, targets: Targets, before: Loads, after: Loads, changes: Any,
-              moves: list[PlannedMove], bounds: GoalBounds) -> dict[str, Any]:
-    """Stage 7: the summary, with a warning when balance stays above the tolerance.
-
-    :param moves: the plan's moves as the estimate takes them (:func:`reconcile`'s)
+    :raises GoalError, ConstraintError: as :func:`checked_after`
     """
     opts = run.opts
-    nic = {int(b["id"]): float(b.get("network_bytes_per_sec") or DEFAULT_NETWORK_BYTES_PER_SEC)
-           for b in run.header["brokers"]}
-    summary = build_summary(opts, run.brokers, targets, before, after, changes, moves, nic, [], bounds)
+    after = checked_after(run, before, targets, changes)
+    summary = balance_summary(opts, run.brokers, targets, before, after, changes, bounds)
     summary["network_capacity"], over = capacity_summary(run.brokers, before, after, opts.consumer_fanout,
                                                          opts.network_capacity_ceiling)
     summary["warnings"] += over
@@ -374,6 +359,34 @@ def summarise(run: Run, targets: Targets, before: Loads, after: Loads, changes: 
             f"(more than balance_tolerance={opts.balance_tolerance:g}): excluded brokers, racks "
             f"{targets.rack_capped or ''} or replica sizes leave no better placement")
     summary["engine"] = opts.engine
+    return summary
+
+
+def reconcile(run: Run, before: Loads, targets: Targets, changes: Any,
+              bounds: GoalBounds) -> tuple[Any, list[PlannedMove], Forked[dict[str, Any]]]:
+    """Stage 6 (driver, moves-sized): the plan in executor order and its moves as the estimate
+    takes them; meanwhile :func:`checked_summary` (in a forked child for a big plan: each side is
+    seconds of one-core Python at 3M replicas, and only the summary's figures come back)."""
+    checked = Forked(processes_for(len(changes)) > 1, checked_summary, run, targets, before, changes, bounds)
+    try:
+        plan = ordered_plan(changes, open_log_dirs(run.header), before)
+        moves = change_moves(changes, plan, min_isr_of(run.header["topics"]))
+    except BaseException:
+        checked.result()  # a broken rule is the error to show, as when the rules came first
+        raise
+    return plan, moves, checked
+
+
+def summarise(run: Run, moves: list[PlannedMove], checked: Forked[dict[str, Any]]) -> dict[str, Any]:
+    """Stage 7: :func:`reconcile`'s summary (a broken rule raised here, before any estimate) with
+    the plan's estimate.
+
+    :param moves: the plan's moves as the estimate takes them
+    """
+    summary = checked.result()
+    nic = {int(b["id"]): float(b.get("network_bytes_per_sec") or DEFAULT_NETWORK_BYTES_PER_SEC)
+           for b in run.header["brokers"]}
+    summary = with_estimate(summary, run.opts, moves, nic)
     summary["timings"] = run.timings
     return summary
 
@@ -396,8 +409,8 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
             run.timings["lower_bound_s"] = lower.seconds
     finally:
         engine.close()
-    plan, planned, after = run.timed("reconcile_s", reconcile, run, before, targets, changes)
-    summary = run.timed("summary_s", summarise, run, targets, before, after, changes, planned, bounds)
+    plan, planned, checked = run.timed("reconcile_s", reconcile, run, before, targets, changes, bounds)
+    summary = run.timed("summary_s", summarise, run, planned, checked)
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
     summary["search_pieces"] = len(quotas)
     return plan, summary

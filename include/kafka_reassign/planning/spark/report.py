@@ -88,8 +88,27 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
     :param nic: broker -> network bytes/s
     :param bounds: the listed data goals' lower-bound terms (:func:`.lower_bound.goal_bounds`)
     """
-    replicas, data, leaders = _movement(changes)
+    summary = balance_summary(opts, brokers, t, before, after, changes, bounds)
+    summary["warnings"] = warnings + summary["warnings"]
+    return with_estimate(summary, opts, moves, nic)
+
+
+def with_estimate(summary: dict[str, Any], opts: PlanOptions, moves: list[PlannedMove],
+                  nic: dict[int, float]) -> dict[str, Any]:
+    """``summary`` (of :func:`balance_summary`) with the plan's estimate: its seconds, stall
+    warnings first, and the remote bytes its moves leave in place."""
     seconds, stall_warnings = plan_eta(moves, opts, nic)
+    summary["remote_bytes_not_copied"] = round(sum(m.remote_bytes for m in moves))
+    summary["estimated_seconds"] = seconds
+    summary["warnings"] = stall_warnings + summary["warnings"]
+    return summary
+
+
+def balance_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets, before: Loads,
+                    after: Loads, changes: pd.DataFrame, bounds: GoalBounds) -> dict[str, Any]:
+    """The summary's figures of the loads before and after, every key in its place; the
+    estimate's (:func:`with_estimate`) are left at 0, None and no warning."""
+    replicas, data, leaders = _movement(changes)
     live = [b for b in brokers if b not in t.drained and brokers[b].alive]
     everyone = sorted(brokers)
     counted = bounds.counted(after)
@@ -116,7 +135,7 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
         "partitions_moved": int(len(changes)), "replica_movements": replicas, "log_dir_movements": 0,
         "data_to_move_bytes": round(data), "lower_bound_bytes": round(bound),
         "lower_bound_by_goal": bounds.by_goal(), "lower_bound_goals": counted,
-        "remote_bytes_not_copied": round(sum(m.remote_bytes for m in moves)),
+        "remote_bytes_not_copied": 0,
         "moved_over_lower_bound": moved_over_bound(data, bound, reached),
         "reaches_accepted_balance": reached,
         "leader_movements": leaders, "batches": None,
@@ -133,8 +152,8 @@ def build_summary(opts: PlanOptions, brokers: dict[int, BrokerInfo], t: Targets,
         "leader_balance_after": balance["leaders"]["after"],
         "racks_capped": t.rack_capped,
         "throttle_bytes_per_sec": opts.throttle_bytes_per_sec,
-        "estimated_seconds": seconds,
-        "warnings": warnings + stall_warnings,
+        "estimated_seconds": None,
+        "warnings": [],
         "brokers": broker_rows(brokers, before, after),
     }
 

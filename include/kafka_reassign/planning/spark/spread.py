@@ -31,17 +31,21 @@ It never undoes a higher goal: disk stays within the ceilings the network-in pas
 excluded topics are never candidates. Bounded: the engine returns the crowded pairs' replicas and
 a few partners per receiver (:mod:`.spread_reads`, read in the background while the driver works;
 used only when swaps are needed), and each receiver's largest replicas only when relays are; the
-pass indexes them by (topic, broker).
+pass indexes them by (topic, broker). A replica that fit nowhere is retried only on the brokers a
+move changed since, while its partition is unchanged (:mod:`.spread_misses`: the same moves as a
+full retry).
 """
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from typing import Any, Container, Iterable, Mapping, Sequence
 
 from kafka_reassign.planning.goal_order import ranks_above
 from kafka_reassign.planning.spark.loads import Loads
 from kafka_reassign.planning.spark.network import (MAX_MISSES, SWEEPS, NetState, Pool, Replica, columns,
                                                    disk_ceilings, keep_counts, mid_loads, net_state, with_pass)
+from kafka_reassign.planning.spark.spread_misses import Miss, Misses
 from kafka_reassign.planning.spark.spread_order import ReceiverOrder
 from kafka_reassign.planning.spark.spread_reads import Inputs, Reads
 from kafka_reassign.planning.spark.targets import BrokerInfo, Targets
@@ -152,6 +156,7 @@ class Spread:
         self.order = ReceiverOrder(s, counts, self.even)
         self.changed: set[tuple[str, int]] = set()  # (topic, broker) pairs whose count a move changed
         self.large: dict[int, Pool] | None = None  # receiver -> its largest replicas: relays on (see _place)
+        self.misses = Misses()  # what each move changed, and the replicas that fit nowhere
 
     def n(self, topic: str, b: int) -> int:
         return self.counts.get((topic, b), 0)
@@ -173,12 +178,14 @@ class Spread:
 
     def move(self, x: Replica, dst: int) -> list[tuple]:
         ends = {x.broker, dst}
+        held = self.s.now.get((x.topic, x.partition), x.replicas)  # who may take its partition changes
         self.order.before_move(ends)  # network in changes
         self.counts[(x.topic, x.broker)] -= 1
         self.counts[(x.topic, dst)] = self.n(x.topic, dst) + 1
         self.changed.update(((x.topic, x.broker), (x.topic, dst)))
         rows = self.s.apply(x, dst)
         self.order.after_move(x.topic, ends)
+        self.misses.moved(ends.union(held), (x.topic, x.partition))
         return rows
 
     def fits(self, x: Replica, b: int) -> bool:
@@ -222,10 +229,15 @@ class Spread:
         Where the receivers with network room are full and ``x``'s broker already holds its share of
         every topic with replicas that large, no swap exists (the hottest topic of the hot-traffic shape).
 
-        :param by_room: the receivers, most disk room first
+        :param by_room: the third brokers to look at, most disk room first
         """
         s = self.s
-        if not s.may_take(x, b):
+        if not by_room or not s.may_take(x, b):
+            return None
+        # no replica of b between the size that makes room for x and the most room a third broker
+        # has (a byte of margin against rounding): none of them can go (the near ones are among them)
+        i = bisect_left(pool.sizes, x.size - s.room(b) - 1.0)
+        if i == len(pool.sizes) or pool.sizes[i] > s.room(by_room[0]) + 1.0:
             return None
         for y in pool.near(x.size):
             if y.topic == x.topic or y.topic not in self.even or x.size - y.size > s.room(b) \
@@ -243,46 +255,74 @@ def _place(sp: Spread, x: Replica, pools: dict[int, Pool] | None) -> list[tuple]
     """Rows for one crowded replica, in the goal's order of preference: a redirect ([]), a
     substitute for a move leaving its broker, then a plain move before a swap (a swap copies the
     partner too) or, with ``sp.swap_first``, a swap first (it keeps the receivers' disk room for
-    the next); without ``pools`` the first two only. None when it fits nowhere."""
+    the next); without ``pools`` the first two only. None when it fits nowhere: remembered, so its
+    next try looks only at the brokers changed since (:mod:`.spread_misses`)."""
+    mode = (sp.reach, pools is None, sp.large is None)
+    seen = sp.misses.since(x.key, mode)
     # the receivers' order only when needed: a redirect or substitute that finds nothing changes nothing
     order = sp.receivers(x.topic) if x.via >= 0 else None
-    rows = _plain_move(sp, x, order) if order is not None else sp.substitute(x)
-    if rows is not None or pools is None:
-        return rows
-    order = order if order is not None else sp.receivers(x.topic)
+    rows = _plain_move(sp, x, order, seen) if order is not None else sp.substitute(x)
+    if rows is None and pools is not None:
+        order = order if order is not None else sp.receivers(x.topic)
+        rows = _moves(sp, x, order, pools, seen)
+    if rows is None:
+        sp.misses.miss(x.key, mode, frozenset(order[:SWAP_RECEIVERS] if order is not None else ()))
+    return rows
+
+
+Seen = Miss | None  # :meth:`.spread_misses.Misses.since`: None for a full try
+
+
+def _moves(sp: Spread, x: Replica, order: Sequence[int], pools: dict[int, Pool], seen: Seen) -> list[tuple] | None:
+    """A plain move, a swap (in ``sp.swap_first``'s order), then a relay when they are on."""
     steps = (_swap_move, _plain_move) if sp.swap_first else (_plain_move, _swap_move)
     for step in steps:
         if step is _plain_move and x.via >= 0:
-            continue  # tried just above, on the same receivers: it would find nothing again
-        rows = step(sp, x, order, pools)
+            continue  # tried in _place, on the same receivers: it would find nothing again
+        rows = step(sp, x, order, seen, pools)
         if rows is not None:
             return rows
-    return _relay_move(sp, x, order, sp.large) if sp.large is not None else None
+    return _relay_move(sp, x, order, sp.large, seen) if sp.large is not None else None
 
 
-def _plain_move(sp: Spread, x: Replica, order: Sequence[int], pools: Any = None) -> list[tuple] | None:
-    for b in order:
+def _plain_move(sp: Spread, x: Replica, order: Sequence[int], seen: Seen, pools: Any = None) -> list[tuple] | None:
+    for b in order if seen is None else (b for b in order if sp.misses.changed(b, seen)):
         if sp.fits(x, b):
             return sp.move(x, b)
     return None
 
 
-def _swap_move(sp: Spread, x: Replica, order: Sequence[int], pools: dict[int, Pool]) -> list[tuple] | None:
+def _swap_move(sp: Spread, x: Replica, order: Sequence[int], seen: Seen, pools: Any = None) -> list[tuple] | None:
     a = x.broker
+    seen = None if seen is None or sp.misses.changed(a, seen) else seen  # the partner comes back to a
     for b in order[:SWAP_RECEIVERS]:
+        if seen is not None and b in seen.swap_receivers and not sp.misses.changed(b, seen):
+            continue  # unchanged since it had no partner, and among these then
         y = sp.partner(x, b, pools[b]) if b in pools else None
         if y is not None:
             return sp.move(x, b) + sp.move(y, a)
     return None
 
 
-def _relay_move(sp: Spread, x: Replica, order: Sequence[int], large: dict[int, Pool]) -> list[tuple] | None:
+def _relay_move(sp: Spread, x: Replica, order: Sequence[int], large: dict[int, Pool], seen: Seen) -> list[tuple] | None:
     # every receiver, not SWAP_RECEIVERS: relays run only for the replicas swaps left; third brokers
-    # only under their network-in limit (at 1.5M hot-traffic a third of them are above it)
+    # only under their network-in limit (at 1.5M hot-traffic a third of them are above it). An
+    # unchanged receiver found no third broker then: only a changed one can be it now.
     s = sp.s
-    by_room = sorted((c for c in s.receivers if s.net[c] < s.lim(c)), key=lambda c: (-s.room(c), c))
+
+    def by_room(brokers: Iterable[int]) -> list[int]:
+        return sorted((c for c in brokers if c in s.receivers and s.net[c] < s.lim(c)), key=lambda c: (-s.room(c), c))
+
+    changed = by_room(c for c in s.receivers if sp.misses.changed(c, seen)) if seen is not None else []
+    every: list[int] | None = None  # sorted at the first receiver that needs them all
     for b in order:
-        hit = sp.relay(x, b, large[b], by_room) if b in large else None
+        if b not in large:
+            continue
+        if seen is None or sp.misses.changed(b, seen):
+            every = thirds = every if every is not None else by_room(s.receivers)
+        else:
+            thirds = changed
+        hit = sp.relay(x, b, large[b], thirds)
         if hit is not None:
             return sp.move(x, b) + sp.move(hit[0], hit[1])
     return None
