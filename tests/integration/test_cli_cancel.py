@@ -15,6 +15,8 @@ from typing import Any, Callable
 import pytest
 
 from kafka_reassign.cli.main import main
+from kafka_reassign.execution.control import RunControl
+from kafka_reassign.execution.store import FileExecutionStore
 from kafka_reassign.throttle.record import FileRecordStore
 
 PLAN = [{"topic": "orders", "partition": 0, "replicas": [4, 5, 1]},
@@ -44,7 +46,10 @@ def start_execute(cluster: Any, tmp_path: Path, run_id: str) -> subprocess.Popen
                              "--throttle", "1MB/s", "--record-dir", str(tmp_path / "rec"), "--run-id", run_id,
                              "--poll-interval-seconds", "0.2", "--produce-sample-seconds", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    moving = lambda: all(cluster.partition_state("orders", p)["adding"] for p in (0, 1))  # noqa: E731
+    saved = FileExecutionStore(tmp_path / "rec")
+    # The execute saves its first progress just after submitting its first moves.
+    moving = lambda: (all(cluster.partition_state("orders", p)["adding"] for p in (0, 1))  # noqa: E731
+                      and bool((saved.load(run_id) or {}).get("progress")))
     if not cluster.wait_for(moving, timeout=90):
         proc.kill()
         out, err = proc.communicate()
@@ -101,3 +106,15 @@ def test_cancel_after_the_execute_was_killed_reverts_and_restores_itself(slow_cl
 def test_cancel_with_nothing_running_says_so(tmp_path, capsys):
     assert main(["cancel", "--record-dir", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == f"kafka-reassign: error: no running execute in {tmp_path}"
+
+
+def test_status_of_an_execute_not_yet_saved_shows_the_cluster(sim_cluster, snapshot_factory, tmp_path, capsys):
+    """Between registering and its first save an execute has no progress: status says so."""
+    cluster = sim_cluster(snapshot_factory(brokers=3, topics={"orders": {"partitions": 1, "rf": 1}}))
+    RunControl(tmp_path).register("fresh", PLAN, {})
+    assert main(["status", "--bootstrap-server", cluster.bootstrap_servers, "--record-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "run fresh: starting, no progress saved yet" in out and "0 reassignment(s) in progress" in out
+    assert main(["status", "--bootstrap-server", cluster.bootstrap_servers, "--record-dir", str(tmp_path),
+                 "--run-id", "other"]) == 2
+    assert "no saved progress of run 'other'" in capsys.readouterr().err

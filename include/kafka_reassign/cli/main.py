@@ -296,21 +296,27 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def _saved_run(record_dir: str, run_id: str | None) -> tuple[str, Any] | None:
-    """(run id, saved ProgressView) of ``run_id``, else of the newest registered execute."""
+    """(run id, saved ProgressView) of ``run_id``, else of the newest registered execute.
+
+    The view is None for a registered execute that has not saved its first progress yet
+    (it saves after submitting its first moves).
+    """
     from kafka_reassign.execution.store import FileExecutionStore
     from kafka_reassign.execution.progress import ProgressView
     from kafka_reassign.execution.control import RunControl
     if not Path(record_dir).is_dir():
         return None
+    running = [entry["run_id"] for entry in RunControl(record_dir).running()]
     if run_id is None:
-        running = RunControl(record_dir).running()
         if not running:
             return None
-        run_id = running[-1]["run_id"]
+        run_id = running[-1]
     saved = FileExecutionStore(record_dir).load(run_id)
-    if not saved or not saved.get("progress"):
-        raise BadInput(f"no saved progress of run {run_id!r} in {record_dir}")
-    return run_id, ProgressView.from_json(saved["progress"])
+    if saved and saved.get("progress"):
+        return run_id, ProgressView.from_json(saved["progress"])
+    if run_id in running:
+        return run_id, None
+    raise BadInput(f"no saved progress of run {run_id!r} in {record_dir}")
 
 
 def _live_rows(admin: KafkaAdminPort, rows: list[Any]) -> int:
@@ -344,15 +350,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     saved = _saved_run(args.record_dir, args.run_id)
     with _admin(args) as admin:
         state = admin.cluster_state(include_log_dirs=False)
-        if saved is not None:
-            run_id, view = saved
-        else:
-            run_id = None
+        run_id, view = saved if saved is not None else (None, None)
+        from_cluster = view is None
+        if from_cluster:
             rows = [StepRow(name=f"{t}-{p}", step="1/1", status="in_flight", current=list(inf.original),
                             target=list(inf.target)) for (t, p), inf in sorted(state.in_flight.items())]
             view = ProgressView(steps_total=len(rows), steps_in_flight=len(rows), rows=rows)
         delta = _live_rows(admin, view.rows)
-        if saved is None:
+        if from_cluster:
             view.bytes_left = sum(r.bytes_left for r in view.rows)
             view.bytes_total = sum(r.bytes_total for r in view.rows)
         else:   # the saved totals, brought up to date with what the rows in flight show now
@@ -366,7 +371,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps({"run_id": run_id, "progress": view.to_json(), "throttles": throttles,
                           "in_flight": {f"{t}-{p}": v.to_json() for (t, p), v in state.in_flight.items()}}, indent=2))
         return EXIT_OK
-    if run_id is not None:
+    if run_id is not None and from_cluster:
+        print(f"run {run_id}: starting, no progress saved yet (the rows are every reassignment on the cluster)")
+    elif run_id is not None:
         age = time.time() - view.updated_at if view.updated_at else None
         print(f"run {run_id}: {view.outcome}" + (f", saved {age:.0f} s ago" if age is not None else ""))
     print(f"{len(state.in_flight)} reassignment(s) in progress on the cluster")
