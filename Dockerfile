@@ -37,6 +37,9 @@ COPY --chown=airflow:root pyproject.toml README.md /opt/kafka-reassign/
 COPY --chown=airflow:root include /opt/kafka-reassign/include
 COPY --chown=airflow:root plugins /opt/kafka-reassign/plugins
 RUN pip install --no-cache-dir --no-deps /opt/kafka-reassign
+# The planner's Spark driver class-data archive, written once here for the image's JDK and PySpark.
+ENV KAFKA_REASSIGN_SPARK_CLASS_ARCHIVE=/opt/kafka-reassign/class-archive
+RUN python -m kafka_reassign.planning.spark.class_archive
 
 COPY --chown=airflow:root docker /opt/kafka-reassign/docker
 COPY --chown=airflow:root dags /opt/airflow/dags

@@ -350,12 +350,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     saved = _saved_run(args.record_dir, args.run_id)
     with _admin(args) as admin:
         state = admin.cluster_state(include_log_dirs=False)
-        run_id, view = saved if saved is not None else (None, None)
-        from_cluster = view is None
-        if from_cluster:
+        run_id, saved_view = saved if saved is not None else (None, None)
+        from_cluster = saved_view is None
+        if saved_view is None:
             rows = [StepRow(name=f"{t}-{p}", step="1/1", status="in_flight", current=list(inf.original),
                             target=list(inf.target)) for (t, p), inf in sorted(state.in_flight.items())]
             view = ProgressView(steps_total=len(rows), steps_in_flight=len(rows), rows=rows)
+        else:
+            view = saved_view
         delta = _live_rows(admin, view.rows)
         if from_cluster:
             view.bytes_left = sum(r.bytes_left for r in view.rows)

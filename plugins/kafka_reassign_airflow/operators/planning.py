@@ -216,11 +216,11 @@ class PlannerSubmitOperator(BaseOperator):
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
         from kafka_reassign.planning.spark import spark_job
-        from kafka_reassign.planning.spark.spark_session import driver_memory
+        from kafka_reassign.planning.spark.spark_session import driver_java_options, driver_memory
 
+        size = os.path.getsize(snapshot_file)
         conf = {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable,
-                "spark.driver.memory": driver_memory(os.path.getsize(snapshot_file)),
-                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
+                "spark.driver.memory": driver_memory(size), "spark.driver.extraJavaOptions": driver_java_options(size),
                 **(self.conf or {})}
         where = _spark_submit_dir("spark-submit")
         env = {"PATH": where + os.pathsep + os.environ.get("PATH", "")} if where else None

@@ -52,13 +52,20 @@ def driver_memory(input_bytes: int | None) -> str:
 C2_FROM_BYTES = 32 << 20
 
 
-def driver_java_options(input_bytes: int | None) -> str:
+def driver_java_options(input_bytes: int | None, class_archive: bool = True) -> str:
     """The driver JVM's flags: a short job on few cores starts faster with the C1 compiler alone
     (C2's threads compete with the work on a 2-core machine); a long one wins it back: at 3M
     replicas (a 109 MB file) C2 took the read 28.6 -> 17-20 s and the leader stage's join and
-    shuffle 38.3 -> 19-24 s, the JVM 100 -> 84-92 CPU s, compiling included (docs/PLANNER.md)."""
+    shuffle 38.3 -> 19-24 s, the JVM 100 -> 84-92 CPU s, compiling included (docs/PLANNER.md).
+
+    :param class_archive: map the classes from the planner's class archive when there is one
+        (:mod:`~kafka_reassign.planning.spark.class_archive`)
+    """
+    from kafka_reassign.planning.spark.class_archive import java_options
+
     c1_only = "" if (input_bytes or 0) >= C2_FROM_BYTES else "-XX:TieredStopAtLevel=1 "
-    return c1_only + "-XX:+UseParallelGC"
+    archive = java_options() if class_archive else ""
+    return f"{c1_only}-XX:+UseParallelGC {archive}".strip()
 
 
 def get_spark(master: str | None = None, app_name: str = "kafka-reassign-planner",
