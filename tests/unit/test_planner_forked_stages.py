@@ -39,3 +39,45 @@ def test_a_rule_broken_in_the_forked_child_is_raised_before_the_estimate(monkeyp
     monkeypatch.setattr(flow, "with_estimate", lambda *a: pytest.fail("estimated a plan that breaks a rule"))
     with pytest.raises(GoalError, match=r"excluded topics \['t'\] keep 1 replicas on"):
         plan(tiny(), "remove-brokers", engine="local", brokers=[1], exclude_topics=["t"])
+
+
+def test_a_niced_child_runs_at_the_lowest_priority():
+    assert Forked(True, os.nice, 0, nice=19).result() == min(19, os.nice(0) + 19)
+
+
+def _moves(n: int) -> list:
+    from kafka_reassign.planning.plan import PartitionMove
+    return [PartitionMove("t", p, (p % 5, (p + 1) % 5, (p + 2) % 5)) for p in range(n)]
+
+
+def test_the_plan_files_text_made_ahead_is_the_text_written(monkeypatch, tmp_path):
+    from kafka_reassign.planning import forked
+    from kafka_reassign.planning.plan import ReassignmentPlan
+
+    monkeypatch.setattr(forked, "SPLIT_FROM", 10)
+    expected = ReassignmentPlan(_moves(50)).dumps(indent=2)
+    ahead = ReassignmentPlan(_moves(50))
+    ahead.make_text_ahead()
+    assert ahead._text_ahead is not None
+    ahead.dump(tmp_path / "plan.json")
+    assert (tmp_path / "plan.json").read_text() == expected + "\n" and ahead._text_ahead is None
+    changed = ReassignmentPlan(_moves(50))
+    changed.make_text_ahead()
+    changed.moves.pop()  # made ahead of a change: the text is made again
+    assert changed.dumps(indent=2) == ReassignmentPlan(_moves(49)).dumps(indent=2)
+    small = ReassignmentPlan(_moves(5))
+    small.make_text_ahead()  # below the split: nothing forked
+    assert small._text_ahead is None
+
+
+def test_a_plan_not_written_leaves_no_child(monkeypatch):
+    from kafka_reassign.planning import forked
+    from kafka_reassign.planning.plan import ReassignmentPlan
+
+    monkeypatch.setattr(forked, "SPLIT_FROM", 10)
+    p = ReassignmentPlan(_moves(50))
+    p.make_text_ahead()
+    pid = p._text_ahead[0]._child[0]
+    p.discard_text_ahead()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, 0)  # reaped already

@@ -63,11 +63,17 @@ class Forked(Generic[T]):
 
     :param fork: False: no child (a small input, or one core); the call waits for :meth:`result`
     :param fn: pure computation on objects this process already holds; its result must pickle
+    :param nice: the child's niceness: 19 makes it take only what CPU this process leaves idle
     """
 
-    def __init__(self, fork: bool, fn: Callable[..., T], *args: Any) -> None:
+    def __init__(self, fork: bool, fn: Callable[..., T], *args: Any, nice: int = 0) -> None:
         self._call = functools.partial(fn, *args)
-        self._child = _start(lambda _: self._call(), 0) if fork and hasattr(os, "fork") else None
+        self._child = _start(lambda _: self._niced(nice), 0) if fork and hasattr(os, "fork") else None
+
+    def _niced(self, nice: int) -> T:
+        if nice:
+            os.nice(nice)
+        return self._call()
 
     def result(self) -> T:
         """The call's result, or its exception raised here; asked once."""
@@ -75,6 +81,15 @@ class Forked(Generic[T]):
             return self._call()
         pid, fd = self._child
         return _collect(pid, fd)
+
+    def cancel(self) -> None:
+        """Stop the child (when there is one) without its result."""
+        if self._child is not None:
+            pid, fd = self._child
+            self._child = None
+            os.kill(pid, signal.SIGKILL)
+            os.close(fd)
+            os.waitpid(pid, 0)
 
 
 def _start(fn: Callable[[int], T], i: int) -> tuple[int, int]:

@@ -410,7 +410,12 @@ def plan_lines(path: str, opts: PlanOptions, spark: Any = None) -> tuple[Any, di
     finally:
         engine.close()
     plan, planned, checked = run.timed("reconcile_s", reconcile, run, before, targets, changes, bounds)
-    summary = run.timed("summary_s", summarise, run, planned, checked)
+    plan.make_text_ahead()
+    try:
+        summary = run.timed("summary_s", summarise, run, planned, checked)
+    except BaseException:
+        plan.discard_text_ahead()
+        raise
     summary["plan_seconds"] = round(time.monotonic() - t0, 3)
     summary["search_pieces"] = len(quotas)
     return plan, summary
