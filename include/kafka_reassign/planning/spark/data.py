@@ -20,7 +20,8 @@ import json
 from typing import Any
 
 from kafka_reassign.errors import Problem
-from kafka_reassign.planning.spark.leaders import CHANGE_COLUMNS, CHANGE_SCHEMA, LeaderInputs, choose_leaders
+from kafka_reassign.planning.spark.leaders import (CHANGE_COLUMNS, CHANGE_SCHEMA, LeaderInputs, choose_leaders,
+                                                   choose_leaders_moved, with_moves)
 from kafka_reassign.planning.spark.search import MOVE_SCHEMA, SearchInputs, search_group
 from kafka_reassign.planning.spark.snapshot_file import PARTITION_FIELDS
 from kafka_reassign.planning.spark.spark_session import _quiet
@@ -54,6 +55,20 @@ def _shared_task(fn: Any, shared: Any) -> Any:
     engine shares them between groups too)."""
     def run(pdf):  # noqa: ANN001, ANN202 - as in _task
         return fn(pdf, shared.value)
+    return run
+
+
+def _crc_column() -> Any:
+    """:func:`_crc` of a frame's topic and partition columns, in Spark."""
+    from pyspark.sql import functions as F
+
+    return F.crc32(F.concat_ws("-", "topic", F.col("partition").cast("string")))
+
+
+def _cogroup_task(fn: Any, inputs: Any) -> Any:
+    """``fn(left, right, inputs)`` as the two-argument function a cogroup's ``applyInPandas`` wants."""
+    def run(left, right):  # noqa: ANN001, ANN202 - as in _task
+        return fn(left, right, inputs)
     return run
 
 
@@ -94,8 +109,7 @@ class SparkData:
         for c in RATE_COLUMNS:  # floor(x * 2^10) / 2^10 is exact in both engines
             raw = raw.withColumn(c, F.floor(F.col(c) * RATE_STEPS) / RATE_STEPS)
         self.parts = (raw.where(F.col("topic").isNotNull() | F.col("replicas").isNotNull())
-                      .withColumn("crc", F.crc32(F.concat_ws("-", "topic", F.col("partition").cast("string"))))
-                      .persist())
+                      .withColumn("crc", _crc_column()).persist())
 
     def _kind(self) -> tuple[Any, Any]:
         """Per partition row: the first problem's kind (null when usable) and its detail.
@@ -214,19 +228,14 @@ class SparkData:
         parts = self.parts
         if exclude_topics:
             parts = parts.where(~F.col("topic").isin(sorted(exclude_topics)))
-        parts = parts.withColumn("lgrp", F.col("crc") % inputs.groups)
-        if len(moves):
-            m = self.spark.createDataFrame(moves[["topic", "partition", "pos", "dst"]],
-                                           "topic string, partition int, pos int, dst int")
-            m = m.groupBy("topic", "partition").agg(F.collect_list("pos").alias("mpos"),
-                                                    F.collect_list("dst").alias("mdst"))
-            parts = parts.join(m, ["topic", "partition"], "left")
-        else:
-            parts = (parts.withColumn("mpos", F.lit(None).cast("array<int>"))
-                     .withColumn("mdst", F.lit(None).cast("array<int>")))
-        cols = parts.select("lgrp", "topic", "partition", "replicas", "mpos", "mdst", "size_bytes",
-                            "bytes_in_per_sec", "leader", "remote_bytes", "consumer_bytes_per_sec")
-        out = cols.groupBy("lgrp").applyInPandas(_task(choose_leaders, inputs), CHANGE_SCHEMA)
+        cols = parts.select((F.col("crc") % inputs.groups).alias("lgrp"), "topic", "partition", "replicas",
+                            "size_bytes", "bytes_in_per_sec", "leader", "remote_bytes", "consumer_bytes_per_sec")
+        m = self.spark.createDataFrame(moves[["topic", "partition", "pos", "dst"]],
+                                       "topic string, partition int, pos int, dst int")
+        m = m.withColumn("lgrp", _crc_column() % inputs.groups)
+        # each side goes to its group once: a join on the partition first shuffled the snapshot twice
+        out = cols.groupBy("lgrp").cogroup(m.groupBy("lgrp")).applyInPandas(
+            _cogroup_task(choose_leaders_moved, inputs), CHANGE_SCHEMA)
         return out.toPandas()
 
     @_quiet
@@ -397,14 +406,7 @@ class LocalData:
     def changes(self, moves: Any, exclude_topics: set[str], inputs: LeaderInputs) -> Any:
         import pandas as pd
 
-        parts = self.parts[~self.parts["topic"].isin(exclude_topics)].copy()
-        by_key: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
-        for t, p, pos, dst in zip(moves["topic"], moves["partition"], moves["pos"], moves["dst"]):
-            e = by_key.setdefault((t, int(p)), ([], []))
-            e[0].append(int(pos))
-            e[1].append(int(dst))
-        parts["mpos"] = [by_key.get((t, int(p)), (None, None))[0] for t, p in zip(parts["topic"], parts["partition"])]
-        parts["mdst"] = [by_key.get((t, int(p)), (None, None))[1] for t, p in zip(parts["topic"], parts["partition"])]
+        parts = with_moves(self.parts[~self.parts["topic"].isin(exclude_topics)], moves)
         parts["lgrp"] = parts["crc"] % inputs.groups
         out = [choose_leaders(g, inputs) for _, g in parts.groupby("lgrp", sort=True)]
         return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=list(CHANGE_COLUMNS))

@@ -110,6 +110,28 @@ def _apply_moves(reps: list[int], mpos: Any, mdst: Any, rack: dict[int, str]) ->
     return out
 
 
+def with_moves(parts: Any, moves: Any) -> Any:
+    """``parts`` (a new frame) with columns mpos and mdst: the positions each partition's moves
+    replace and their brokers, None where none moves.
+
+    :param moves: columns topic, partition, pos, dst
+    """
+    by_key: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+    for t, p, pos, dst in zip(moves["topic"].tolist(), moves["partition"].tolist(), moves["pos"].tolist(),
+                              moves["dst"].tolist()):
+        e = by_key.setdefault((t, int(p)), ([], []))
+        e[0].append(int(pos))
+        e[1].append(int(dst))
+    none: tuple[None, None] = (None, None)
+    found = [by_key.get((t, int(p)), none) for t, p in zip(parts["topic"].tolist(), parts["partition"].tolist())]
+    return parts.assign(mpos=[f[0] for f in found], mdst=[f[1] for f in found])
+
+
+def choose_leaders_moved(parts: Any, moves: Any, inp: LeaderInputs) -> Any:
+    """:func:`choose_leaders` of one group's partitions with the group's moves applied."""
+    return choose_leaders(with_moves(parts, moves), inp)
+
+
 def choose_leaders(pdf: Any, inp: LeaderInputs) -> Any:
     """Changed partitions of one group (pandas in, pandas out).
 
