@@ -97,6 +97,8 @@ def build(where: Path | None = None, timeout: float = 600.0) -> Path:
     :param where: the directory (default :func:`directory`)
     :raises RuntimeError: no Java, the archive is off, or the training plan failed
     """
+    import pyspark
+
     from kafka_reassign.planning.spark.spark_session import driver_java_options
 
     where = where or directory()
@@ -106,8 +108,6 @@ def build(where: Path | None = None, timeout: float = 600.0) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     job = Path(__file__).with_name("spark_job.py")
-    import pyspark
-
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"  # pyspark's own, on PATH or not
     with tempfile.TemporaryDirectory(prefix="kafka-reassign-class-archive-") as work:
         snapshot = _training_snapshot(Path(work) / "train.jsonl")
