@@ -1,0 +1,360 @@
+"""Benchmark (real Apache Kafka 4.3.1): health-adaptive concurrency against fixed caps, as min ISR breaches.
+
+The real-Kafka side of :mod:`benchmarks.adaptive` (a simulator figure). Broker 2 of a local
+6-broker cluster leads every partition:
+
+* ``cold``: ``COLD`` partitions of 3 MB, not written, on [2,4] (even) and [2,5] (odd); the plan
+  moves them to [2,1] and [2,3], so every cold move is a copy from broker 2 to broker 1 or 3;
+* ``fast``: 2 partitions (rf 2, min ISR 1) of 30 MB written at 250 kB/s each, [2,1] and [2,3];
+  the plan swaps their followers, so each stays in flight with its in-sync follower on one of
+  1 and 3 and its new replica on the other;
+* ``slow``: 2 partitions (rf 3, min ISR 2) written at 62.5 kB/s each on [2,1,3] and [2,3,1]:
+  not moved. Both of its followers leaving the ISR is a breach.
+
+Broker 2's replies on broker 1's and on broker 3's fetch connections are shaped with ``tc`` on
+the loopback (one htb class each) in three steps (:data:`LINK_STEPS`). A follower fetches at most
+``replica.fetch.max.bytes`` of each partition per round trip (256 KiB on this cluster, a quarter
+of Kafka's default, so the data and the times stay small), and a round trip lasts as long as the
+link takes to carry the whole response, so each copy in flight on a connection lengthens the
+in-sync partitions' round trips: a partition written at ``P`` keeps up while ``P`` times the
+round trip stays under 256 KiB. With three cold copies on each link (the fixed caps), at 750 kB/s
+the ``fast`` followers fall behind and the ``slow`` ones keep up (a signal: ``fast`` is at min ISR);
+at 350 kB/s the ``slow`` ones fall behind too and ``slow`` is under min ISR. With one cold copy or
+none they keep up at 350 kB/s.
+
+The producers use acks=1, as calibration h. An acks=all producer is slowed by its followers'
+link instead: the leader holds each produce request until the in-sync followers have it, so the
+ISR does not shrink but the producer's rate and latency suffer (measured on this setup: 30 kB/s
+written instead of 250, produce requests timing out after 60 s).
+
+The per-broker cap is 8 (``max_movements_per_broker``): broker 2 sources every move, so with both
+``fast`` moves in flight six cold moves fit, about three on each link. With ``adaptive_concurrency``
+the first signal halves broker 2's cap (the floor is 2) before the second step; the caps grow back
+once the link is unshaped and the ISR whole.
+
+The ISR is sampled from the cluster (confluent-kafka Metadata, every 0.5 s), not from the tool.
+Prints, for both runs: partition-seconds under min ISR, the least ISR size seen per topic and
+when it changed, the run's duration, broker 2's cap (least..greatest), the cap changes the
+executor logged with their times, and the throttle configs left on the cluster afterwards.
+
+Run: ``.venv/bin/python -m benchmarks.real_kafka_adaptive`` (about 20 minutes; needs ``tc`` and
+root for the loopback's qdisc, as calibration d and h). ``KAFKA_LOCAL_DIR`` reuses a running
+cluster started with ``replica.fetch.max.bytes=262144``.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from benchmarks.adaptive import CapLog, Figures
+
+ROOT = Path(__file__).resolve().parents[1]
+FETCH_BYTES = 262_144  # this cluster's replica.fetch.max.bytes
+COLD, COLD_BYTES, FAST_BYTES = 170, 3_000_000, 30_000_000
+FAST_RATE, SLOW_RATE = 250_000, 62_500
+THROTTLE, CAP = 3_000_000, 8
+#: (seconds from the run's start, bytes/s of broker 2's replies to each of brokers 1 and 3); None: unshaped
+LINK_STEPS: tuple[tuple[float, float | None], ...] = ((0.0, 750_000), (150.0, 350_000), (330.0, None))
+#: a run still going after this long is stopped (its moves cancelled), and says so
+DEADLINE_S = 900.0
+SHAPED = (1, 3)
+SAMPLE_SECONDS = 0.5
+CLUSTER_CONFIGS = {"replica.fetch.max.bytes": str(FETCH_BYTES)}
+
+
+def layouts(cold: int = COLD) -> dict[str, tuple[dict[int, list[int]], dict[int, list[int]], dict[str, str]]]:
+    """topic -> (replicas now, replicas in the plan (empty: not moved), topic configs)."""
+    cold_now = {p: [2, 4 + p % 2] for p in range(cold)}
+    cold_then = {p: [2, 1 + 2 * (p % 2)] for p in range(cold)}
+    return {
+        "cold": (cold_now, cold_then, {}),
+        "fast": ({0: [2, 1], 1: [2, 3]}, {0: [2, 3], 1: [2, 1]}, {"min.insync.replicas": "1"}),
+        "slow": ({0: [2, 1, 3], 1: [2, 3, 1]}, {}, {"min.insync.replicas": "2"}),
+    }
+
+
+# ------------------------------------------------------------------ the shaped links
+class ShapedLinks:
+    """Broker 2's replies on the fetch connections of brokers 1 and 3, one htb class each."""
+
+    def __init__(self, cluster: Any, leader: int = 2, followers: tuple[int, ...] = SHAPED) -> None:
+        self.cluster, self.leader, self.followers = cluster, leader, followers
+        self.on = False
+
+    def _fetch_ports(self, follower: int) -> list[str]:
+        port = self.cluster.brokers[self.leader].port
+        pid = self.cluster.brokers[follower].pid
+        ss = subprocess.run(["ss", "-tnpH", "state", "established", f"( dport = :{port} )"],
+                            capture_output=True, text=True, check=True).stdout
+        found = [line.split()[2].rsplit(":", 1)[1] for line in ss.splitlines() if f"pid={pid}," in line]
+        if not found:
+            raise RuntimeError(f"broker {follower} (pid {pid}) has no connection to broker {self.leader}:{port}")
+        return found
+
+    def shape(self, rate: float) -> None:
+        """Set both links to ``rate`` bytes/s (the qdisc made on first use)."""
+        spec = ["htb", "rate", f"{int(rate * 8)}bit", "ceil", f"{int(rate * 8)}bit", "burst", "32k", "cburst", "32k"]
+        if self.on:
+            for f in self.followers:
+                _tc("class", "change", "dev", "lo", "parent", "1:", "classid", f"1:{f}", *spec)
+            return
+        if "noqueue" not in _tc("qdisc", "show", "dev", "lo"):
+            raise RuntimeError("the loopback already has a qdisc (someone else is shaping it): not touching it")
+        port = str(self.cluster.brokers[self.leader].port)
+        # htb without a default class: everyone else's traffic goes out unshaped
+        _tc("qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb")
+        self.on = True
+        for f in self.followers:
+            _tc("class", "add", "dev", "lo", "parent", "1:", "classid", f"1:{f}", *spec)
+            for fetch_port in self._fetch_ports(f):
+                _tc("filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                    "match", "ip", "sport", port, "0xffff", "match", "ip", "dport", fetch_port, "0xffff",
+                    "flowid", f"1:{f}")
+
+    def clear(self) -> None:
+        if self.on:
+            self.on = False
+            _tc("qdisc", "del", "dev", "lo", "root")
+
+
+def _tc(*args: str) -> str:
+    return subprocess.run(["tc", *args], capture_output=True, text=True, check=True).stdout
+
+
+# ------------------------------------------------------------------ the cluster's side
+class TimedCapLog(CapLog):
+    """The executor's cap changes, each with the seconds since the run's start."""
+
+    def __init__(self, changes: list[str], t0: float) -> None:
+        super().__init__(changes)
+        self.t0 = t0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        before = len(self.changes)
+        super().emit(record)
+        if len(self.changes) > before:
+            self.changes[-1] = f"{time.monotonic() - self.t0:.0f} s: {self.changes[-1]}"
+
+
+class Stepper(threading.Thread):
+    """Steps the links on :data:`LINK_STEPS` and samples every ISR from the cluster's Metadata."""
+
+    def __init__(self, bootstrap: str, links: ShapedLinks, min_isr: dict[str, int], figures: Figures,
+                 steps: tuple[tuple[float, float | None], ...] = LINK_STEPS) -> None:
+        super().__init__(daemon=True, name="adaptive-stepper")
+        from confluent_kafka.admin import AdminClient
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.links, self.min_isr, self.figures = links, min_isr, figures
+        self.steps = list(steps)
+        self.t0 = time.monotonic()
+        self.stop_event = threading.Event()
+        self.first_breach: dict[str, float] = {}
+        self.isr_changes: list[str] = []  # "at s: topic's smallest ISR a->b"
+        self.smallest: dict[str, int] = {}
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        last = time.monotonic()
+        while not self.stop_event.wait(SAMPLE_SECONDS):
+            now = time.monotonic()
+            while self.steps and now - self.t0 >= self.steps[0][0]:
+                rate = self.steps.pop(0)[1]
+                self.links.shape(rate) if rate is not None else self.links.clear()
+            try:
+                self.sample(now - last, now - self.t0)
+            except Exception as e:  # noqa: BLE001 - a missed sample is reported, not fatal
+                self.errors.append(str(e))
+            last = now
+
+    def sample(self, dt: float, at: float) -> None:
+        topics = self.admin.list_topics(timeout=5).topics
+        least = self.figures.least_isr
+        for name, need in self.min_isr.items():
+            md = topics.get(name)
+            sizes = [len(p.isrs) for p in (md.partitions.values() if md else ())]
+            for size in sizes:
+                least[name] = min(least.get(name, size), size)
+                if size < need:
+                    self.figures.breach_seconds += dt
+                    self.first_breach.setdefault(name, at)
+            now = min(sizes, default=0)
+            if now != self.smallest.get(name, now):
+                self.isr_changes.append(f"{at:.0f} s {name.split('-', 1)[1]} {self.smallest[name]}->{now}")
+            self.smallest[name] = now
+
+
+def prepare_topics(bootstrap: str, prefix: str, cold: int = COLD) -> dict[str, Any]:
+    """Create and fill this run's topics; the plan (cold and fast moves)."""
+    from kafka_local.load import create_topic, fill
+    partitions = []
+    for name, (now, then, configs) in layouts(cold).items():
+        topic = f"{prefix}-{name}"
+        create_topic(bootstrap, topic, now, configs)
+        if name != "slow":
+            size = COLD_BYTES if name == "cold" else FAST_BYTES
+            fill(bootstrap, topic, {p: size for p in now}, record_bytes=16_000, batch_bytes=16_384)
+        partitions += [{"topic": topic, "partition": p, "replicas": r} for p, r in sorted(then.items())]
+    return {"version": 1, "partitions": partitions}
+
+
+class Stopped(Exception):
+    """Raised from the progress callback to stop a run: the run cancels its moves and restores its throttle."""
+
+
+def run(cluster: Any, adaptive: bool, *, steps: tuple[tuple[float, float | None], ...] = LINK_STEPS,
+        cold: int = COLD, stop_when: Callable[[Any], bool] | None = None,
+        deadline: float = DEADLINE_S) -> tuple[Figures, Stepper, str]:
+    """One run with adaptive or fixed caps: (figures, the cluster's side, throttle configs left).
+
+    :param steps: the links' steps (:data:`LINK_STEPS`)
+    :param cold: cold partitions to move
+    :param stop_when: given each progress view; True stops the run there (moves cancelled)
+    :param deadline: seconds after which the run is stopped the same way
+    """
+    from benchmarks.calibration import Producer
+
+    bootstrap = cluster.bootstrap_servers
+    prefix = f"{'adaptive' if adaptive else 'fixed'}-{int(time.time()) % 100_000}"
+    plan = prepare_topics(bootstrap, prefix, cold)
+    producers = [Producer(bootstrap, f"{prefix}-fast", p, FAST_RATE, acks="1") for p in (0, 1)]
+    producers += [Producer(bootstrap, f"{prefix}-slow", p, SLOW_RATE, acks="1") for p in (0, 1)]
+    for prod in producers:
+        prod.start()
+    figures = Figures()
+    links = ShapedLinks(cluster)
+    min_isr = {f"{prefix}-{n}": int(c.get("min.insync.replicas", "1")) for n, (_, _, c) in layouts().items()}
+    try:
+        time.sleep(12)  # a quota window of steady writes before the run measures them
+        stepper = Stepper(bootstrap, links, min_isr, figures, steps)
+        stepper.start()
+        try:
+            _execute(bootstrap, plan, adaptive, figures, stepper,
+                     lambda view: time.monotonic() - stepper.t0 > deadline or bool(stop_when and stop_when(view)))
+        finally:
+            figures.moving_seconds = time.monotonic() - stepper.t0
+            stepper.stop_event.set()
+            stepper.join(10)
+    finally:
+        links.clear()
+        for prod in producers:
+            prod.stop()
+    left = _throttles_left(bootstrap, cluster, list(min_isr))
+    _delete_topics(bootstrap, list(min_isr))
+    return figures, stepper, left
+
+
+def _execute(bootstrap: str, plan: dict[str, Any], adaptive: bool, figures: Figures, stepper: Stepper,
+             stop_when: Callable[[Any], bool]) -> None:
+    """The tool's run of ``plan`` (in this process, as ``kafka-reassign execute`` runs it)."""
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.run.reassign import run_reassignment
+    from kafka_reassign.throttle.record import MemoryRecordStore
+
+    def watch(view: Any) -> None:
+        figures.caps.append(int(view.reduced_broker_caps.get("2", view.broker_cap or CAP)))
+        if stop_when(view):
+            raise Stopped()
+
+    handler = TimedCapLog(figures.changes, stepper.t0)
+    executor_log = logging.getLogger("kafka_reassign.execution.executor")
+    executor_log.addHandler(handler)
+    try:
+        with KafkaAdmin(bootstrap_servers=bootstrap) as admin:
+            # A 60 s poll gives each broker two minutes of the throttle as its byte budget (360 MB),
+            # more than the fast moves' bytes left, so the count cap, the thing adaptive
+            # concurrency moves, is what binds here (as in benchmarks.adaptive).
+            result = run_reassignment(
+                admin, plan, {"throttle_bytes_per_sec": THROTTLE, "max_movements_per_broker": CAP,
+                              "poll_interval_seconds": 60, "stall_window_seconds": 3000,
+                              "adaptive_concurrency": adaptive},
+                MemoryRecordStore(), on_event=lambda m: None, on_progress=watch)
+        figures.outcome = result.progress.outcome if result.progress else "nothing to move"
+    except Stopped:
+        figures.outcome = "stopped, its moves cancelled"
+    finally:
+        executor_log.removeHandler(handler)
+
+
+def _delete_topics(bootstrap: str, topics: list[str]) -> None:
+    """Best effort: a reused cluster keeps a topic whose deletion failed, and says so."""
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the futures are done
+    for topic, future in admin.delete_topics(topics).items():
+        try:
+            future.result(timeout=60)
+        except Exception as e:  # noqa: BLE001 - the figures matter more than the clean-up
+            print(f"could not delete {topic}: {e}", file=sys.stderr)
+
+
+def _throttles_left(bootstrap: str, cluster: Any, topics: list[str]) -> str:
+    """Throttle configs on the brokers and the run's topics, read with confluent-kafka."""
+    sys.path.insert(0, str(ROOT / "tests" / "real_kafka"))
+    from real_kafka_checks import throttle_configs
+    found = throttle_configs(bootstrap, sorted(cluster.brokers), topics)
+    left = [f"{res} {k}={v}" for res, kv in found.items() for k, (v, _src) in kv.items()]
+    return ", ".join(left) or "none"
+
+
+@contextlib.contextmanager
+def local_cluster(reuse: bool = True) -> Iterator[Any]:
+    """A 6-broker cluster whose followers fetch 256 KiB of a partition per round trip.
+
+    :param reuse: take ``KAFKA_LOCAL_DIR``'s running cluster when it is set
+    """
+    from kafka_local import LocalKafka
+    if reuse and os.environ.get("KAFKA_LOCAL_DIR"):
+        cluster = LocalKafka.load(os.environ["KAFKA_LOCAL_DIR"])
+        if cluster.configs.get("replica.fetch.max.bytes") != str(FETCH_BYTES):
+            raise RuntimeError(f"KAFKA_LOCAL_DIR's cluster needs replica.fetch.max.bytes={FETCH_BYTES}")
+        yield cluster
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-adaptive-") as tmp:
+        cluster = LocalKafka(Path(tmp) / "cluster", 6, 3, 1, configs=CLUSTER_CONFIGS, owner_pid=os.getpid())
+        cluster.up(timeout=300)
+        try:
+            yield cluster
+        finally:
+            cluster.down()
+
+
+def _terminated(_signum: int, _frame: Any) -> None:
+    raise SystemExit(143)  # unwinds through the run's finally: the throttle restored, the links unshaped
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, _terminated)
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    print("real Apache Kafka 4.3.1: broker 2's replies to brokers 1 and 3 at "
+          + ", ".join(f"{r / 1e6:g} MB/s from {t:g} s" if r else f"unshaped from {t:g} s" for t, r in LINK_STEPS)
+          + f"; it leads {COLD} cold + 2 fast (rf 2, min ISR 1, {FAST_RATE / 1e3:g} kB/s) partitions moving and 2 "
+          f"slow ones (rf 3, min ISR 2, {SLOW_RATE / 1e3:g} kB/s) staying; cap {CAP} per broker, throttle "
+          f"{THROTTLE / 1e6:g} MB/s, replica.fetch.max.bytes {FETCH_BYTES}", flush=True)
+    t0 = time.monotonic()
+    with local_cluster() as cluster:
+        for adaptive in (False, True):
+            f, side, left = run(cluster, adaptive)
+            caps = f"{min(f.caps)}..{max(f.caps)}" if f.caps else "-"
+            breach = ", ".join(f"{t} at {s:.0f} s" for t, s in side.first_breach.items()) or "none"
+            print(f"{'adaptive' if adaptive else 'fixed':>8}: {f.breach_seconds:7.1f} partition-s under min ISR "
+                  f"(first: {breach}), least ISR {f.least_isr}, run {f.moving_seconds:4.0f} s, broker 2 cap {caps}, "
+                  f"{len(f.changes)} cap change(s), {f.outcome}; throttle configs left: {left}", flush=True)
+            print(f"          ISR (smallest per topic): {', '.join(side.isr_changes) or 'unchanged'}", flush=True)
+            for change in f.changes:
+                print(f"          {change}", flush=True)
+            if side.errors:
+                print(f"          {len(side.errors)} sample(s) missed, first: {side.errors[0]}", flush=True)
+    print(f"reproduce: .venv/bin/python -m benchmarks.real_kafka_adaptive; took {time.monotonic() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
