@@ -99,12 +99,7 @@ class RealSide:
     def slowed(self, leader: int, follower: int, rate: float) -> Iterator[None]:
         """Shape the leader's replies on ``follower``'s fetch connections to ``rate`` bytes/s."""
         port = self.kafka.brokers[leader].port
-        pid = self.kafka.brokers[follower].pid
-        ss = subprocess.run(["ss", "-tnpH", "state", "established", f"( dport = :{port} )"],
-                            capture_output=True, text=True, check=True).stdout
-        fetch_ports = [line.split()[2].rsplit(":", 1)[1] for line in ss.splitlines() if f"pid={pid}," in line]
-        if not fetch_ports:
-            raise RuntimeError(f"broker {follower} (pid {pid}) has no connection to broker {leader}:{port}")
+        fetch_ports = follower_fetch_ports(self.kafka, leader, follower)
         if "noqueue" not in _tc("qdisc", "show", "dev", "lo"):
             raise RuntimeError("the loopback already has a qdisc (someone else is shaping it): not touching it")
         # htb without a default class: unmatched traffic (everyone else's) goes out directly
@@ -120,6 +115,18 @@ class RealSide:
             yield
         finally:
             _tc("qdisc", "del", "dev", "lo", "root")
+
+
+def follower_fetch_ports(kafka: LocalKafka, leader: int, follower: int) -> list[str]:
+    """Local ports of ``follower``'s connections to ``leader`` (its fetch sessions), from ``ss``."""
+    port = kafka.brokers[leader].port
+    pid = kafka.brokers[follower].pid
+    ss = subprocess.run(["ss", "-tnpH", "state", "established", f"( dport = :{port} )"],
+                        capture_output=True, text=True, check=True).stdout
+    found = [line.split()[2].rsplit(":", 1)[1] for line in ss.splitlines() if f"pid={pid}," in line]
+    if not found:
+        raise RuntimeError(f"broker {follower} (pid {pid}) has no connection to broker {leader}:{port}")
+    return found
 
 
 def _tc(*args: str) -> str:

@@ -37,7 +37,7 @@ Prints, for both runs: partition-seconds under min ISR, the least ISR size seen 
 when it changed, the run's duration, broker 2's cap (least..greatest), the cap changes the
 executor logged with their times, and the throttle configs left on the cluster afterwards.
 
-Run: ``.venv/bin/python -m benchmarks.real_kafka_adaptive`` (about 20 minutes; needs ``tc`` and
+Run: ``.venv/bin/python -m benchmarks.real_kafka_adaptive`` (about 25 minutes; needs ``tc`` and
 root for the loopback's qdisc, as calibration d and h). ``KAFKA_LOCAL_DIR`` reuses a running
 cluster started with ``replica.fetch.max.bytes=262144``.
 """
@@ -47,7 +47,6 @@ import contextlib
 import logging
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -56,6 +55,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from benchmarks.adaptive import CapLog, Figures
+from benchmarks.calibration_timed import _tc, follower_fetch_ports
 
 ROOT = Path(__file__).resolve().parents[1]
 FETCH_BYTES = 262_144  # this cluster's replica.fetch.max.bytes
@@ -90,16 +90,6 @@ class ShapedLinks:
         self.cluster, self.leader, self.followers = cluster, leader, followers
         self.on = False
 
-    def _fetch_ports(self, follower: int) -> list[str]:
-        port = self.cluster.brokers[self.leader].port
-        pid = self.cluster.brokers[follower].pid
-        ss = subprocess.run(["ss", "-tnpH", "state", "established", f"( dport = :{port} )"],
-                            capture_output=True, text=True, check=True).stdout
-        found = [line.split()[2].rsplit(":", 1)[1] for line in ss.splitlines() if f"pid={pid}," in line]
-        if not found:
-            raise RuntimeError(f"broker {follower} (pid {pid}) has no connection to broker {self.leader}:{port}")
-        return found
-
     def shape(self, rate: float) -> None:
         """Set both links to ``rate`` bytes/s (the qdisc made on first use)."""
         spec = ["htb", "rate", f"{int(rate * 8)}bit", "ceil", f"{int(rate * 8)}bit", "burst", "32k", "cburst", "32k"]
@@ -115,7 +105,7 @@ class ShapedLinks:
         self.on = True
         for f in self.followers:
             _tc("class", "add", "dev", "lo", "parent", "1:", "classid", f"1:{f}", *spec)
-            for fetch_port in self._fetch_ports(f):
+            for fetch_port in follower_fetch_ports(self.cluster, self.leader, f):
                 _tc("filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
                     "match", "ip", "sport", port, "0xffff", "match", "ip", "dport", fetch_port, "0xffff",
                     "flowid", f"1:{f}")
@@ -124,10 +114,6 @@ class ShapedLinks:
         if self.on:
             self.on = False
             _tc("qdisc", "del", "dev", "lo", "root")
-
-
-def _tc(*args: str) -> str:
-    return subprocess.run(["tc", *args], capture_output=True, text=True, check=True).stdout
 
 
 # ------------------------------------------------------------------ the cluster's side
