@@ -3,7 +3,7 @@ IncrementalAlterConfigs), each value sorted by the source Kafka reports for it.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from kafka_reassign.cluster.calls import AdminConnection, log
 from kafka_reassign.cluster.config_source import INHERITED_SOURCES, ConfigChangeLike, ConfigsRead, Inherited
@@ -73,7 +73,7 @@ class ConfigAccess(AdminConnection):
             out.values[(rtype, r.name)] = {k: None for k in (key_list or [])}
         if not res:
             return out
-        raw = self._retried("DescribeConfigs", lambda: self._configs_round("DescribeConfigs", res))
+        raw = self._call("DescribeConfigs", "describe_configs", res, config_filter="all")
         for rtype in ("broker", "topic"):
             for name, entries in (raw.get(rtype) or {}).items():
                 d = out.values.setdefault((rtype, name), {})
@@ -87,31 +87,6 @@ class ConfigAccess(AdminConnection):
                     elif source in ConfigSourceType.__members__ and ConfigSourceType[source].is_modified():
                         d[k] = value  # what the "modified" filter kept: the resource's own value
         return out
-
-    def _configs_round(self, operation: str, resources: list, validate_only: bool = False) -> Any:
-        """One DescribeConfigs (every value, sources included) or IncrementalAlterConfigs of
-        ``resources``, answered as kafka-python's ``describe_configs`` / ``alter_configs`` answer.
-
-        A broker's configs are read and written on that broker, so kafka-python sends one
-        request per broker, each after the previous one's answer: setting the throttle on 300
-        brokers took 300 round trips. Here they are all in flight together.
-        """
-        client = self._open
-        manager = client._manager
-        by_broker, others = client._group_config_resources(resources)
-        groups: list[tuple[int | None, list]] = [*by_broker.items(), *([(None, others)] if others else [])]
-        reading = operation == "DescribeConfigs"
-        requests = [(node, client._describe_configs_request(group) if reading
-                     else client._alter_configs_request(group, validate_only, incremental=True))
-                    for node, group in groups]
-
-        async def ask_all() -> Any:
-            sent = [manager.send(request, node_id=node) for node, request in requests]
-            answers = [await future for future in sent]
-            if reading:
-                return client._describe_configs_process_responses(answers, "all")
-            return client._alter_configs_process_responses([r for a in answers for r in a.responses])
-        return self._within_deadline(operation, manager.run, (ask_all,), {})
 
     def read_configs(self, broker_ids: Iterable[int] = (), topics: Iterable[str] = (),
                      keys: Iterable[str] | None = None) -> ConfigsRead:
@@ -161,8 +136,8 @@ class ConfigAccess(AdminConnection):
             return
         res = [ConfigResource(ConfigResourceType.BROKER if rtype == "broker" else ConfigResourceType.TOPIC,
                               name, cfg) for (rtype, name), cfg in grouped.items()]
-        raw = self._retried("IncrementalAlterConfigs",
-                            lambda: self._configs_round("IncrementalAlterConfigs", res, validate_only))
+        raw = self._call("IncrementalAlterConfigs", "alter_configs", res, validate_only=validate_only,
+                         raise_on_unknown=False, incremental=True)
         failed = [f"{rtype} {name}: {result}" for rtype, by_name in (raw or {}).items()
                   for name, result in by_name.items() if result != "OK"]
         if failed:
