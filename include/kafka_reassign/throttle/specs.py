@@ -34,6 +34,8 @@ time; restoring twice is a no-op.
 """
 from __future__ import annotations
 
+import functools
+
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
@@ -117,8 +119,17 @@ def parse_replica_list(value: str | None) -> set[tuple[int, int]] | str:
 
     Unparseable entries are kept out but never lost: callers compare the raw string first.
     """
+    parsed = _parsed_list(value)
+    return parsed if isinstance(parsed, str) else set(parsed)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_list(value: str | None) -> frozenset[tuple[int, int]] | str:
+    """:func:`parse_replica_list`'s parse, once per distinct value (an unparseable entry is so
+    logged once): each refill of the executor reads a topic's lists (now, before the run, last
+    written) several times over, and they hold an entry per replica in flight."""
     if value is None:
-        return set()
+        return frozenset()
     value = value.strip()
     if value == WILDCARD:
         return WILDCARD
@@ -133,7 +144,7 @@ def parse_replica_list(value: str | None) -> set[tuple[int, int]] | str:
             out.add((int(p), int(b)))
         except ValueError:
             log.warning("ignoring unparseable throttled replica entry %r", item)
-    return out
+    return frozenset(out)
 
 
 def format_replica_list(entries: Iterable[tuple[int, int]]) -> str:
