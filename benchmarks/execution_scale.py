@@ -45,24 +45,29 @@ def _bounds(cluster: Any, throttle: float) -> tuple[float, float]:
     return throttle_bound(copies, limits).seconds, source_free_bound(copies, limits).seconds
 
 
-def rehearse_shape(shape: str, moves: int, brokers: int, seed: int = 7) -> dict[str, Any]:
-    """Generate one plan and rehearse it with the default run parameters."""
+def rehearse_shape(shape: str, moves: int, brokers: int, seed: int = 7,
+                   replan_quantum: float | None = None) -> dict[str, Any]:
+    """Generate one plan and rehearse it with the default run parameters.
+
+    :param replan_quantum: the simulator's re-plan quantum (None: the rehearsal's default; 0: exact)
+    """
     from benchmarks import scale_shapes as S
     from kafka_reassign.defaults import RUN_DEFAULTS
-    from kafka_reassign.rehearsal.rehearse import rehearse
+    from kafka_reassign.rehearsal.rehearse import REPLAN_QUANTUM_S, rehearse
 
     cluster = S.GENERATORS[shape](brokers, moves, MEDIANS[shape], seed)
     snapshot, plan = S.snapshot(cluster), S.plan(cluster)
     fixed, free = _bounds(cluster, float(RUN_DEFAULTS["throttle_bytes_per_sec"]))  # type: ignore[arg-type]
     cpu0, wall0 = time.process_time(), time.monotonic()
-    report = rehearse(snapshot, plan, dict(RUN_DEFAULTS))
+    quantum = REPLAN_QUANTUM_S if replan_quantum is None else replan_quantum
+    report = rehearse(snapshot, plan, dict(RUN_DEFAULTS), replan_quantum=quantum)
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     pred = report.predicted_seconds
     peak_in = max((p["in"] for p in report.peak_in_flight.values()), default=0)
     peak_out = max((p["out"] for p in report.peak_in_flight.values()), default=0)
     return {"shape": shape, "brokers": brokers, "moves": cluster.moves(), "steps": report.steps,
             "fixed": fixed, "free": free, "report_fixed": report.bound_seconds, "pred": pred,
-            "outcome": report.outcome, "peak_in": peak_in, "peak_out": peak_out, "cpu": cpu, "wall": wall}
+            "outcome": report.outcome, "quantum": quantum, "peak_in": peak_in, "peak_out": peak_out, "cpu": cpu, "wall": wall}
 
 
 def _print_rehearsal(r: dict[str, Any]) -> None:
@@ -76,7 +81,7 @@ def _print_rehearsal(r: dict[str, Any]) -> None:
           f"fixed-leader {r['fixed']:.0f} s, source-free {r['free']:.0f} s; predicted {pred:.3f} s = "
           f"{fixed_ratio:.3f}x fixed-leader (target <= {FIXED_TARGET}: {'yes' if fixed_ratio <= FIXED_TARGET else 'NO'}),"
           f" {pred / r['free']:.3f}x source-free; peak in flight per broker in {r['peak_in']} / out {r['peak_out']};"
-          f" rehearsal {r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU = {cpu_ratio:.4f} of the predicted time "
+          f" rehearsal (re-plan quantum {r['quantum']:g} s) {r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU = {cpu_ratio:.4f} of the predicted time "
           f"(target < {CPU_TARGET}: {'yes' if cpu_ratio < CPU_TARGET else 'NO'})", flush=True)
 
 
@@ -138,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", default="decommission,new-brokers,hot", help="comma-separated shapes")
     ap.add_argument("--sizes", default="", help="moves:brokers,... (default: 20000:60,100000:300)")
     ap.add_argument("--skip-wake", action="store_true", help="only the rehearsals")
+    ap.add_argument("--replan-quantum", type=float, default=None,
+                    help="virtual seconds copies keep their rates after one catches up (0: re-plan at every event)")
     ap.add_argument("--skip-rehearsal", action="store_true", help="only the per-wake cost")
     args = ap.parse_args(argv if argv is not None else [])
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
@@ -147,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
           "CPU = process_time):", flush=True)
     for moves, brokers in ([] if args.skip_rehearsal else sizes):
         for shape in args.shapes.split(","):
-            _print_rehearsal(rehearse_shape(shape, moves, brokers))
+            _print_rehearsal(rehearse_shape(shape, moves, brokers, replan_quantum=args.replan_quantum))
     if not args.skip_wake:
         print("Per wake of the deferrable execute task (read head + saved state + the pages worked on, "
               "one tick, save), median of 6 steady wakes, window 1250, 60 brokers:", flush=True)

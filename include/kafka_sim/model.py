@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import gc
+import math
 import random
 import threading
 import time
@@ -87,6 +88,12 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         # per quota: its meter, (version, bound, mode) and the next event found for them
         self._kept_events: dict[tuple[str, int], tuple[Any, tuple[int, float, int], float]] = {}
         self.replan_all = False  # True: nothing kept between plans (tests compare the two)
+        # > 0: after a copy catches up, the other flows keep their rates until this many virtual
+        # seconds have passed since the last full plan (Replication._physics_until); 0: exact
+        self.replan_quantum = 0.0
+        self.plans_made = 0  # full plans (rates shared anew), for the rehearsal's cost figures
+        self._planned_at = -math.inf  # virtual time of the last full plan
+        self._since_plan: set[Partition] = set()  # partitions flushed since the current plan
         self._flow_cache: dict[Partition, list[Any]] = {}  # flows of each active partition
         self._res_ids: dict[tuple[str, int], int] = {}  # physics resource key -> its number
         self._res_keys: list[tuple[str, int]] = []  # physics resource number -> its key

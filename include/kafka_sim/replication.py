@@ -77,6 +77,9 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
                 if self._plan is None:
                     self._flush_dirty()
                     self._finish_trivial()
+                    if (self.replan_quantum > 0 and not forced and not self.replan_all and self._plan is None
+                            and self._t < self._planned_at + self.replan_quantum):
+                        self._plan = self._patched(plan)
 
     def _finish_trivial(self) -> None:
         """Finish at once what needs no time: empty logs, caught-up copies of idle partitions.

@@ -27,7 +27,7 @@ class Flow:
     """One transfer in a physics step."""
 
     __slots__ = ("kind", "partition", "replica", "resources", "rids", "recorded", "gap", "grow", "rate",
-                 "follows", "fetched")
+                 "follows", "fetched", "at")
 
     def __init__(self, kind: int, partition: Partition, replica: Replica, resources: tuple, rids: tuple[int, ...],
                  gap: float, grow: float, recorded: tuple = ()) -> None:
@@ -42,6 +42,7 @@ class Flow:
         self.rate = 0.0
         self.follows = False
         self.fetched = 1.0  # bytes recorded in its quotas per byte it adds to the log
+        self.at = math.inf  # when it catches up at the planned rate
 
     def keeps_up(self) -> bool:
         return self.rate >= self.grow * _KEEP_UP
@@ -222,6 +223,9 @@ class FlowPlanning(FetchSharing):
             if rates is not None:
                 break
             self._flush_dirty()  # in-sync followers a saturated link squeezed became flows: plan again
+        self.plans_made += 1
+        self._planned_at = self._t
+        self._since_plan = set()
         follow_rate: dict[int, float] | None = None  # only future replicas copying a catching-up one need it
         now = self._t
         event = math.inf
@@ -238,11 +242,12 @@ class FlowPlanning(FetchSharing):
                 for key in f.recorded:
                     flow_rec[key] = flow_rec.get(key, 0.0) + rate * fetched
             net = rate - grow
+            f.at = math.inf
             if f.gap <= CATCH_UP_EPS:
                 if f.kind == 1 or f.keeps_up():
-                    event = now
+                    event = f.at = now
             elif net > 0:
-                at = now + f.gap / net
+                at = f.at = now + f.gap / net
                 if at < event:  # min(event, at), without the call
                     event = at
         quota_at = self._set_flow_records(flow_rec)
@@ -272,16 +277,64 @@ class FlowPlanning(FetchSharing):
         for key in kept.alter_keys:
             if self._alter_dirs_cap(key[1], flows) != cap[key]:
                 return None
+        event = min(kept.event, self._due_quota_events(kept))
+        if event <= self._t:
+            return None  # an event now that changed nothing would repeat: plan afresh, as before
+        return flows, event, lagging, kept
+
+    def _due_quota_events(self, kept: _Kept) -> float:
+        """Find again the events of the quotas whose event is due or whose meter changed course; the first."""
         now = self._t
         quota_at, versions = kept.quota_at, kept.versions
         for key, at in quota_at.items():
             if at <= now or self._course(key) != versions[key]:
                 quota_at[key] = self._quota_event(key)
                 versions[key] = self._course(key)
-        event = min(kept.event, min(quota_at.values(), default=math.inf))
-        if event <= now:
-            return None  # an event now that changed nothing would repeat: plan afresh, as before
-        return flows, event, lagging, kept
+        return min(quota_at.values(), default=math.inf)
+
+    def _patched(self, plan: Plan) -> Plan | None:
+        """The plan without the flows of partitions that changed, the others at their rates; None
+        when a changed partition still has flows (its rates must be shared anew).
+
+        Used with ``replan_quantum`` only: nearly every event of a large rehearsal is a copy
+        catching up, and each full plan shares the rates of every flow in flight anew. Kept
+        rates fit every capacity (flows only left it; the in-sync traffic the new replica adds
+        is its partition's write rate), so the copies still in flight run on, a little below
+        their fair share, until the next full plan; a quota that changes mode meanwhile still
+        ends the plan at its event.
+        """
+        flows, _event, lagging, kept = plan
+        changed = self._since_plan
+        for p in changed:
+            if p in self._active:
+                fl = self._flow_cache.get(p)
+                if fl is None:
+                    fl = self._flow_cache[p] = self._partition_flows(p)
+                if fl:
+                    return None
+        kept_flows: list[Flow] = []
+        flow_rec = dict(self._flow_rec)
+        for f in flows:
+            if f.partition not in changed:
+                kept_flows.append(f)
+            elif f.recorded:
+                for key in f.recorded:
+                    flow_rec[key] -= f.rate * f.fetched
+        old, self._flow_rec = self._flow_rec, flow_rec
+        for key, rate in flow_rec.items():
+            if old[key] != rate:
+                self._record_rate(key)
+        lag = [entry for entry in lagging if entry[0] not in changed]
+        now = self._t
+        event = min((f.at for f in kept_flows), default=math.inf)
+        if lag:
+            event = min(event, max(now, min(d for _p, _r, d in lag)), self._reaches_hw(kept_flows, lag))
+        patched = _Kept(event, kept.cap, kept.terms, kept.quota_at, kept.versions)
+        first = min(event, self._due_quota_events(patched))
+        if first <= now:
+            return None
+        self._since_plan = set()
+        return kept_flows, first, lag, patched
 
     def _course(self, key: tuple[str, int]) -> int:
         """The version of a quota meter's course (-1 before it exists)."""

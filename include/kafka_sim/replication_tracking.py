@@ -87,6 +87,7 @@ class ChangeTracking:
                    rec_changed: set[tuple[str, int]]) -> None:
         self._flow_cache.pop(p, None)
         self._fresh.add(p)
+        self._since_plan.add(p)
         steady_out, steady_in = self._steady_out, self._steady_in
         for b, out, inn, lrec, frec in self._contrib.pop(p, ()):
             if b not in before:

@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 THROTTLE_CONFIGS = "throttle_configs"
 #: Partitions listed as the slowest.
 SLOWEST = 10
+#: Virtual seconds the other copies keep their rates after one catches up (kafka_sim's
+#: ``replan_quantum``): a full re-plan after every catch-up was most of a large rehearsal's CPU,
+#: and one second is a quota sample's length. 0 re-plans at every event (the simulator's default).
+REPLAN_QUANTUM_S = 1.0
 #: Kafka's IncrementalAlterConfigs resource type of a broker and its SET operation.
 _BROKER_RESOURCE, _SET = 4, 0
 
@@ -56,7 +60,8 @@ def apply_snapshot_throttles(model: Any, snapshot: Mapping[str, Any]) -> int:
 
 def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] | Any = None, *,
              resolution: float | None = None, network_bytes_per_sec: float | None = None,
-             on_event: Callable[[str], None] | None = None) -> RehearsalReport:
+             on_event: Callable[[str], None] | None = None,
+             replan_quantum: float = REPLAN_QUANTUM_S) -> RehearsalReport:
     """Run ``plan`` on a simulator seeded from ``snapshot`` and report what happened.
 
     :param snapshot: the cluster snapshot (``read_rehearsal_snapshot`` for a live cluster)
@@ -65,6 +70,7 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
     :param resolution: simulated seconds between observations (default: half the poll interval)
     :param network_bytes_per_sec: broker network capacity where the snapshot does not say
     :param on_event: receives the executor's messages
+    :param replan_quantum: see :data:`REPLAN_QUANTUM_S`
     :raises PreflightError, PlanValidationError, ParamError: as the real run would refuse
     """
     from kafka_reassign.cluster.admin import KafkaAdmin
@@ -85,6 +91,7 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
     cpu0, wall0 = time.process_time(), time.monotonic()
     cluster = SimulatedCluster(snap, time_scale=0.0)
     model = cluster.model
+    model.replan_quantum = replan_quantum
     apply_snapshot_throttles(model, snap)
     entries = _plan_entries(plan)
     plan_keys = {(e["topic"], e["partition"]) for e in entries}

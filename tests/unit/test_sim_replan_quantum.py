@@ -1,0 +1,62 @@
+"""The simulator's re-plan quantum: copies keep their rates for a while after another catches up."""
+from __future__ import annotations
+
+import pytest
+
+from kafka_sim import errors as E
+
+from test_sim_model_helpers import MB, manual, snapshot, topic
+
+SET = 0
+THROTTLE = 20 * MB
+
+
+def _moves(quantum: float, bytes_in: float = 100_000.0):
+    """Twelve throttled copies of uneven sizes out of brokers 1-3 into 4-6; (model, finish times)."""
+    replicas = [[1 + i % 3, 1 + (i + 1) % 3] for i in range(12)]
+    topics = [topic(f"t{i}", [r], size=(5 + 5 * i) * MB, bytes_in=bytes_in) for i, r in enumerate(replicas)]
+    m = manual(snapshot(topics=topics))
+    m.replan_quantum = quantum
+    for b in range(1, 7):
+        assert m.incremental_alter_configs(4, str(b), [("leader.replication.throttled.rate", SET, str(THROTTLE)),
+                                                       ("follower.replication.throttled.rate", SET, str(THROTTLE))]
+                                           ) == (E.NONE, None)
+    for i in range(12):
+        assert m.incremental_alter_configs(2, f"t{i}", [("leader.replication.throttled.replicas", SET, "*"),
+                                                        ("follower.replication.throttled.replicas", SET, "*")]
+                                           ) == (E.NONE, None)
+    targets = [(f"t{i}", 0, [r[0], 4 + i % 3]) for i, r in enumerate(replicas)]
+    assert all(code == E.NONE for _t, _p, code, _m in m.alter_reassignments(targets))
+    finished: dict[str, float] = {}
+    while len(finished) < 12:
+        assert m.sim_time() < 1000, finished
+        m.advance_by(0.05)
+        for t, _p, _r in targets:
+            if t not in finished and not m.partition_state(t, 0)["adding"]:
+                finished[t] = m.sim_time()
+    return m, finished
+
+
+def test_quantum_zero_plans_at_every_catch_up_and_a_quantum_plans_less():
+    exact, _ = _moves(0.0)
+    quantum, _ = _moves(1.0)
+    assert exact.plans_made >= 12  # each catch-up shares the rates anew
+    assert quantum.plans_made < exact.plans_made
+
+
+@pytest.mark.parametrize("bytes_in", [0.0, 100_000.0])
+def test_each_copy_finishes_within_a_quantum_of_the_exact_plans(bytes_in):
+    _, exact = _moves(0.0, bytes_in)
+    _, kept = _moves(1.0, bytes_in)
+    assert set(kept) == set(exact)
+    for t, at in exact.items():
+        # a copy runs at its last planned rate until the next full plan, within a second
+        assert abs(kept[t] - at) <= 1.05, (t, at, kept[t])
+    assert max(kept.values()) <= max(exact.values()) * 1.02
+
+
+def test_kept_rates_never_exceed_the_throttle():
+    _, finished = _moves(1.0, 0.0)
+    # three receivers, each under one follower quota: at least the bytes into the busiest one / throttle
+    into = {b: sum((5 + 5 * i) * MB for i in range(12) if 4 + i % 3 == b) for b in (4, 5, 6)}
+    assert max(finished.values()) >= max(into.values()) / THROTTLE * 0.98
