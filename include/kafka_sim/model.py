@@ -94,6 +94,8 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self.plans_made = 0  # full plans (rates shared anew), for the rehearsal's cost figures
         self._planned_at = -math.inf  # virtual time of the last full plan
         self._since_plan: set[Partition] = set()  # partitions flushed since the current plan
+        self._course_changed: set[tuple[str, int]] = set()  # quotas recorded in since the current plan
+        self._lazy_flows: list[Any] = []  # flows whose bytes are integrated when read (replan_quantum)
         self._flow_cache: dict[Partition, list[Any]] = {}  # flows of each active partition
         self._res_ids: dict[tuple[str, int], int] = {}  # physics resource key -> its number
         self._res_keys: list[tuple[str, int]] = []  # physics resource number -> its key

@@ -21,8 +21,10 @@ Kafka behaviour followed (apache/kafka):
 """
 from __future__ import annotations
 
+import heapq
+
 from kafka_sim.model_base import CATCH_UP_EPS, MAX_SUBSTEPS, OrderedSet
-from kafka_sim.replication_flows import Flow, FlowPlanning
+from kafka_sim.replication_flows import Flow, FlowPlanning, Plan
 from kafka_sim.replication_quotas import ReplicationQuotas
 from kafka_sim.replication_tracking import ChangeTracking
 from kafka_sim.state import Partition, Replica
@@ -50,36 +52,45 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
 
     def _physics_until(self, until: float) -> None:
         steps = 0
-        while self._t < until:
-            if not self._active:
-                if self._flow_rec:
-                    self._set_flow_records({})
-                self._t = until
-                self._plan = None
-                break
-            if self._plan is None:
-                self._plan = self._make_plan()
-            plan = self._plan
-            flows, event_at, lagging, _kept = plan
-            steps += 1
-            forced = steps > MAX_SUBSTEPS  # too many events in one call: finish in one step
-            stop_at = until if forced else min(until, event_at)
-            dt = max(0.0, stop_at - self._t)
-            if dt > 0:
-                self._integrate(flows, dt)
-                self._t = stop_at
-            if self._t >= event_at or forced:
-                self._settle(flows, lagging)
-                # the settle drops the plan when it changes a partition (_touch, _caught_up)
-                unchanged = (self._plan is plan and not forced and not self._dirty and not self._fresh
-                             and not self.replan_all)
-                self._plan = self._refreshed(plan) if unchanged else None
+        lazy = self.replan_quantum > 0 and not self.replan_all  # bytes integrated when read (_due_flows)
+        try:
+            while self._t < until:
+                if not self._active:
+                    if self._flow_rec:
+                        self._set_flow_records({})
+                    self._sync_flows()
+                    self._lazy_flows = []
+                    self._t = until
+                    self._plan = None
+                    break
                 if self._plan is None:
-                    self._flush_dirty()
-                    self._finish_trivial()
-                    if (self.replan_quantum > 0 and not forced and not self.replan_all and self._plan is None
-                            and self._t < self._planned_at + self.replan_quantum):
-                        self._plan = self._patched(plan)
+                    self._sync_flows()
+                    self._plan = self._make_plan()
+                plan = self._plan
+                flows, event_at, lagging, _kept = plan
+                steps += 1
+                forced = steps > MAX_SUBSTEPS  # too many events in one call: finish in one step
+                stop_at = until if forced else min(until, event_at)
+                dt = max(0.0, stop_at - self._t)
+                if dt > 0:
+                    if not lazy:
+                        self._integrate(flows, dt)
+                    self._t = stop_at
+                if self._t >= event_at or forced:
+                    self._settle(self._due_flows(plan, forced) if lazy else flows, lagging)
+                    # the settle drops the plan when it changes a partition (_touch, _caught_up)
+                    unchanged = (self._plan is plan and not forced and not self._dirty and not self._fresh
+                                 and not self.replan_all)
+                    self._plan = self._refreshed(plan) if unchanged else None
+                    if self._plan is None:
+                        self._sync_changed()
+                        self._flush_dirty()
+                        self._finish_trivial()
+                        if (lazy and not forced and self._plan is None
+                                and self._t < self._planned_at + self.replan_quantum):
+                            self._plan = self._patched(plan)
+        finally:
+            self._sync_flows()
 
     def _finish_trivial(self) -> None:
         """Finish at once what needs no time: empty logs, caught-up copies of idle partitions.
@@ -111,6 +122,41 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
             self._settle(done, [])
             self._plan = None
             self._flush_dirty()
+
+    def _due_flows(self, plan: Plan, forced: bool) -> list[Flow]:
+        """With ``replan_quantum``: the flows an event may finish, their bytes brought to now.
+
+        The flows whose planned catch-up is due, and the other flows of their partitions (a
+        completion may elect a leader and truncate them); every flow when ISR members lag (a
+        follower may reach the high watermark they hold back) or the step was forced.
+        """
+        flows, _event, lagging, kept = plan
+        if forced or lagging:
+            self._sync_flows()
+            return flows
+        heap, now, due = kept.heap, self._t, []
+        while heap and heap[0][0] <= now:
+            at, _n, f = heapq.heappop(heap)
+            if f.at == at:  # not left the plan (nan) since
+                due.append(f)
+        cache = self._flow_cache
+        for p in {f.partition for f in due}:
+            _bring_to(cache.get(p) or [f for f in due if f.partition is p], now)
+        return due
+
+    def _sync_flows(self) -> None:
+        """Bring the bytes of the flows integrated lazily to now (every flow of the last plan)."""
+        if self._lazy_flows:
+            _bring_to(self._lazy_flows, self._t)
+
+    def _sync_changed(self) -> None:
+        """Bring the flows of the partitions an event changed to now, before they are planned anew."""
+        if self._lazy_flows:
+            cache = self._flow_cache
+            for p in self._dirty:
+                fl = cache.get(p)
+                if fl:
+                    _bring_to(fl, self._t)
 
     @staticmethod
     def _integrate(flows: list[Flow], dt: float) -> None:
@@ -182,3 +228,17 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
         r.future_bytes = 0.0
         self._usage_changed(p)
         self._touch(p)
+
+
+def _bring_to(flows: list[Flow], now: float) -> None:
+    """Integrate flows from their last integration (``since``) to ``now`` at their planned rates."""
+    for f in flows:
+        dt = now - f.since
+        if dt > 0:
+            rate = f.rate
+            if rate > 0:
+                if f.kind:
+                    f.replica.future_bytes += rate * dt
+                else:
+                    f.replica._bytes += rate * dt
+            f.since = now

@@ -10,9 +10,11 @@ event, which the plan computes too.
 """
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from itertools import chain
+from typing import Iterable
 
 from kafka_sim.model_base import CATCH_UP_EPS
 from kafka_sim.replication_quotas import FOLLOWER_QUOTA, LEADER_QUOTA
@@ -27,7 +29,7 @@ class Flow:
     """One transfer in a physics step."""
 
     __slots__ = ("kind", "partition", "replica", "resources", "rids", "recorded", "gap", "grow", "rate",
-                 "follows", "fetched", "at")
+                 "follows", "fetched", "at", "since")
 
     def __init__(self, kind: int, partition: Partition, replica: Replica, resources: tuple, rids: tuple[int, ...],
                  gap: float, grow: float, recorded: tuple = ()) -> None:
@@ -42,7 +44,8 @@ class Flow:
         self.rate = 0.0
         self.follows = False
         self.fetched = 1.0  # bytes recorded in its quotas per byte it adds to the log
-        self.at = math.inf  # when it catches up at the planned rate
+        self.at = math.inf  # when it catches up at the planned rate (nan: left the plan)
+        self.since = 0.0  # bytes integrated up to this time (replan_quantum: lazily, Replication._due_flows)
 
     def keeps_up(self) -> bool:
         return self.rate >= self.grow * _KEEP_UP
@@ -51,7 +54,7 @@ class Flow:
 class _Kept:
     """What a plan keeps to be refreshed after an event that changed no partition."""
 
-    __slots__ = ("event", "cap", "terms", "quota_at", "versions", "alter_keys")
+    __slots__ = ("event", "cap", "terms", "quota_at", "versions", "alter_keys", "heap")
 
     def __init__(self, event: float, cap: dict, terms: dict[tuple[str, int], tuple[float, float]],
                  quota_at: dict[tuple[str, int], float], versions: dict[tuple[str, int], int]) -> None:
@@ -61,6 +64,7 @@ class _Kept:
         self.quota_at = quota_at  # quota -> when it next changes mode
         self.versions = versions  # quota -> its meter's course when that was found
         self.alter_keys = [key for key in cap if key[0] == "a" and not math.isinf(cap[key])]
+        self.heap: list[tuple[float, int, Flow]] = []  # replan_quantum: (catch-up time, n, flow)
 
 
 #: resource key -> capacity, quota -> (unheld, overhead), resource number -> flows crossing it
@@ -226,6 +230,9 @@ class FlowPlanning(FetchSharing):
         self.plans_made += 1
         self._planned_at = self._t
         self._since_plan = set()
+        self._course_changed = set()
+        lazy = self.replan_quantum > 0 and not self.replan_all
+        self._lazy_flows = flows if lazy else []
         follow_rate: dict[int, float] | None = None  # only future replicas copying a catching-up one need it
         now = self._t
         event = math.inf
@@ -243,6 +250,7 @@ class FlowPlanning(FetchSharing):
                     flow_rec[key] = flow_rec.get(key, 0.0) + rate * fetched
             net = rate - grow
             f.at = math.inf
+            f.since = now
             if f.gap <= CATCH_UP_EPS:
                 if f.kind == 1 or f.keeps_up():
                     event = f.at = now
@@ -256,6 +264,9 @@ class FlowPlanning(FetchSharing):
             event = min(event, max(now, min(d for _p, _r, d in lagging)))
             event = min(event, self._reaches_hw(flows, lagging))
         kept = _Kept(event, cap, terms, quota_at, {key: self._course(key) for key in quota_at})
+        if lazy:
+            kept.heap = [(f.at, n, f) for n, f in enumerate(flows) if f.at < math.inf]
+            heapq.heapify(kept.heap)
         return flows, min(event, min(quota_at.values(), default=math.inf)), lagging, kept
 
     def _refreshed(self, plan: Plan) -> Plan | None:
@@ -282,12 +293,18 @@ class FlowPlanning(FetchSharing):
             return None  # an event now that changed nothing would repeat: plan afresh, as before
         return flows, event, lagging, kept
 
-    def _due_quota_events(self, kept: _Kept) -> float:
-        """Find again the events of the quotas whose event is due or whose meter changed course; the first."""
+    def _due_quota_events(self, kept: _Kept, touched: set[tuple[str, int]] | None = None) -> float:
+        """Find again the events of the quotas whose event is due or whose meter changed course; the first.
+
+        :param touched: the only quotas whose course may have changed (None: ask every one)
+        """
         now = self._t
         quota_at, versions = kept.quota_at, kept.versions
-        for key, at in quota_at.items():
-            if at <= now or self._course(key) != versions[key]:
+        keys: Iterable[tuple[str, int]] = quota_at
+        if touched is not None and min(quota_at.values(), default=math.inf) > now:
+            keys = [key for key in touched if key in quota_at]
+        for key in keys:
+            if quota_at[key] <= now or self._course(key) != versions[key]:
                 quota_at[key] = self._quota_event(key)
                 versions[key] = self._course(key)
         return min(quota_at.values(), default=math.inf)
@@ -301,10 +318,14 @@ class FlowPlanning(FetchSharing):
         rates fit every capacity (flows only left it; the in-sync traffic the new replica adds
         is its partition's write rate), so the copies still in flight run on, a little below
         their fair share, until the next full plan; a quota that changes mode meanwhile still
-        ends the plan at its event.
+        ends the plan at its event. Costs what changed, not the flows in flight: the next
+        catch-up comes from the plan's heap, and only the quotas the changed flows crossed
+        (or whose meter moved) are asked again.
         """
         flows, _event, lagging, kept = plan
         changed = self._since_plan
+        if not changed:
+            return None
         for p in changed:
             if p in self._active:
                 fl = self._flow_cache.get(p)
@@ -313,27 +334,31 @@ class FlowPlanning(FetchSharing):
                 if fl:
                     return None
         kept_flows: list[Flow] = []
-        flow_rec = dict(self._flow_rec)
+        touched = self._course_changed
         for f in flows:
             if f.partition not in changed:
                 kept_flows.append(f)
-            elif f.recorded:
-                for key in f.recorded:
-                    flow_rec[key] -= f.rate * f.fetched
-        old, self._flow_rec = self._flow_rec, flow_rec
-        for key, rate in flow_rec.items():
-            if old[key] != rate:
+                continue
+            f.at = math.nan  # its heap entry is void
+            for key in f.recorded:
+                self._flow_rec[key] -= f.rate * f.fetched
                 self._record_rate(key)
-        lag = [entry for entry in lagging if entry[0] not in changed]
+        heap = kept.heap
+        while heap and not heap[0][2].at == heap[0][0]:
+            heapq.heappop(heap)
         now = self._t
-        event = min((f.at for f in kept_flows), default=math.inf)
+        event = heap[0][0] if heap else math.inf
+        lag = [entry for entry in lagging if entry[0] not in changed]
         if lag:
             event = min(event, max(now, min(d for _p, _r, d in lag)), self._reaches_hw(kept_flows, lag))
         patched = _Kept(event, kept.cap, kept.terms, kept.quota_at, kept.versions)
-        first = min(event, self._due_quota_events(patched))
+        patched.heap = heap
+        first = min(event, self._due_quota_events(patched, touched))
         if first <= now:
             return None
         self._since_plan = set()
+        self._course_changed = set()
+        self._lazy_flows = kept_flows
         return kept_flows, first, lag, patched
 
     def _course(self, key: tuple[str, int]) -> int:

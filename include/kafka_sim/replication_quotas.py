@@ -45,6 +45,7 @@ class ReplicationQuotas:
 
     def _record_rate(self, key: tuple[str, int]) -> None:
         """Set a meter's recording rate: in-sync traffic plus the current plan's flows."""
+        self._course_changed.add(key)
         rate = self._steady_rec.get(key, 0.0) + self._flow_rec.get(key, 0.0)
         meter = self._meters.get(key)
         if meter is None and rate <= 0:
@@ -77,6 +78,7 @@ class ReplicationQuotas:
                     if is_throttled(topic.follower_throttled, p.index, b))
         for key, amount in keys:
             self._meter(key).record(self._t, amount)
+            self._course_changed.add(key)
             if not math.isinf(self._bound(key)):
                 self._plan = None  # the quota's allowance changed: re-plan rates and events
 
