@@ -96,6 +96,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._since_plan: set[Partition] = set()  # partitions flushed since the current plan
         self._course_changed: set[tuple[str, int]] = set()  # quotas recorded in since the current plan
         self._lazy_flows: list[Any] = []  # flows whose bytes are integrated when read (replan_quantum)
+        self._last_kept: Any = None  # replan_quantum: the last plan's quota events, reused while they hold
         self._flow_cache: dict[Partition, list[Any]] = {}  # flows of each active partition
         self._res_ids: dict[tuple[str, int], int] = {}  # physics resource key -> its number
         self._res_keys: list[tuple[str, int]] = []  # physics resource number -> its key
@@ -302,6 +303,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         # a new JVM's follower quota sensor: fresh, one sample wide (SimpleRate.windowSize), not
         # the dead one's, which (stopped for about a window) counted as a full idle window
         self._meters.pop((FOLLOWER_QUOTA, broker_id), None)
+        self._last_kept = None  # its quota events were found for the meter just dropped
         for p in list(self._by_broker[broker_id]):
             if p.leader < 0:
                 self._change_leader(p, self._first_live_isr(p))

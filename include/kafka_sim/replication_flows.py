@@ -258,7 +258,7 @@ class FlowPlanning(FetchSharing):
                 at = f.at = now + f.gap / net
                 if at < event:  # min(event, at), without the call
                     event = at
-        quota_at = self._set_flow_records(flow_rec)
+        quota_at = self._set_flow_records(flow_rec, self._last_kept if lazy else None)
         lagging = self._lagging(flows)
         if lagging:
             event = min(event, max(now, min(d for _p, _r, d in lagging)))
@@ -267,6 +267,7 @@ class FlowPlanning(FetchSharing):
         if lazy:
             kept.heap = [(f.at, n, f) for n, f in enumerate(flows) if f.at < math.inf]
             heapq.heapify(kept.heap)
+            self._last_kept = kept
         return flows, min(event, min(quota_at.values(), default=math.inf)), lagging, kept
 
     def _refreshed(self, plan: Plan) -> Plan | None:
@@ -359,6 +360,7 @@ class FlowPlanning(FetchSharing):
         self._since_plan = set()
         self._course_changed = set()
         self._lazy_flows = kept_flows
+        self._last_kept = patched
         return kept_flows, first, lag, patched
 
     def _course(self, key: tuple[str, int]) -> int:
@@ -393,14 +395,28 @@ class FlowPlanning(FetchSharing):
                     event = min(event, self._t + max(0.0, hw - r._bytes) / (f.rate - hw_rate))
         return event
 
-    def _set_flow_records(self, flow_rec: dict[tuple[str, int], float]) -> dict[tuple[str, int], float]:
-        """Record the new flows in the quota meters; returns when each quota the flows cross next flips."""
+    def _set_flow_records(self, flow_rec: dict[tuple[str, int], float],
+                          known: _Kept | None = None) -> dict[tuple[str, int], float]:
+        """Record the new flows in the quota meters; returns when each quota the flows cross next flips.
+
+        :param known: with ``replan_quantum``, the last plan: a quota whose meter kept its course
+            (and whose event is ahead) keeps the event found then, as in :meth:`_refreshed`
+        """
         old, self._flow_rec = self._flow_rec, flow_rec
         for key in set(old) | set(flow_rec):
             # an unchanged rate only brings the meter to now, which every reader of it does first
             if old.get(key, 0.0) != flow_rec.get(key, 0.0):
                 self._record_rate(key)
-        return {key: self._quota_event(key) for key in self._quota_keys}
+        if known is None:
+            return {key: self._quota_event(key) for key in self._quota_keys}
+        now, found, versions = self._t, known.quota_at, known.versions
+        out = {}
+        for key in self._quota_keys:
+            at = found.get(key)
+            if at is None or at <= now or self._course(key) != versions[key]:
+                at = self._quota_event(key)
+            out[key] = at
+        return out
 
     def _lagging(self, flows: list[Flow]) -> list[tuple[Partition, Replica, float]]:
         """ISR members not caught up, with the time the isr-expiration task removes them."""

@@ -31,6 +31,7 @@ class ReplicationQuotas:
             self._rates[bid] = (vals[0], vals[1], vals[2])
         self._lag_cache.clear()
         self._plan = None
+        self._last_kept = None  # its quota events were found for the old bounds
 
     def _meter(self, key: tuple[str, int]) -> QuotaMeter:
         meter = self._meters.get(key)
