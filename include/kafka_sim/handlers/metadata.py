@@ -13,6 +13,7 @@ from kafka_sim.errors import (
     UNSUPPORTED_ENDPOINT_TYPE, UNSUPPORTED_VERSION,
 )
 from kafka_sim.handlers.base import ZERO_UUID, HandlerBase, RawBody, RequestContext
+from kafka_sim.handlers.compact import uvarint
 from kafka_sim.topics import valid_topic_name
 
 if TYPE_CHECKING:
@@ -246,7 +247,7 @@ def _partition_fields(p: Partition, alive: set[int]) -> dict[str, Any]:
 
 def _array_count(n: int, flexible: bool) -> bytes:
     """An array's length prefix: compact (uvarint n + 1) or int32."""
-    return _uvarint(n + 1) if flexible else struct.pack(">i", n)
+    return uvarint(n + 1) if flexible else struct.pack(">i", n)
 
 
 def _splice_array(encoded_empty: bytes, suffix_len: int, flexible: bool, items: list[bytes]) -> bytes:
@@ -263,16 +264,3 @@ def _splice_array(encoded_empty: bytes, suffix_len: int, flexible: bool, items: 
     tail = encoded_empty[end:]
     count = _array_count(len(items), flexible)
     return b"".join([head, count, *items, tail])
-
-
-def _uvarint(n: int) -> bytes:
-    """Unsigned varint (compact array lengths)."""
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
