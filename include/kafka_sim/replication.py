@@ -164,10 +164,7 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
         for f in flows:
             rate = f.rate
             if rate > 0:
-                if f.kind:
-                    f.replica.future_bytes += rate * dt
-                else:
-                    f.replica._bytes += rate * dt
+                _grow(f, rate * dt)
 
     def _settle(self, flows: list[Flow], lagging: list[tuple[Partition, Replica, float]]) -> None:
         """At an event: finish caught-up flows, swap finished future replicas, shrink the ISR."""
@@ -237,8 +234,13 @@ def _bring_to(flows: list[Flow], now: float) -> None:
         if dt > 0:
             rate = f.rate
             if rate > 0:
-                if f.kind:
-                    f.replica.future_bytes += rate * dt
-                else:
-                    f.replica._bytes += rate * dt
+                _grow(f, rate * dt)
             f.since = now
+
+
+def _grow(f: Flow, nbytes: float) -> None:
+    """Add copied bytes to a flow's replica (a KIP-113 copy's future log, or the follower's log)."""
+    if f.kind:
+        f.replica.future_bytes += nbytes
+    else:
+        f.replica._bytes += nbytes
