@@ -7,7 +7,8 @@
    simulator model in virtual time) with the default run parameters (``RUN_DEFAULTS``); printed:
    moves, the fixed-leader and source-free bounds (planning/bounds.py), the predicted moving time
    and its ratio to each, the peak moves in flight on one broker, and the rehearsal's wall and CPU
-   seconds against the predicted moving time. The rehearsal is single-threaded work on one core
+   seconds against the predicted moving time (``--replan-quantum 0``: the simulator's exact physics
+   instead of the rehearsal's 1 s re-plan quantum). The rehearsal is single-threaded work on one core
    (the simulated cluster's server thread only waits on the model's lock): CPU is
    ``time.process_time()`` of the whole process.
 2. Per-wake cost at 1k, 10k and 100k steps: what the deferrable execute task does on every wake
