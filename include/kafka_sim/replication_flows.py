@@ -317,7 +317,7 @@ class FlowPlanning(FetchSharing):
         Used with ``replan_quantum`` only: nearly every event of a large rehearsal is a copy
         catching up, and each full plan shares the rates of every flow in flight anew. Kept
         rates fit every capacity (flows only left it; the in-sync traffic the new replica adds
-        is its partition's write rate), so the copies still in flight run on, a little below
+        is its partition's write rate), so the copies still in flight run on, at or a little off
         their fair share, until the next full plan; a quota that changes mode meanwhile still
         ends the plan at its event. Costs what changed, not the flows in flight: the next
         catch-up comes from the plan's heap, and only the quotas the changed flows crossed
