@@ -91,7 +91,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         # > 0: after a copy catches up, the other flows keep their rates until this many virtual
         # seconds have passed since the last full plan (Replication._physics_until); 0: exact
         self.replan_quantum = 0.0
-        self.plans_made = 0  # full plans (rates shared anew), for the rehearsal's cost figures
+        self.plans_made = 0  # full plans (rates shared anew), counted for tests and cost figures
         self._planned_at = -math.inf  # virtual time of the last full plan
         self._since_plan: set[Partition] = set()  # partitions flushed since the current plan
         self._course_changed: set[tuple[str, int]] = set()  # quotas recorded in since the current plan

@@ -52,7 +52,7 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
 
     def _physics_until(self, until: float) -> None:
         steps = 0
-        lazy = self.replan_quantum > 0 and not self.replan_all  # bytes integrated when read (_due_flows)
+        lazy = self._quantized()  # bytes integrated when read (_due_flows)
         try:
             while self._t < until:
                 if not self._active:

@@ -231,7 +231,7 @@ class FlowPlanning(FetchSharing):
         self._planned_at = self._t
         self._since_plan = set()
         self._course_changed = set()
-        lazy = self.replan_quantum > 0 and not self.replan_all
+        lazy = self._quantized()
         self._lazy_flows = flows if lazy else []
         follow_rate: dict[int, float] | None = None  # only future replicas copying a catching-up one need it
         now = self._t
@@ -269,6 +269,10 @@ class FlowPlanning(FetchSharing):
             heapq.heapify(kept.heap)
             self._last_kept = kept
         return flows, min(event, min(quota_at.values(), default=math.inf)), lagging, kept
+
+    def _quantized(self) -> bool:
+        """Whether the physics runs with a re-plan quantum (patched plans, bytes integrated when read)."""
+        return self.replan_quantum > 0 and not self.replan_all
 
     def _refreshed(self, plan: Plan) -> Plan | None:
         """The plan after an event that changed no partition, or None when it must be made again.
