@@ -91,6 +91,9 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         # > 0: after a copy catches up, the other flows keep their rates until this many virtual
         # seconds have passed since the last full plan (Replication._physics_until); 0: exact
         self.replan_quantum = 0.0
+        # a list the model appends every partition it changes to (_touch), for a reader that
+        # wants only what changed (the rehearsal's watch drains it); None: not kept
+        self.touch_journal: list[Partition] | None = None
         self.plans_made = 0  # full plans (rates shared anew), counted for tests and cost figures
         self._planned_at = -math.inf  # virtual time of the last full plan
         self._since_plan: set[Partition] = set()  # partitions flushed since the current plan

@@ -37,6 +37,8 @@ class ChangeTracking:
             topic.version += 1  # the server re-encodes only changed topics' metadata
         self._plan = None
         self._note_preferred_leader(p)
+        if self.touch_journal is not None:
+            self.touch_journal.append(p)
 
     def _throttles_changed(self, topic: object, old_leader: object, old_follower: object) -> None:
         """A topic's throttled-replica lists changed: re-derive what the affected partitions record."""

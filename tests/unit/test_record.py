@@ -60,7 +60,7 @@ def test_submitted_keeps_only_the_moves_still_in_flight():
     assert not rec.add_submitted({("t", 0): [4, 2, 3]})  # nothing new
     # t-1 finished; t-0 gets its next step: t-1 goes, t-0 keeps both of its targets
     assert rec.add_submitted({("t", 0): [4, 5, 3]}, moving=[("t", 0)])
-    assert rec.submitted == {("t", 0): [(4, 2, 3), (4, 5, 3)]}
+    assert rec.submitted == {("t", 0): ((4, 2, 3), (4, 5, 3))}
     assert rec.add_submitted({}, moving=[])  # everything finished: dropping is a change too
     assert rec.submitted == {}
     assert ThrottleRecord.from_json(rec.to_json()) == rec
@@ -73,9 +73,10 @@ def test_memory_store_hands_out_copies_that_survive_a_json_round_trip():
     rec.add_submitted({("t", 0): [1, 2]})
     store.put(rec)
     rec.changes.clear()
-    rec.submitted[("t", 0)].append((9,))
+    rec.add_submitted({("t", 0): [9]})
     got = store.get("r")
-    assert got is not None and len(got.changes) == 1 and got.submitted == {("t", 0): [(1, 2)]}
+    assert got is not None and len(got.changes) == 1 and got.submitted == {("t", 0): ((1, 2),)}
+    assert rec.submitted == {("t", 0): ((1, 2), (9,))}
     got.pending["topic t"] = "unreachable"
     assert store.get("r").pending == {}
     assert ThrottleRecord.from_json(json.loads(json.dumps(got.to_json()))) == got

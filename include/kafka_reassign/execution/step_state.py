@@ -69,6 +69,7 @@ class StepStates:
         self.steps_total, self.partitions_total = head.steps, head.partitions
         self.bytes_total, self.fingerprint = int(head.bytes_total), head.fingerprint
         self.watches: dict[int, StepWatch] = {}
+        self._flight_kept: dict[int, tuple[tuple, FlightItem]] = {}  # flight_items, per step
         self.dead: dict[int, tuple[Outcome, str]] = {}
         self.started_at: float | None = None
         self.first_submit_at: float | None = None
@@ -268,16 +269,33 @@ class StepStates:
         return replace(self.rules, throttle_rate=int(min(rates.get(b, self.move_rate) for b in brokers)))
 
     def flight_items(self) -> dict[int, FlightItem]:
-        """The steps in flight as the wake schedule sees them (bytes left as last observed)."""
-        return self.wake_rule().items(self.watches)
+        """The steps in flight as the wake schedule sees them (bytes left as last observed), as
+        :meth:`WakeRule.items` gives them; an item is kept until its step is observed again (the
+        window and the wake ask for all of them at every refill and wake)."""
+        kept, fresh, out = self._flight_kept, {}, {}
+        for i, w in self.watches.items():
+            seen = (w.bytes_left, w.polled_at, w.submitted_at)
+            hit = kept.get(i)
+            if hit is None or hit[0] != seen:
+                left = float(w.bytes_left) if w.observed else float(self.step_bytes[i])
+                at = w.polled_at if w.polled_at is not None else w.submitted_at
+                hit = (seen, FlightItem(self.lane_of[i], left, at))
+            fresh[i] = hit
+            out[i] = hit[1]
+        self._flight_kept = fresh
+        return out
 
-    def wake_rule(self) -> WakeRule:
-        """What the watch needs to schedule its wakes (:mod:`kafka_reassign.execution.wake`)."""
+    def wake_rule(self, steps: bool = True) -> WakeRule:
+        """What the watch needs to schedule its wakes (:mod:`kafka_reassign.execution.wake`).
+
+        :param steps: with the steps in flight (a trigger's); without, for :meth:`flight_items`
+        """
         rate = self.move_rate
+        watched = self.watches if steps else {}
         return WakeRule(rate=rate, low_water=rate * self.limits.budget_seconds / 2.0,
                         held_back=tuple(sorted(self._held_back)),
-                        brokers={i: self.lanes(i) for i in self.watches},
-                        planned={i: self.step_bytes[i] for i in self.watches}, per_broker=self.broker_rates)
+                        brokers={i: self.lanes(i) for i in watched},
+                        planned={i: self.step_bytes[i] for i in watched}, per_broker=self.broker_rates)
 
     def lanes(self, i: int) -> tuple[int, ...]:
         """The throttle lanes step ``i``'s bytes pass (:func:`~kafka_reassign.execution.wake.throttle_lanes`)."""
@@ -285,7 +303,7 @@ class StepStates:
 
     def wake_at(self, now: float) -> tuple[float | None, float | None]:
         """(next cheap check for a step due to finish, when a broker holding steps back runs low)."""
-        return self.wake_rule().times(self.watches, self._last_check, now)
+        return self.wake_rule(steps=False).times_of(self.flight_items(), self._last_check, now)
 
     def admission_closed(self, now: float) -> bool:
         """Whether no new step may start now (paused, or outside every maintenance window); the

@@ -20,6 +20,7 @@ partition's next step becomes eligible once its previous step completed (a step'
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Iterable, Mapping, Sequence
 
 from kafka_reassign.planning.plan import ANY_LOG_DIR, PartitionMove
@@ -105,6 +106,9 @@ class StepMove:
     :param size_bytes: partition size used to estimate the step's duration
     :param step_index: 0-based index of this step among the partition's steps
     :param step_count: number of steps of this partition
+
+    What the executor asks of a step at every refill and wake (its key, the replicas it adds)
+    is computed once (``cached_property``: the instance is frozen, its fields never change).
     """
 
     topic: str
@@ -116,7 +120,7 @@ class StepMove:
     step_index: int = 0
     step_count: int = 1
 
-    @property
+    @cached_property
     def key(self) -> tuple[str, int]:
         return (self.topic, self.partition)
 
@@ -124,7 +128,7 @@ class StepMove:
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
 
-    @property
+    @cached_property
     def adding(self) -> tuple[int, ...]:
         return tuple(b for b in self.target if b not in self.current)
 
@@ -137,12 +141,12 @@ class StepMove:
         """Same brokers, only log dirs change (KIP-113, AlterReplicaLogDirs)."""
         return self.current == self.target and self.log_dirs is not None
 
-    @property
+    @cached_property
     def is_leader_only(self) -> bool:
         """Same replicas in another order: only the preferred leader changes, nothing is copied."""
         return self.current != self.target and set(self.current) == set(self.target)
 
-    @property
+    @cached_property
     def moves_leader(self) -> bool:
         """Whether the preferred leader changes (a leader movement for the per-batch cap)."""
         return bool(self.current and self.target) and self.current[0] != self.target[0]

@@ -83,8 +83,8 @@ def step_rates(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerR
         for b in it.brokers:
             sharing[b] = sharing.get(b, 0) + 1
     of = per_broker or {}
-    return {i: (min(of.get(lane_broker(b), rate) / sharing[b] for b in it.brokers) if it.brokers else rate)
-            for i, it in items.items()}
+    share = {b: of.get(lane_broker(b), rate) / n for b, n in sharing.items()}.__getitem__
+    return {i: min(map(share, it.brokers)) if it.brokers else rate for i, it in items.items()}
 
 
 def lane_sending(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerRates | None = None
@@ -212,7 +212,11 @@ class WakeRule:
     def times(self, watches: Mapping[int, StepWatch], last_check: float, now: float
               ) -> tuple[float | None, float | None]:
         """(next cheap check for a step due to finish, when a held-back broker runs low)."""
-        items = self.items(watches)
+        return self.times_of(self.items(watches), last_check, now)
+
+    def times_of(self, items: Mapping[int, FlightItem], last_check: float, now: float
+                 ) -> tuple[float | None, float | None]:
+        """:meth:`times` of the steps in flight as :meth:`items` gives them."""
         check = next_check(list(due_times(items, self.rate, self.per_broker).values()), last_check, now)
         refill = None
         if self.held_back:

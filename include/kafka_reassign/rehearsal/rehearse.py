@@ -113,6 +113,7 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
                 outcome = f"failed: {exc}"
         watch.observe()
     finally:
+        watch.close()
         cluster.stop()
     return _report(watch, prepared, p, outcome, model.sim_time(), time.process_time() - cpu0,
                    time.monotonic() - wall0)

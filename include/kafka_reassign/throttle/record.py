@@ -41,7 +41,8 @@ class ThrottleRecord:
     :param submitted: partition -> the replica lists this run asked Kafka for, written *before*
         each AlterPartitionReassignments: an in-flight move is ours only when it is listed here.
         Partitions whose moves finished are dropped at the next write, so the record stays
-        as small as the moves in flight, whatever the plan's size.
+        as small as the moves in flight, whatever the plan's size. Tuples: a copy of the record
+        shares them (the executor writes the record at every refill).
     """
 
     run_id: str
@@ -52,7 +53,7 @@ class ThrottleRecord:
     restored_at: float | None = None
     notes: list[str] = field(default_factory=list)
     pending: dict[str, str] = field(default_factory=dict)
-    submitted: dict[TopicPartition, list[tuple[int, ...]]] = field(default_factory=dict)
+    submitted: dict[TopicPartition, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": 1, "run_id": self.run_id, "cluster_id": self.cluster_id,
@@ -69,7 +70,7 @@ class ThrottleRecord:
                    changes=[ConfigChange.from_json(c) for c in d.get("changes", [])],
                    restored=bool(d.get("restored", False)), restored_at=d.get("restored_at"),
                    notes=list(d.get("notes", [])), pending=dict(d.get("pending") or {}),
-                   submitted={(e["topic"], int(e["partition"])): [tuple(int(b) for b in x) for x in e["targets"]]
+                   submitted={(e["topic"], int(e["partition"])): tuple(tuple(int(b) for b in x) for x in e["targets"])
                               for e in d.get("submitted") or []})
 
     def add_submitted(self, targets: Mapping[TopicPartition, Iterable[int]],
@@ -87,17 +88,17 @@ class ThrottleRecord:
                 del self.submitted[k]
             new = bool(gone)
         for key, target in targets.items():
-            known = self.submitted.setdefault(key, [])
+            known = self.submitted.get(key, ())
             t = tuple(int(b) for b in target)
             if t not in known:
-                known.append(t)
+                self.submitted[key] = (*known, t)
                 new = True
         return new
 
     def copy(self) -> "ThrottleRecord":
-        """A copy that shares nothing mutable with this record (changes are frozen)."""
+        """A copy that shares nothing mutable with this record (changes and targets are immutable)."""
         return replace(self, changes=list(self.changes), notes=list(self.notes), pending=dict(self.pending),
-                       submitted={k: list(v) for k, v in self.submitted.items()})
+                       submitted=dict(self.submitted))
 
     @classmethod
     def new(cls, run_id: str, cluster_id: str | None, changes: list[ConfigChange]) -> "ThrottleRecord":
