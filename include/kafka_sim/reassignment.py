@@ -108,12 +108,16 @@ class Reassignment:
 
         :param topics: (topic, partitions) to look at, None for all
         """
+        return [(p.topic, p.index, list(p.replicas), list(p.adding), list(p.removing)) for p in self.reassigning(topics)]
+
+    def reassigning(self, topics: list[tuple[str, list[int]]] | None = None) -> list[Partition]:
+        """The partitions with a reassignment in flight, by topic and index (the caller holds the lock).
+
+        :param topics: (topic, partitions) to look at, None for all
+        """
         if topics is None:
-            items = sorted(self._inflight.items())
-        else:
-            items = [((t, i), self._inflight[(t, i)]) for t, parts in topics for i in parts
-                     if (t, i) in self._inflight]
-        return [(t, i, list(p.replicas), list(p.adding), list(p.removing)) for (t, i), p in items]
+            return [p for _key, p in sorted(self._inflight.items())]
+        return [self._inflight[(t, i)] for t, parts in topics for i in parts if (t, i) in self._inflight]
 
     def _validate_assignment(self, replicas: list[int]) -> str | None:
         if not replicas:

@@ -33,3 +33,42 @@ def test_compact_pieces():
     assert uvarint(0) == b"\x00" and uvarint(127) == b"\x7f" and uvarint(128) == b"\x80\x01"
     assert compact_string(None) == b"\x00" and compact_string("ab") == b"\x03ab"
     assert compact_int32s([]) == b"\x01" and compact_int32s([1]) == b"\x02\x00\x00\x00\x01"
+
+
+class _Runtime:
+    def __init__(self, model):
+        self.model, self.endpoints = model, {}
+
+    def notify(self):
+        pass
+
+
+def test_listing_kept_between_calls_follows_every_change_of_the_moves():
+    """Entries are kept per partition until it changes: each listing equals a fresh encoding."""
+    from kafka.protocol.admin import ListPartitionReassignmentsRequest
+
+    from kafka_sim.handlers.base import RequestContext
+    from kafka_sim.handlers.dispatch import Handlers
+
+    from test_sim_model_helpers import MB, manual, snapshot, topic
+
+    m = manual(snapshot(topics=[topic(f"t{i}", [[1, 2], [2, 3]], size=(2 + i) * MB) for i in range(3)]))
+    handlers = Handlers(_Runtime(m))
+    ctx = RequestContext(broker_id=1, api_key=46, api_version=0, correlation_id=1, client_id=None)
+    every = ListPartitionReassignmentsRequest(version=0, timeout_ms=1000, topics=None)
+
+    def listed():
+        body = handlers.list_partition_reassignments(ctx, every).body
+        assert body == _reference(m.list_reassignments(None))
+        return body
+
+    assert listed() == _reference([])
+    m.alter_reassignments([("t0", 0, [4, 2]), ("t1", 1, [2, 4]), ("t2", 0, [1, 5])])
+    first = listed()
+    m.alter_reassignments([("t1", 1, [3, 5])])  # someone changes a move in flight: its entry changes
+    assert listed() != first
+    m.alter_reassignments([("t2", 0, None)])  # cancelled: it leaves the listing
+    while m.list_reassignments(None):
+        m.advance_by(1.0)
+        listed()
+    assert listed() == _reference([])

@@ -52,6 +52,16 @@ class AdmissionWindow(StepStates):
         left = lane_left(items, rate, time.time() if now is None else now, per_broker)
         sending = lane_sending(items, rate, per_broker)
         fresh: set[int] = set()  # lanes given a step by this pick: its rate there is not known yet
+        # lane -> whether it is busy, until a step is chosen on it (most candidates of a large
+        # queue are turned down on the same few lanes)
+        busy_now: dict[int, bool] = {}
+
+        def lane_busy(k: int) -> bool:
+            busy = busy_now.get(k)
+            if busy is None:
+                busy = busy_now[k] = self._lane_busy(per_broker.get(lane_broker(k), rate), k, left, sending, fresh)
+            return busy
+
         chosen: list[int] = []
         for bucket in self.ready.walk():
             for _, i in bucket:
@@ -63,8 +73,7 @@ class AdmissionWindow(StepStates):
                 if self.steps[i].moves_leader and self.leader_load >= cap_l:
                     continue
                 lanes = self.lanes(i)
-                busy = [k for k in lanes
-                        if self._lane_busy(per_broker.get(lane_broker(k), rate), k, left, sending, fresh)]
+                busy = [k for k in lanes if lane_busy(k)]
                 if busy:
                     self._held_back.update(busy)
                     continue
@@ -72,6 +81,7 @@ class AdmissionWindow(StepStates):
                 fresh.update(lanes)
                 for k in lanes:
                     left[k] = left.get(k, 0.0) + self.step_bytes[i]
+                    busy_now.pop(k, None)
                 chosen.append(i)
                 if len(chosen) >= room:
                     return chosen

@@ -37,19 +37,33 @@ def compact_int32s(values: Iterable[int]) -> bytes:
     return uvarint(len(items) + 1) + struct.pack(f">{len(items)}i", *items)
 
 
+def reassignment_entry(partition: int, replicas: Iterable[int], adding: Iterable[int],
+                       removing: Iterable[int]) -> bytes:
+    """One partition of a ListPartitionReassignments v0 response (OngoingPartitionReassignment)."""
+    return b"".join((_INT32.pack(partition), compact_int32s(replicas), compact_int32s(adding),
+                     compact_int32s(removing), NO_TAGS))
+
+
 def list_reassignments_body(rows: list[tuple[str, int, list[int], list[int], list[int]]]) -> bytes:
     """ListPartitionReassignments v0 response body (flexible), no error: the model's rows, topics by name.
 
     :param rows: (topic, partition, replicas, adding, removing), a topic's rows together
     """
+    return reassignments_body([(topic, reassignment_entry(partition, replicas, adding, removing))
+                               for topic, partition, replicas, adding, removing in rows])
+
+
+def reassignments_body(entries: list[tuple[str, bytes]]) -> bytes:
+    """The response body of encoded partition entries (:func:`reassignment_entry`), topics by name.
+
+    :param entries: (topic, encoded partition), a topic's entries together, in partition order
+    """
     by_topic: dict[str, list[bytes]] = {}
-    for topic, partition, replicas, adding, removing in rows:
-        by_topic.setdefault(topic, []).append(b"".join((
-            _INT32.pack(partition), compact_int32s(replicas), compact_int32s(adding), compact_int32s(removing),
-            NO_TAGS)))
+    for topic, entry in entries:
+        by_topic.setdefault(topic, []).append(entry)
     parts = [_INT32.pack(0), b"\x00\x00", compact_string(None), uvarint(len(by_topic) + 1)]
     for name in sorted(by_topic):
-        entries = by_topic[name]
-        parts += [compact_string(name), uvarint(len(entries) + 1), *entries, NO_TAGS]
+        encoded = by_topic[name]
+        parts += [compact_string(name), uvarint(len(encoded) + 1), *encoded, NO_TAGS]
     parts.append(NO_TAGS)
     return b"".join(parts)

@@ -23,6 +23,7 @@ class Handlers(MetadataHandlers, ProduceHandlers, FetchHandlers, TopicAdminHandl
         self.model = runtime.model
         self._init_producers()
         self._init_metadata_caches()
+        self._reassignment_entries = {}
         self._table: dict[int, Callable[[RequestContext, Any], Any]] = {
             0: self.produce, 1: self.fetch, 2: self.list_offsets, 3: self.metadata,
             10: self.find_coordinator, 18: self.api_versions, 19: self.create_topics,

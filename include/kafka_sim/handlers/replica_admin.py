@@ -11,11 +11,14 @@ from kafka.protocol.admin import (
 
 from kafka_sim.errors import ELECTION_NOT_NEEDED, INVALID_REPLICATION_FACTOR, NONE
 from kafka_sim.handlers.base import HandlerBase, RawBody, RequestContext
-from kafka_sim.handlers.compact import list_reassignments_body
+from kafka_sim.handlers.compact import reassignment_entry, reassignments_body
 
 
 class ReplicaAdminHandlers(HandlerBase):
     """Reassignments (KIP-455), log dirs (KIP-113) and leader elections."""
+
+    #: ListPartitionReassignments entries by partition: (its epoch when encoded, the bytes)
+    _reassignment_entries: dict[Any, tuple[int, bytes]]
 
     # ------------------------------------------------------------------ reassignment (KIP-455)
     def alter_partition_reassignments(self, ctx: RequestContext, request: Any) -> Any:
@@ -58,14 +61,30 @@ class ReplicaAdminHandlers(HandlerBase):
                             for k, ps in by_topic.items()])
 
     def list_partition_reassignments(self, ctx: RequestContext, request: Any) -> Any:
-        """ListPartitionReassignments: in-flight moves with adding/removing replicas."""
+        """ListPartitionReassignments: in-flight moves with adding/removing replicas.
+
+        Hand-encoded (v0, the only version), each partition's entry kept until the partition
+        changes (its epoch): a rehearsal lists every move in flight at every wake, and most of
+        them did not change since the last listing.
+        """
         topics = ([(t.name, list(t.partition_indexes)) for t in request.topics]
                   if request.topics is not None else None)
+        kept = self._reassignment_entries
+        fresh: dict[Any, tuple[int, bytes]] = {}
+        entries: list[tuple[str, bytes]] = []
         with self.model.lock:
             self.model.advance()
-            rows = self.model.list_reassignments(topics)
-        # hand-encoded (v0, the only version): a rehearsal lists every move in flight at each wake
-        return RawBody(list_reassignments_body(rows), flexible=True)
+            for p in self.model.reassigning(topics):
+                hit = kept.get(p)
+                if hit is None or hit[0] != p.partition_epoch:
+                    hit = (p.partition_epoch, reassignment_entry(p.index, p.replicas, p.adding, p.removing))
+                fresh[p] = hit
+                entries.append((p.topic, hit[1]))
+        if topics is None:
+            self._reassignment_entries = fresh  # what left the listing is forgotten
+        else:
+            kept.update(fresh)
+        return RawBody(reassignments_body(entries), flexible=True)
 
     # ------------------------------------------------------------------ log dirs (KIP-113)
     def describe_log_dirs(self, ctx: RequestContext, request: Any) -> Any:
