@@ -52,16 +52,7 @@ class AdmissionWindow(StepStates):
         left = lane_left(items, rate, time.time() if now is None else now, per_broker)
         sending = lane_sending(items, rate, per_broker)
         fresh: set[int] = set()  # lanes given a step by this pick: its rate there is not known yet
-        # lane -> whether it is busy, until a step is chosen on it (most candidates of a large
-        # queue are turned down on the same few lanes)
-        busy_now: dict[int, bool] = {}
-
-        def lane_busy(k: int) -> bool:
-            busy = busy_now.get(k)
-            if busy is None:
-                busy = busy_now[k] = self._lane_busy(per_broker.get(lane_broker(k), rate), k, left, sending, fresh)
-            return busy
-
+        known: dict[int, tuple[float, bool, bool]] = {}  # lane -> (bytes left, fresh, busy): _busy_lanes
         chosen: list[int] = []
         for bucket in self.ready.walk():
             for _, i in bucket:
@@ -73,7 +64,7 @@ class AdmissionWindow(StepStates):
                 if self.steps[i].moves_leader and self.leader_load >= cap_l:
                     continue
                 lanes = self.lanes(i)
-                busy = [k for k in lanes if lane_busy(k)]
+                busy = self._busy_lanes(lanes, known, left, sending, fresh)
                 if busy:
                     self._held_back.update(busy)
                     continue
@@ -81,11 +72,26 @@ class AdmissionWindow(StepStates):
                 fresh.update(lanes)
                 for k in lanes:
                     left[k] = left.get(k, 0.0) + self.step_bytes[i]
-                    busy_now.pop(k, None)
                 chosen.append(i)
                 if len(chosen) >= room:
                     return chosen
         return chosen
+
+    def _busy_lanes(self, lanes: tuple[int, ...], known: dict[int, tuple[float, bool, bool]],
+                    left: dict[int, float], sending: dict[int, float], fresh: set[int]) -> list[int]:
+        """The busy ones of a step's lanes (:meth:`_lane_busy`). An answer is kept in ``known`` while
+        the lane's bytes in flight and freshness stand: most candidates of a large queue are turned
+        down on the same few lanes, which only a step chosen on them changes."""
+        out = []
+        for k in lanes:
+            state = (left.get(k, 0.0), k in fresh)
+            seen = known.get(k)
+            if seen is None or seen[:2] != state:
+                rate = self.broker_rates.get(lane_broker(k), self.move_rate) if self.rate_control else self.move_rate
+                seen = known[k] = (*state, self._lane_busy(rate, k, left, sending, fresh))
+            if seen[2]:
+                out.append(k)
+        return out
 
     def _lane_busy(self, lane_rate: float, k: int, left: dict[int, float], sending: dict[int, float],
                    fresh: set[int]) -> bool:
