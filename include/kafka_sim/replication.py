@@ -24,18 +24,20 @@ from __future__ import annotations
 import heapq
 
 from kafka_sim.model_base import CATCH_UP_EPS, MAX_SUBSTEPS, OrderedSet
-from kafka_sim.replication_flows import Flow, FlowPlanning, Plan
+from kafka_sim.replication_flows import Flow, FlowPlanning, Plan, bring_to, grow
+from kafka_sim.replication_patches import QuantumPatches
 from kafka_sim.replication_quotas import ReplicationQuotas
 from kafka_sim.replication_tracking import ChangeTracking
 from kafka_sim.state import Partition, Replica
 
 
-class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
+class Replication(QuantumPatches, FlowPlanning, ChangeTracking, ReplicationQuotas):
     """Mixin of ClusterModel: advances replication in simulated time.
 
     Quotas (:mod:`kafka_sim.replication_quotas`), change tracking
-    (:mod:`kafka_sim.replication_tracking`) and flow planning (:mod:`kafka_sim.replication_flows`)
-    are its parts; this class steps time from event to event.
+    (:mod:`kafka_sim.replication_tracking`), flow planning (:mod:`kafka_sim.replication_flows`)
+    and the re-plan quantum's patches (:mod:`kafka_sim.replication_patches`) are its parts;
+    this class steps time from event to event.
     """
 
     def _run(self, until: float) -> None:
@@ -141,13 +143,13 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
                 due.append(f)
         cache = self._flow_cache
         for p in {f.partition for f in due}:
-            _bring_to(cache.get(p) or [f for f in due if f.partition is p], now)
+            bring_to(cache.get(p) or [f for f in due if f.partition is p], now)
         return due
 
     def _sync_flows(self) -> None:
         """Bring the bytes of the flows integrated lazily to now (every flow of the last plan)."""
         if self._lazy_flows:
-            _bring_to(self._lazy_flows, self._t)
+            bring_to(self._lazy_flows, self._t)
 
     def _sync_changed(self) -> None:
         """Bring the flows of the partitions an event changed to now, before they are planned anew."""
@@ -156,7 +158,7 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
             for p in self._dirty:
                 fl = cache.get(p)
                 if fl:
-                    _bring_to(fl, self._t)
+                    bring_to(fl, self._t)
 
     @staticmethod
     def _integrate(flows: list[Flow], dt: float) -> None:
@@ -164,7 +166,7 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
         for f in flows:
             rate = f.rate
             if rate > 0:
-                _grow(f, rate * dt)
+                grow(f, rate * dt)
 
     def _settle(self, flows: list[Flow], lagging: list[tuple[Partition, Replica, float]]) -> None:
         """At an event: finish caught-up flows, swap finished future replicas, shrink the ISR."""
@@ -225,22 +227,3 @@ class Replication(FlowPlanning, ChangeTracking, ReplicationQuotas):
         r.future_bytes = 0.0
         self._usage_changed(p)
         self._touch(p)
-
-
-def _bring_to(flows: list[Flow], now: float) -> None:
-    """Integrate flows from their last integration (``since``) to ``now`` at their planned rates."""
-    for f in flows:
-        dt = now - f.since
-        if dt > 0:
-            rate = f.rate
-            if rate > 0:
-                _grow(f, rate * dt)
-            f.since = now
-
-
-def _grow(f: Flow, nbytes: float) -> None:
-    """Add copied bytes to a flow's replica (a KIP-113 copy's future log, or the follower's log)."""
-    if f.kind:
-        f.replica.future_bytes += nbytes
-    else:
-        f.replica._bytes += nbytes

@@ -51,10 +51,29 @@ class Flow:
         return self.rate >= self.grow * _KEEP_UP
 
 
+def bring_to(flows: list[Flow], now: float) -> None:
+    """Integrate flows from their last integration (``since``) to ``now`` at their planned rates."""
+    for f in flows:
+        dt = now - f.since
+        if dt > 0:
+            rate = f.rate
+            if rate > 0:
+                grow(f, rate * dt)
+            f.since = now
+
+
+def grow(f: Flow, nbytes: float) -> None:
+    """Add copied bytes to a flow's replica (a KIP-113 copy's future log, or the follower's log)."""
+    if f.kind:
+        f.replica.future_bytes += nbytes
+    else:
+        f.replica._bytes += nbytes
+
+
 class _Kept:
     """What a plan keeps to be refreshed after an event that changed no partition."""
 
-    __slots__ = ("event", "cap", "terms", "quota_at", "versions", "alter_keys", "heap")
+    __slots__ = ("event", "cap", "terms", "quota_at", "versions", "alter_keys", "heap", "follows", "seq")
 
     def __init__(self, event: float, cap: dict, terms: dict[tuple[str, int], tuple[float, float]],
                  quota_at: dict[tuple[str, int], float], versions: dict[tuple[str, int], int]) -> None:
@@ -65,6 +84,14 @@ class _Kept:
         self.versions = versions  # quota -> its meter's course when that was found
         self.alter_keys = [key for key in cap if key[0] == "a" and not math.isinf(cap[key])]
         self.heap: list[tuple[float, int, Flow]] = []  # replan_quantum: (catch-up time, n, flow)
+        self.follows = False  # a KIP-113 copy's rate follows a catching-up replica's (FlowPlanning._make_plan)
+        self.seq = 0  # the next heap entry's tie-breaker
+
+    def again(self, event: float, cap: dict | None = None) -> "_Kept":
+        """The same plan's record with its next event (and capacities) found again after a patch."""
+        out = _Kept(event, self.cap if cap is None else cap, self.terms, self.quota_at, self.versions)
+        out.heap, out.follows, out.seq = self.heap, self.follows, self.seq
+        return out
 
 
 #: resource key -> capacity, quota -> (unheld, overhead), resource number -> flows crossing it
@@ -264,15 +291,13 @@ class FlowPlanning(FetchSharing):
             event = min(event, max(now, min(d for _p, _r, d in lagging)))
             event = min(event, self._reaches_hw(flows, lagging))
         kept = _Kept(event, cap, terms, quota_at, {key: self._course(key) for key in quota_at})
+        kept.follows = follow_rate is not None
         if lazy:
             kept.heap = [(f.at, n, f) for n, f in enumerate(flows) if f.at < math.inf]
             heapq.heapify(kept.heap)
+            kept.seq = len(flows)
             self._last_kept = kept
         return flows, min(event, min(quota_at.values(), default=math.inf)), lagging, kept
-
-    def _quantized(self) -> bool:
-        """Whether the physics runs with a re-plan quantum (patched plans, bytes integrated when read)."""
-        return self.replan_quantum > 0 and not self.replan_all
 
     def _refreshed(self, plan: Plan) -> Plan | None:
         """The plan after an event that changed no partition, or None when it must be made again.
@@ -313,59 +338,6 @@ class FlowPlanning(FetchSharing):
                 quota_at[key] = self._quota_event(key)
                 versions[key] = self._course(key)
         return min(quota_at.values(), default=math.inf)
-
-    def _patched(self, plan: Plan) -> Plan | None:
-        """The plan without the flows of partitions that changed, the others at their rates; None
-        when a changed partition still has flows (its rates must be shared anew).
-
-        Used with ``replan_quantum`` only: nearly every event of a large rehearsal is a copy
-        catching up, and each full plan shares the rates of every flow in flight anew. Kept
-        rates fit every capacity (flows only left it; the in-sync traffic the new replica adds
-        is its partition's write rate), so the copies still in flight run on, at or a little off
-        their fair share, until the next full plan; a quota that changes mode meanwhile still
-        ends the plan at its event. Costs what changed, not the flows in flight: the next
-        catch-up comes from the plan's heap, and only the quotas the changed flows crossed
-        (or whose meter moved) are asked again.
-        """
-        flows, _event, lagging, kept = plan
-        changed = self._since_plan
-        if not changed:
-            return None
-        for p in changed:
-            if p in self._active:
-                fl = self._flow_cache.get(p)
-                if fl is None:
-                    fl = self._flow_cache[p] = self._partition_flows(p)
-                if fl:
-                    return None
-        kept_flows: list[Flow] = []
-        touched = self._course_changed
-        for f in flows:
-            if f.partition not in changed:
-                kept_flows.append(f)
-                continue
-            f.at = math.nan  # its heap entry is void
-            for key in f.recorded:
-                self._flow_rec[key] -= f.rate * f.fetched
-                self._record_rate(key)
-        heap = kept.heap
-        while heap and not heap[0][2].at == heap[0][0]:
-            heapq.heappop(heap)
-        now = self._t
-        event = heap[0][0] if heap else math.inf
-        lag = [entry for entry in lagging if entry[0] not in changed]
-        if lag:
-            event = min(event, max(now, min(d for _p, _r, d in lag)), self._reaches_hw(kept_flows, lag))
-        patched = _Kept(event, kept.cap, kept.terms, kept.quota_at, kept.versions)
-        patched.heap = heap
-        first = min(event, self._due_quota_events(patched, touched))
-        if first <= now:
-            return None
-        self._since_plan = set()
-        self._course_changed = set()
-        self._lazy_flows = kept_flows
-        self._last_kept = patched
-        return kept_flows, first, lag, patched
 
     def _course(self, key: tuple[str, int]) -> int:
         """The version of a quota meter's course (-1 before it exists)."""
