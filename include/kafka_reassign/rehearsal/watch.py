@@ -81,8 +81,7 @@ class ClusterWatch:
             for p in changed:
                 self._look(p, now, done_at)
             self.urp_peak = max(self.urp_peak, len(self._urp))
-            if self.first_submit is not None and (not self._lanes and not self._dirs or self._sample_due(now)):
-                self.timeline.append([now - self.first_submit, self.copied_done + self._copying()])
+            self._sample(now)
             self._prev_t = now
 
     def close(self) -> None:
@@ -145,14 +144,20 @@ class ClusterWatch:
                 total += float(r.future_bytes) if r is not None else 0.0
         return total
 
-    def _sample_due(self, now: float) -> bool:
-        """Whether a timeline point is due; the raw timeline is thinned to every other point when full."""
-        if self.timeline and now - self.first_submit - self.timeline[-1][0] < self._sample_every:  # type: ignore[operator]
-            return False
+    def _sample(self, now: float) -> None:
+        """A timeline point when one is due, and when the last move in flight has just ended. The
+        raw timeline is thinned to every other point when full, and its spacing doubled."""
+        if self.first_submit is None:
+            return
+        since = now - self.first_submit
+        idle = not self._lanes and not self._dirs
+        ended = idle and (not self.timeline or self.timeline[-1][1] != self.copied_done)
+        if not ended and self.timeline and since - self.timeline[-1][0] < self._sample_every:
+            return
         if len(self.timeline) >= _TIMELINE_RAW * TIMELINE_POINTS:
             self.timeline = self.timeline[::2]
             self._sample_every = max(2.0 * self._sample_every, self.timeline[-1][0] / len(self.timeline))
-        return True
+        self.timeline.append([since, self.copied_done + (0.0 if idle else self._copying())])
 
     def _check_isr(self, p: Any, key: Key, now: float) -> None:
         """A changed partition's ISR: members lost, below min.insync.replicas, under-replicated."""
