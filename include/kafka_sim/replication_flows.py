@@ -311,17 +311,26 @@ class FlowPlanning(FetchSharing):
         only the quotas whose event is due, or whose meter changed course, are asked again.
         """
         flows, _event, lagging, kept = plan
-        cap = kept.cap
-        for key, (held, over) in kept.terms.items():
-            if self._quota_capacity(key, held) / over != cap[key]:
-                return None
-        for key in kept.alter_keys:
-            if self._alter_dirs_cap(key[1], flows) != cap[key]:
-                return None
+        if self._changed_capacities(plan):
+            return None
         event = min(kept.event, self._due_quota_events(kept))
         if event <= self._t:
             return None  # an event now that changed nothing would repeat: plan afresh, as before
         return flows, event, lagging, kept
+
+    def _changed_capacities(self, plan: Plan) -> dict:
+        """Resource -> its capacity now, for the quotas and KIP-113 limits whose capacity changed."""
+        flows, _event, _lagging, kept = plan
+        cap, out = kept.cap, {}
+        for key, (held, over) in kept.terms.items():
+            now = self._quota_capacity(key, held) / over
+            if now != cap[key]:
+                out[key] = now
+        for key in kept.alter_keys:
+            now = self._alter_dirs_cap(key[1], flows)
+            if now != cap[key]:
+                out[key] = now
+        return out
 
     def _due_quota_events(self, kept: _Kept, touched: set[tuple[str, int]] | None = None) -> float:
         """Find again the events of the quotas whose event is due or whose meter changed course; the first.

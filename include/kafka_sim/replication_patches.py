@@ -137,20 +137,6 @@ class QuantumPatches:
         self._last_kept = patched
         return flows, first, lagging, patched
 
-    def _changed_capacities(self, plan: Plan) -> dict:
-        """Resource -> its capacity now, for the quotas and KIP-113 limits whose capacity changed."""
-        flows, _event, _lagging, kept = plan
-        cap, out = kept.cap, {}
-        for key, (held, over) in kept.terms.items():
-            now = self._quota_capacity(key, held) / over
-            if now != cap[key]:
-                out[key] = now
-        for key in kept.alter_keys:
-            now = self._alter_dirs_cap(key[1], flows)
-            if now != cap[key]:
-                out[key] = now
-        return out
-
     def _residual_rates(self, flows: list[Flow], moving: list[Flow], cap: dict) -> list[float] | None:
         """Max-min fair rates of ``moving`` within what the other flows leave of ``cap``; None when a
         link they cross might squeeze in-sync followers (:meth:`FetchSharing._squeezed_links`)."""

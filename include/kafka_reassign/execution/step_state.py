@@ -24,7 +24,7 @@ from kafka_reassign.execution.outcome import Outcome, OutcomeRules, StepWatch, o
 from kafka_reassign.execution.progress import RECENT_DONE_ROWS
 from kafka_reassign.execution.rate_control import rate_control_for
 from kafka_reassign.execution.steps import StepMove
-from kafka_reassign.execution.wake import FlightItem, WakeRule
+from kafka_reassign.execution.wake import FlightItem, WakeRule, flight_item
 from kafka_reassign.execution.windows import format_instant, parse_windows
 from kafka_reassign.throttle.replica_lists import ReplicaThrottle
 from kafka_reassign.units import DEFAULT_NETWORK_BYTES_PER_SEC
@@ -277,9 +277,7 @@ class StepStates:
             seen = (w.bytes_left, w.polled_at, w.submitted_at)
             hit = kept.get(i)
             if hit is None or hit[0] != seen:
-                left = float(w.bytes_left) if w.observed else float(self.step_bytes[i])
-                at = w.polled_at if w.polled_at is not None else w.submitted_at
-                hit = (seen, FlightItem(self.lane_of[i], left, at))
+                hit = (seen, flight_item(self.lane_of[i], w, float(self.step_bytes[i])))
             fresh[i] = hit
             out[i] = hit[1]
         self._flight_kept = fresh

@@ -45,6 +45,12 @@ class FlightItem:
     observed_at: float
 
 
+def flight_item(lanes: tuple[int, ...], watch: StepWatch, planned: float) -> FlightItem:
+    """A step in flight as last observed (its planned bytes and submission time before a first poll)."""
+    left = float(watch.bytes_left) if watch.observed else planned
+    return FlightItem(lanes, left, watch.polled_at if watch.polled_at is not None else watch.submitted_at)
+
+
 #: broker -> bytes/s it moves, where it differs from the run's rate (the adaptive throttle)
 BrokerRates = Mapping[int, float]
 
@@ -202,12 +208,8 @@ class WakeRule:
 
     def items(self, watches: Mapping[int, StepWatch]) -> dict[int, FlightItem]:
         """The steps in flight of ``watches`` with their bytes left as last observed."""
-        out = {}
-        for i, w in watches.items():
-            left = float(w.bytes_left) if w.observed else float(self.planned.get(i, 0.0))
-            out[i] = FlightItem(tuple(self.brokers.get(i, ())), left,
-                                w.polled_at if w.polled_at is not None else w.submitted_at)
-        return out
+        return {i: flight_item(tuple(self.brokers.get(i, ())), w, float(self.planned.get(i, 0.0)))
+                for i, w in watches.items()}
 
     def times(self, watches: Mapping[int, StepWatch], last_check: float, now: float
               ) -> tuple[float | None, float | None]:
