@@ -25,6 +25,8 @@ pytestmark = [pytest.mark.slow]
 
 CLI = str(Path(sys.executable).parent / "kafka-reassign")
 MIN_ISR = 2
+THROTTLE = "500KB/s"
+FILL = 8_000_000  # bytes a moving partition holds: over 500 kB/s x 12 s + 1 MiB, the leader quota's burst
 START = {0: [1, 2, 3], 1: [2, 3, 4], 2: [3, 4, 5], 3: [4, 5, 6]}
 # Racks: 1,4 = a; 2,5 = b; 3,6 = c. Every target keeps one replica per rack.
 TARGET = {
@@ -36,10 +38,15 @@ TARGET = {
 
 
 def execute(bootstrap: str, plan_file: Path, record_dir: Path) -> subprocess.CompletedProcess[str]:
-    """kafka-reassign execute: two moves at a time, polling twice a second; a throttle low enough that
-    each 1 MB copy stays in flight for several ISR samples, far above the in-sync traffic of the test's producer."""
+    """kafka-reassign execute: two moves at a time, polling twice a second, at a throttle far above the
+    in-sync traffic of the test's producer.
+
+    The leader's quota sensor weighs bytes over its 11-12 s span, so a copy smaller than that span's
+    allowance (plus one 1 MiB fetch) goes at once and is listed as moving for a sample or two at
+    most (seen: one sample of 0.1 s). Each copy (``FILL``) is larger, so it stays in flight about
+    one span, for many ISR samples."""
     return subprocess.run([CLI, "execute", "--bootstrap-server", bootstrap, "--plan", str(plan_file),
-                           "--throttle", "2MB/s", "--max-partition-movements", "2", "--poll-interval-seconds",
+                           "--throttle", THROTTLE, "--max-partition-movements", "2", "--poll-interval-seconds",
                            "0.5", "--produce-sample-seconds", "1", "--stall-window-seconds", "120",
                            "--batch-timeout-minutes", "3", "--record-dir", str(record_dir)],
                           capture_output=True, text=True, timeout=400)
@@ -48,7 +55,7 @@ def execute(bootstrap: str, plan_file: Path, record_dir: Path) -> subprocess.Com
 def test_no_acknowledged_record_is_lost_or_duplicated_during_moves(real_bootstrap, topic_name, tmp_path) -> None:
     topic = topic_name(f"nl-{uuid.uuid4().hex[:6]}")
     create_topic(real_bootstrap, topic, START, {"min.insync.replicas": str(MIN_ISR)})
-    fill(real_bootstrap, topic, {p: 1_000_000 for p in START})  # something to copy besides the sequence
+    fill(real_bootstrap, topic, {p: FILL for p in TARGET if set(TARGET[p]) != set(START[p])})
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": topic, "partition": p, "replicas": r} for p, r in TARGET.items()]}))
