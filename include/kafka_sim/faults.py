@@ -25,6 +25,14 @@ class BrokerFaults:
 
         def _notify(self) -> None: ...
 
+    def answers(self, broker_id: int) -> bool:
+        """Whether a request to this broker is answered now: it is registered, running and not frozen.
+
+        :param broker_id: broker id
+        """
+        broker = self.model.brokers.get(broker_id)
+        return broker is not None and broker.alive and broker_id not in self._runtime.frozen
+
     def stop_broker(self, broker_id: int) -> None:
         """Kill a broker: its listener closes (connections refused), replicas go offline.
 

@@ -38,6 +38,8 @@ SLOWEST = 10
 #: ``replan_quantum``): a full re-plan after every catch-up was most of a large rehearsal's CPU,
 #: and one second is a quota sample's length. 0 re-plans at every event (the simulator's default).
 REPLAN_QUANTUM_S = 1.0
+#: The rehearsal's client id (the simulated brokers' request log names it).
+CLIENT_ID = "kafka-reassign-rehearsal"
 #: Kafka's IncrementalAlterConfigs resource type of a broker and its SET operation.
 _BROKER_RESOURCE, _SET = 4, 0
 
@@ -61,7 +63,7 @@ def apply_snapshot_throttles(model: Any, snapshot: Mapping[str, Any]) -> int:
 def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] | Any = None, *,
              resolution: float | None = None, network_bytes_per_sec: float | None = None,
              on_event: Callable[[str], None] | None = None,
-             replan_quantum: float = REPLAN_QUANTUM_S) -> RehearsalReport:
+             replan_quantum: float = REPLAN_QUANTUM_S, direct: bool = True) -> RehearsalReport:
     """Run ``plan`` on a simulator seeded from ``snapshot`` and report what happened.
 
     :param snapshot: the cluster snapshot (``read_rehearsal_snapshot`` for a live cluster)
@@ -71,9 +73,12 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
     :param network_bytes_per_sec: broker network capacity where the snapshot does not say
     :param on_event: receives the executor's messages
     :param replan_quantum: see :data:`REPLAN_QUANTUM_S`
+    :param direct: answer the frequent requests in this process (:mod:`~kafka_reassign.rehearsal.direct`);
+        False sends every request over the wire to the simulated brokers
     :raises PreflightError, PlanValidationError, ParamError: as the real run would refuse
     """
     from kafka_reassign.cluster.admin import KafkaAdmin
+    from kafka_reassign.rehearsal.direct import DirectAdmin
     from kafka_reassign.run.prepare import prepare
     from kafka_reassign.throttle.record import MemoryRecordStore
     from kafka_reassign.cluster.state import rates_from_snapshot
@@ -103,7 +108,9 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
     outcome, prepared = "done", None
     cluster.start()
     try:
-        with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers, client_id="kafka-reassign-rehearsal") as admin:
+        connect = (lambda: DirectAdmin(cluster, client_id=CLIENT_ID)) if direct else (
+            lambda: KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers, client_id=CLIENT_ID))
+        with connect() as admin:
             rates = rates_from_snapshot(snap)
             # Read-only, and refuses (PreflightError...) exactly as the real run would.
             prepared = prepare(admin, plan, p, run_id="rehearsal", produce_rates=rates)
