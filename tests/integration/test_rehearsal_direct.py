@@ -93,7 +93,7 @@ def _write_results(admin: Any) -> list[Any]:
     """The same writes, valid and refused; each one's result or error."""
     def outcome(fn: Callable[[], Any]) -> Any:
         try:
-            return fn()
+            return fn(), admin.list_partition_reassignments()  # the listing follows every change
         except KafkaAdminError as exc:
             return ("KafkaAdminError", exc.error_name, str(exc))
         except ValueError as exc:
@@ -120,7 +120,9 @@ def test_writes_agree_with_the_wire_on_twin_clusters(sim_cluster, snapshot_facto
             KafkaAdmin(bootstrap_servers=two.bootstrap_servers) as reader:
         by_wire, by_direct = _write_results(wire), _write_results(direct)
         assert by_direct == by_wire
-        refused = by_wire[1]
+        refused, listing = by_wire[1]
+        assert listing[("orders", 0)].target == (5, 2, 3)
+        assert by_wire[3][1][("orders", 0)].target == (5, 2, 4) and ("orders", 1) not in by_wire[3][1]
         assert refused[("orders", 2)] == refused[("clicks", 0)] == "INVALID_REPLICATION_ASSIGNMENT"  # kafka-python's name of code 39
         assert refused[("orders", 7)] == "UNKNOWN_TOPIC_OR_PARTITION"
         assert refused[("clicks", 1)] == "NO_REASSIGNMENT_IN_PROGRESS"

@@ -27,11 +27,10 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from kafka_reassign.cluster.admin import KafkaAdmin, _partition_of
 from kafka_reassign.cluster.metadata import PartitionMetadata
-from kafka_reassign.cluster.state import TopicPartition
+from kafka_reassign.cluster.state import InFlight, TopicPartition
 
 #: KafkaAdminClient methods answered directly (the rest go over the wire).
-DIRECT_METHODS = ("list_partition_reassignments", "alter_partition_reassignments", "describe_configs",
-                  "alter_configs")
+DIRECT_METHODS = ("alter_partition_reassignments", "describe_configs", "alter_configs")
 #: Kafka's config resource types (DescribeConfigs, IncrementalAlterConfigs).
 _TOPIC, _BROKER = 2, 4
 #: The answer could not be given here: send the request over the wire.
@@ -91,6 +90,7 @@ class DirectAdmin(KafkaAdmin):
         self._model = cluster.model
         #: requests answered here, by operation (the rest went over the wire)
         self.direct_calls: Counter[str] = Counter()
+        self._in_flight_kept: dict[Any, tuple[int, InFlight]] = {}
 
     # -- the seam: kafka-python's admin calls --------------------------------------------
     def _call(self, operation: str, method: str, *args: object, attempts: int | None = None,
@@ -113,18 +113,34 @@ class DirectAdmin(KafkaAdmin):
             return fn()
 
     # -- reassignments (KIP-455) ---------------------------------------------------------
-    def _direct_list_partition_reassignments(self, topic_partitions: Any = None, timeout_ms: Any = None) -> Any:
-        from kafka.structs import TopicPartition as KTP
+    def list_partition_reassignments(self, partitions: Iterable[TopicPartition] | None = None
+                                     ) -> dict[TopicPartition, InFlight]:
+        """Like KafkaAdmin's; each partition's entry is kept until its epoch changes (the executor
+        lists every move in flight at every wake, and most did not change since the last one)."""
         if not self._answering_any():
-            return _WIRE
+            return super().list_partition_reassignments(partitions)
         topics = None
-        if topic_partitions is not None:
+        if partitions is not None:
             by_topic: dict[str, list[int]] = {}
-            for tp in topic_partitions:
-                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            for t, p in partitions:
+                by_topic.setdefault(t, []).append(p)
+            if not by_topic:
+                return {}
             topics = list(by_topic.items())
-        rows = self._locked(lambda: self._model.list_reassignments(topics))
-        return {KTP(t, p): {"replicas": r, "adding_replicas": a, "removing_replicas": rm} for t, p, r, a, rm in rows}
+        self.direct_calls["ListPartitionReassignments"] += 1
+        kept, fresh = self._in_flight_kept, {}
+        out: dict[TopicPartition, InFlight] = {}
+        for p in self._locked(lambda: self._model.reassigning(topics)):
+            hit = kept.get(p)
+            if hit is None or hit[0] != p.partition_epoch:
+                hit = (p.partition_epoch, InFlight(tuple(p.replicas), tuple(p.adding), tuple(p.removing)))
+            fresh[p] = hit
+            out[(p.topic, p.index)] = hit[1]
+        if topics is None:
+            self._in_flight_kept = fresh  # what left the listing is forgotten
+        else:
+            kept.update(fresh)
+        return out
 
     def _direct_alter_partition_reassignments(self, reassignments: Mapping[Any, Any], timeout_ms: Any = None) -> Any:
         from kafka.admin import KafkaAdminClient
