@@ -77,8 +77,6 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
         False sends every request over the wire to the simulated brokers
     :raises PreflightError, PlanValidationError, ParamError: as the real run would refuse
     """
-    from kafka_reassign.cluster.admin import KafkaAdmin
-    from kafka_reassign.rehearsal.direct import DirectAdmin
     from kafka_reassign.run.prepare import prepare
     from kafka_reassign.throttle.record import MemoryRecordStore
     from kafka_reassign.cluster.state import rates_from_snapshot
@@ -108,9 +106,7 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
     outcome, prepared = "done", None
     cluster.start()
     try:
-        connect = (lambda: DirectAdmin(cluster, client_id=CLIENT_ID)) if direct else (
-            lambda: KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers, client_id=CLIENT_ID))
-        with connect() as admin:
+        with _connect(cluster, direct) as admin:
             rates = rates_from_snapshot(snap)
             # Read-only, and refuses (PreflightError...) exactly as the real run would.
             prepared = prepare(admin, plan, p, run_id="rehearsal", produce_rates=rates)
@@ -124,6 +120,15 @@ def rehearse(snapshot: Mapping[str, Any], plan: Any, params: Mapping[str, Any] |
         cluster.stop()
     return _report(watch, prepared, p, outcome, model.sim_time(), time.process_time() - cpu0,
                    time.monotonic() - wall0)
+
+
+def _connect(cluster: Any, direct: bool) -> Any:
+    """The rehearsal's admin of its simulated cluster (see ``rehearse``'s ``direct``)."""
+    if direct:
+        from kafka_reassign.rehearsal.direct import DirectAdmin
+        return DirectAdmin(cluster, client_id=CLIENT_ID)
+    from kafka_reassign.cluster.admin import KafkaAdmin
+    return KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers, client_id=CLIENT_ID)
 
 
 def _plan_entries(plan: Any) -> list[dict[str, Any]]:
