@@ -355,8 +355,10 @@ class FlowPlanning(FetchSharing):
         keys: Iterable[tuple[str, int]] = quota_at
         if touched is not None and min(quota_at.values(), default=math.inf) > now:
             keys = [key for key in touched if key in quota_at]
+        meters = self._meters
         for key in keys:
-            if quota_at[key] <= now or self._course(key) != versions[key]:
+            meter = meters.get(key)  # self._course(key), inlined: this loop runs at every event
+            if quota_at[key] <= now or (-1 if meter is None else meter.version) != versions[key]:
                 quota_at[key] = self._quota_event(key)
                 versions[key] = self._course(key)
         return min(quota_at.values(), default=math.inf)
