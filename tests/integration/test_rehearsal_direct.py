@@ -103,6 +103,7 @@ def _write_results(admin: Any) -> list[Any]:
         outcome(lambda: admin.alter_partition_reassignments({
             ("orders", 2): [1, 1, 2], ("clicks", 0): [1, 9], ("orders", 7): [1, 2, 3], ("clicks", 1): None})),
         outcome(lambda: admin.alter_partition_reassignments({("orders", 2): []})),
+        outcome(lambda: admin.alter_partition_reassignments({("clicks", 0): [1, 2, 3]})),  # a replication factor change
         outcome(lambda: admin.alter_partition_reassignments({("orders", 1): None, ("orders", 0): [5, 2, 4]})),
         outcome(lambda: admin.alter_configs([ConfigChange("broker", "1", LEADER_RATE, None, "not a number")])),
         outcome(lambda: admin.alter_configs([ConfigChange("topic", "orders", "no.such.config", None, "1")])),
@@ -122,12 +123,13 @@ def test_writes_agree_with_the_wire_on_twin_clusters(sim_cluster, snapshot_facto
         assert by_direct == by_wire
         refused, listing = by_wire[1]
         assert listing[("orders", 0)].target == (5, 2, 3)
-        assert by_wire[3][1][("orders", 0)].target == (5, 2, 4) and ("orders", 1) not in by_wire[3][1]
+        assert by_wire[3][1][("clicks", 0)].target == (1, 2, 3)
+        assert by_wire[4][1][("orders", 0)].target == (5, 2, 4) and ("orders", 1) not in by_wire[4][1]
         assert refused[("orders", 2)] == refused[("clicks", 0)] == "INVALID_REPLICATION_ASSIGNMENT"  # kafka-python's name of code 39
         assert refused[("orders", 7)] == "UNKNOWN_TOPIC_OR_PARTITION"
         assert refused[("clicks", 1)] == "NO_REASSIGNMENT_IN_PROGRESS"
-        assert by_wire[2][0] == "ValueError" and by_wire[4][0] == "KafkaAdminError"
-        assert direct.direct_calls["AlterPartitionReassignments"] == 3 and direct.direct_calls["IncrementalAlterConfigs"] == 6
+        assert by_wire[2][0] == "ValueError" and by_wire[5][0] == "KafkaAdminError"
+        assert direct.direct_calls["AlterPartitionReassignments"] == 4 and direct.direct_calls["IncrementalAlterConfigs"] == 6
         # The two clusters are in the same state, read over the wire on both.
         assert _reads(reader) == _reads(wire)
 
