@@ -146,10 +146,14 @@ class QuantumPatches:
         count = dict.fromkeys(crossed, 0)
         ours = set(map(id, moving))
         for f in flows:
-            for rid in f.rids:
+            rids = f.rids
+            if crossed.isdisjoint(rids):  # most flows cross none of these: one set test, not a loop
+                continue
+            other = id(f) not in ours
+            for rid in rids:
                 if rid in left:
                     count[rid] += 1
-                    if id(f) not in ours:
+                    if other:
                         left[rid] -= f.rate
         for rid in crossed:
             kind, b = keys[rid]
