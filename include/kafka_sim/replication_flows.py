@@ -353,8 +353,9 @@ class FlowPlanning(FetchSharing):
         now = self._t
         quota_at, versions = kept.quota_at, kept.versions
         keys: Iterable[tuple[str, int]] = quota_at
-        if touched is not None and min(quota_at.values(), default=math.inf) > now:
-            keys = [key for key in touched if key in quota_at]
+        if touched is not None:  # the due ones, and those whose course may have changed
+            keys = [key for key, at in quota_at.items() if at <= now]
+            keys += [key for key in touched if key in quota_at]
         meters = self._meters
         for key in keys:
             meter = meters.get(key)  # self._course(key), inlined: this loop runs at every event

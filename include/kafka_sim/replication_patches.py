@@ -111,7 +111,7 @@ class QuantumPatches:
         if min(gaps, default=math.inf) <= CATCH_UP_EPS:
             return None  # one catches up now: a full plan settles it
         heap = kept.heap
-        touched = set(changed)
+        touched = set(changed) | self._course_changed
         for f, rate, gap in zip(moving, rates, gaps):
             if f.recorded and rate != f.rate:
                 for key in f.recorded:
