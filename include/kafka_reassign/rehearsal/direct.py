@@ -31,8 +31,8 @@ from kafka_reassign.cluster.state import InFlight, TopicPartition
 
 #: KafkaAdminClient methods answered directly (the rest go over the wire).
 DIRECT_METHODS = ("alter_partition_reassignments", "describe_configs", "alter_configs")
-#: Kafka's config resource types (DescribeConfigs, IncrementalAlterConfigs).
-_TOPIC, _BROKER = 2, 4
+#: Kafka's config resource type of a broker (DescribeConfigs, IncrementalAlterConfigs).
+_BROKER = 4
 #: The answer could not be given here: send the request over the wire.
 _WIRE = object()
 
@@ -157,30 +157,25 @@ class DirectAdmin(KafkaAdmin):
     def _direct_describe_configs(self, config_resources: list[Any], include_synonyms: bool = False,
                                  config_filter: str = "modified") -> Any:
         from kafka.admin import ConfigSourceType
-        if config_filter != "all" or not self._answering(self._broker_resources(config_resources)):
-            return _WIRE
-        if not self._answering_any():
+        if config_filter != "all" or not self._config_brokers_answer(config_resources):
             return _WIRE
         out: dict[str, dict[str, dict[str, Any]]] = {}
-
-        def read() -> None:
+        with self._model.lock:  # as the handler: configs do not need the physics brought to now
             for res in config_resources:
                 keys = list(res.configs) if res.configs is not None else None
                 code, _msg, entries = self._model.describe_configs(int(res.resource_type), res.name, keys)
+                # kafka-python keeps no result error: a resource that errs has no configs
                 out.setdefault(res.resource_type.name.lower(), {})[res.name] = {
                     e.name: {"value": e.value, "read_only": e.read_only, "config_source": ConfigSourceType(e.source).name,
                              "is_sensitive": e.is_sensitive} for e in (entries if code == 0 else [])}
-        self._locked(read)
         return out
 
     def _direct_alter_configs(self, config_resources: list[Any], validate_only: bool = False,
                               raise_on_unknown: bool = True, incremental: Any = None) -> Any:
         from kafka.admin import KafkaAdminClient
         from kafka.errors import for_code
-        if raise_on_unknown or incremental is not True or not self._answering(self._broker_resources(config_resources)):
-            return _WIRE
-        if not self._answering_any():
-            return _WIRE
+        if raise_on_unknown or incremental is not True or not self._config_brokers_answer(config_resources):
+            return _WIRE  # kafka-python would first describe the configs, or use the legacy AlterConfigs
         out: dict[str, dict[str, str]] = {}
         with self._model.lock:
             for res in config_resources:
@@ -189,10 +184,11 @@ class DirectAdmin(KafkaAdmin):
                 out.setdefault(res.resource_type.name.lower(), {})[res.name] = "OK" if not code else str(for_code(code)(msg))
         return out
 
-    @staticmethod
-    def _broker_resources(config_resources: Iterable[Any]) -> list[int]:
-        """The brokers a config request must reach (a broker's configs are read and written there)."""
-        return [int(r.name) for r in config_resources if int(r.resource_type) == _BROKER]
+    def _config_brokers_answer(self, config_resources: Iterable[Any]) -> bool:
+        """Whether the brokers a config request must reach answer (a broker's configs are read
+        and written on that broker; topic configs on any)."""
+        return self._answering_any() and self._answering(
+            int(r.name) for r in config_resources if int(r.resource_type) == _BROKER)
 
     def _answering_any(self) -> bool:
         """Whether some broker answers (a request any broker may answer)."""
