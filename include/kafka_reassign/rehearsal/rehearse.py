@@ -4,10 +4,10 @@ The cluster's snapshot (brokers, racks, log dirs, partition sizes, produce rates
 configs already set) seeds a :class:`kafka_sim.SimulatedCluster` in this process, and the
 same executor loop the real run uses drives it, with the same parameters and limits, through
 KafkaAdmin: its frequent requests answered in this process by the simulated model
-(:mod:`~kafka_reassign.rehearsal.direct`), the others over the Kafka protocol. Time is virtual: the simulated clock only moves when the loop waits
-for its next poll, and then jumps by exactly that poll interval, so the rehearsal runs as
-fast as the CPU allows and its polls see the cluster at the same simulated moments a real
-run's polls would.
+(:mod:`~kafka_reassign.rehearsal.direct`), the others over the Kafka protocol. Time is
+virtual: the simulated clock only moves when the loop waits for its next poll, and then jumps
+by exactly that poll interval, so the rehearsal runs as fast as the CPU allows and its polls
+see the cluster at the same simulated moments a real run's polls would.
 
 Everything is measured from the cluster's side (the simulator's own state, not the
 executor's view): the moving time from the first reassignment submitted to the last one
