@@ -28,6 +28,8 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 from kafka_reassign.cluster.admin import KafkaAdmin, _partition_of
 from kafka_reassign.cluster.metadata import PartitionMetadata
 from kafka_reassign.cluster.state import InFlight, TopicPartition
+from kafka_sim.errors import INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION
+from kafka_sim.topics import valid_topic_name
 
 #: KafkaAdminClient methods answered directly (the rest go over the wire).
 DIRECT_METHODS = ("alter_partition_reassignments", "describe_configs", "alter_configs")
@@ -199,8 +201,11 @@ class DirectAdmin(KafkaAdmin):
         if not self._answering_any():
             return super()._metadata_topics(topics)
         self.direct_calls["Metadata"] += 1
-        return self._locked(lambda: [self._topic_entry(n) for n in (sorted(self._model.topics) if topics is None
-                                                                     else topics)])
+
+        def read() -> list[_Topic]:
+            alive = self._alive()
+            return [self._topic_entry(n, alive) for n in (sorted(self._model.topics) if topics is None else topics)]
+        return self._locked(read)
 
     def partition_metadata(self, keys: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionMetadata]:
         """Like KafkaAdmin's, but only the wanted partitions are looked at (not their whole topics)."""
@@ -219,15 +224,12 @@ class DirectAdmin(KafkaAdmin):
             return out
         return self._locked(read)
 
-    def _topic_entry(self, name: str) -> _Topic:
+    def _topic_entry(self, name: str, alive: set[int]) -> _Topic:
         """One topic as the simulated broker's Metadata handler answers it."""
-        from kafka_sim.errors import INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION
-        from kafka_sim.topics import valid_topic_name
         topic = self._model.topics.get(name)
         if topic is None:
             code = UNKNOWN_TOPIC_OR_PARTITION if valid_topic_name(name) else INVALID_TOPIC_EXCEPTION
             return _Topic(name, code, False, ())
-        alive = self._alive()
         return _Topic(name, 0, bool(topic.internal), tuple(_partition_entry(p, alive) for p in topic.partitions))
 
     def _alive(self) -> set[int]:
