@@ -58,16 +58,24 @@ class Phase(threading.Thread):
 
     def run(self) -> None:
         while not self.done.is_set():
+            before = leaders(self.bootstrap, self.topic)
             moving = [p for (t, p) in in_flight(self.bootstrap) if t == self.topic]
             if moving:
                 self.seen.append(time.monotonic())
-                now = leaders(self.bootstrap, self.topic)
+                after = leaders(self.bootstrap, self.topic)
+                # A leader seen the same on both sides of the listing led while the copy was in flight;
+                # one that changed around it (an election, a metadata cache catching up) says nothing.
                 for p in moving:
-                    self.led_while_moving.setdefault(p, Counter())[now[p]] += 1
+                    if before[p] == after[p]:
+                        self.led_while_moving.setdefault(p, Counter())[after[p]] += 1
             self.done.wait(0.2)
 
+    def judged(self) -> list[int]:
+        """Partitions whose copy was seen in at least two samples with a steady leader."""
+        return sorted(p for p, c in self.led_while_moving.items() if sum(c.values()) >= 2)
+
     def sender(self, p: int) -> int:
-        """The broker that led partition ``p`` in most samples of its copy (metadata reads may lag a moment)."""
+        """The broker that led partition ``p`` in most steady samples of its copy."""
         return self.led_while_moving[p].most_common(1)[0][0]
 
     @property
@@ -89,7 +97,7 @@ def run_once(runs, bootstrap: str, topic: str, tmp_path, run_id: str, *extra: st
         phase.done.set()
         phase.join(30)
     assert rc == 0, out[-3000:] + err[-3000:]
-    return phase, out
+    return phase, out + err
 
 
 def test_sourcing_halves_a_decommission_where_the_leaving_broker_leads_a_third(runs, real_bootstrap, topic_name,
@@ -106,10 +114,14 @@ def test_sourcing_halves_a_decommission_where_the_leaving_broker_leads_a_third(r
     assert on.seconds < 0.8 * off.seconds, (on.seconds, off.seconds)
     # Without sourcing broker 6 sends its four; with it, no broker sends more than the two each receives.
     assert sorted(p for p in current if off.sender(p) == 6) == [0, 3, 6, 9]
-    # a loaded machine's metadata sampler can miss a short copy: judge those it saw, most of them
-    seen = [p for p in current if p in on.led_while_moving]
-    assert len(seen) >= len(current) - 2, (seen, current)
+    # A copy the throttle's burst lets through in a second or two can be missed on a loaded
+    # machine: judge those seen steadily, most of them. The samples and the run's own account of
+    # its elections come with a failure, to tell a sampler's miss from a source not taking over.
+    seen = on.judged()
+    samples = {p: dict(c) for p, c in sorted(on.led_while_moving.items())}
+    elections = [line for line in out.splitlines() if "leader" in line.lower()][-20:]
+    assert len(seen) >= len(current) - 2, (seen, samples, elections)
     sent = Counter(on.sender(p) for p in seen)
-    assert max(sent.values()) <= 2, sent
+    assert max(sent.values()) <= 2, (sent, samples, elections)
     assert leaders(real_bootstrap, topic) == {p: r[0] for p, r in target.items()}
     assert "leader change" in out
