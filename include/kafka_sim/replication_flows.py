@@ -16,6 +16,7 @@ from collections import Counter
 from itertools import chain
 from typing import Iterable
 
+from kafka_sim.flow_index import FlowIndex
 from kafka_sim.model_base import CATCH_UP_EPS
 from kafka_sim.replication_quotas import FOLLOWER_QUOTA, LEADER_QUOTA
 from kafka_sim.replication_sharing import FetchSharing
@@ -29,7 +30,7 @@ class Flow:
     """One transfer in a physics step."""
 
     __slots__ = ("kind", "partition", "replica", "resources", "rids", "recorded", "gap", "grow", "rate",
-                 "follows", "fetched", "at", "since")
+                 "follows", "fetched", "at", "since", "n")
 
     def __init__(self, kind: int, partition: Partition, replica: Replica, resources: tuple, rids: tuple[int, ...],
                  gap: float, grow: float, recorded: tuple = ()) -> None:
@@ -46,6 +47,7 @@ class Flow:
         self.fetched = 1.0  # bytes recorded in its quotas per byte it adds to the log
         self.at = math.inf  # when it catches up at the planned rate (nan: left the plan)
         self.since = 0.0  # bytes integrated up to this time (replan_quantum: lazily, Replication._due_flows)
+        self.n = 0  # its place in the plan (FlowIndex)
 
     def keeps_up(self) -> bool:
         return self.rate >= self.grow * _KEEP_UP
@@ -73,24 +75,32 @@ def grow(f: Flow, nbytes: float) -> None:
 class _Kept:
     """What a plan keeps to be refreshed after an event that changed no partition."""
 
-    __slots__ = ("event", "cap", "terms", "quota_at", "versions", "alter_keys", "heap", "follows", "seq")
+    __slots__ = ("event", "cap", "terms", "quota_at", "versions", "alter_keys", "heap", "follows", "seq", "index",
+                 "quota_heap")
 
     def __init__(self, event: float, cap: dict, terms: dict[tuple[str, int], tuple[float, float]],
-                 quota_at: dict[tuple[str, int], float], versions: dict[tuple[str, int], int]) -> None:
+                 quota_at: dict[tuple[str, int], float], versions: dict[tuple[str, int], int],
+                 alter_keys: list | None = None) -> None:
         self.event = event  # the first catch-up, ISR shrink or HW event
         self.cap = cap  # resource -> capacity the rates were shared from
         self.terms = terms  # quota -> (unheld, overhead) of its capacity
         self.quota_at = quota_at  # quota -> when it next changes mode
         self.versions = versions  # quota -> its meter's course when that was found
-        self.alter_keys = [key for key in cap if key[0] == "a" and not math.isinf(cap[key])]
+        self.alter_keys = [key for key in cap if key[0] == "a" and not math.isinf(cap[key])] \
+            if alter_keys is None else alter_keys
         self.heap: list[tuple[float, int, Flow]] = []  # replan_quantum: (catch-up time, n, flow)
         self.follows = False  # a KIP-113 copy's rate follows a catching-up replica's (FlowPlanning._make_plan)
         self.seq = 0  # the next heap entry's tie-breaker
+        self.index: FlowIndex | None = None  # replan_quantum: the plan's live flows, by partition and resource
+        # replan_quantum: (when, quota) of quota_at, stale entries left in (FlowPlanning._due_quota_events)
+        self.quota_heap: list[tuple[float, tuple[str, int]]] | None = None
 
     def again(self, event: float, cap: dict | None = None) -> "_Kept":
         """The same plan's record with its next event (and capacities) found again after a patch."""
-        out = _Kept(event, self.cap if cap is None else cap, self.terms, self.quota_at, self.versions)
-        out.heap, out.follows, out.seq = self.heap, self.follows, self.seq
+        # a KIP-113 limit is finite or not by its broker's config, which a patch never changes
+        out = _Kept(event, self.cap if cap is None else cap, self.terms, self.quota_at, self.versions, self.alter_keys)
+        out.heap, out.follows, out.seq, out.index = self.heap, self.follows, self.seq, self.index
+        out.quota_heap = self.quota_heap
         return out
 
 
@@ -293,6 +303,9 @@ class FlowPlanning(FetchSharing):
         kept = _Kept(event, cap, terms, quota_at, {key: self._course(key) for key in quota_at})
         kept.follows = follow_rate is not None
         if lazy:
+            kept.index = FlowIndex(flows)
+            kept.quota_heap = [(at, key) for key, at in quota_at.items()]
+            heapq.heapify(kept.quota_heap)
             kept.heap = [(f.at, n, f) for n, f in enumerate(flows) if f.at < math.inf]
             heapq.heapify(kept.heap)
             kept.seq = len(flows)
@@ -351,18 +364,28 @@ class FlowPlanning(FetchSharing):
         :param touched: the only quotas whose course may have changed (None: ask every one)
         """
         now = self._t
-        quota_at, versions = kept.quota_at, kept.versions
+        quota_at, versions, heap = kept.quota_at, kept.versions, kept.quota_heap
         keys: Iterable[tuple[str, int]] = quota_at
-        if touched is not None:  # the due ones, and those whose course may have changed
-            keys = [key for key, at in quota_at.items() if at <= now]
+        if touched is not None and heap is not None:  # the due ones, and those whose course may have changed
+            keys = []
+            while heap and heap[0][0] <= now:
+                at, key = heapq.heappop(heap)
+                if quota_at[key] == at:
+                    keys.append(key)
             keys += [key for key in touched if key in quota_at]
         meters = self._meters
         for key in keys:
             meter = meters.get(key)  # self._course(key), inlined: this loop runs at every event
             if quota_at[key] <= now or (-1 if meter is None else meter.version) != versions[key]:
-                quota_at[key] = self._quota_event(key)
+                at = quota_at[key] = self._quota_event(key)
                 versions[key] = self._course(key)
-        return min(quota_at.values(), default=math.inf)
+                if heap is not None:
+                    heapq.heappush(heap, (at, key))
+        if heap is None:
+            return min(quota_at.values(), default=math.inf)
+        while heap and quota_at[heap[0][1]] != heap[0][0]:
+            heapq.heappop(heap)  # found again since
+        return heap[0][0] if heap else math.inf
 
     def _course(self, key: tuple[str, int]) -> int:
         """The version of a quota meter's course (-1 before it exists)."""

@@ -17,6 +17,7 @@ import heapq
 import math
 
 from kafka_sim.fairshare import fill
+from kafka_sim.flow_index import FlowIndex
 from kafka_sim.model_base import CATCH_UP_EPS
 from kafka_sim.replication_flows import Flow, Plan, bring_to
 
@@ -52,16 +53,15 @@ class QuantumPatches:
                     fl = self._flow_cache[p] = self._partition_flows(p)
                 if fl:
                     return None
-        kept_flows: list[Flow] = []
         touched = self._course_changed
-        for f in flows:
-            if f.partition not in changed:
-                kept_flows.append(f)
-                continue
+        index = kept.index
+        assert index is not None  # a patched plan is a quantized one
+        for f in index.drop(changed):
             f.at = math.nan  # its heap entry is void
             for key in f.recorded:
                 self._flow_rec[key] -= f.rate * f.fetched
                 self._record_rate(key)
+        kept_flows = index.flows()
         heap = kept.heap
         while heap and not heap[0][2].at == heap[0][0]:
             heapq.heappop(heap)
@@ -97,11 +97,12 @@ class QuantumPatches:
         if not changed:
             return None
         ids = self._res_ids
-        moved_ids = {ids[key] for key in changed}
-        moving = [f for f in flows if not moved_ids.isdisjoint(f.rids)]
+        index = kept.index
+        assert index is not None  # a patched plan is a quantized one
+        moving = index.crossing({ids[key] for key in changed})
         cap = dict(kept.cap)
         cap.update(changed)
-        rates = self._residual_rates(flows, moving, cap)
+        rates = self._residual_rates(index, moving, cap)
         if rates is None:
             return None
         now = self._t
@@ -137,24 +138,21 @@ class QuantumPatches:
         self._last_kept = patched
         return flows, first, lagging, patched
 
-    def _residual_rates(self, flows: list[Flow], moving: list[Flow], cap: dict) -> list[float] | None:
+    def _residual_rates(self, index: FlowIndex, moving: list[Flow], cap: dict) -> list[float] | None:
         """Max-min fair rates of ``moving`` within what the other flows leave of ``cap``; None when a
         link they cross might squeeze in-sync followers (:meth:`FetchSharing._squeezed_links`)."""
         keys = self._res_keys
         crossed = {rid for f in moving for rid in f.rids}
-        left = {rid: cap[keys[rid]] for rid in crossed}
-        count = dict.fromkeys(crossed, 0)
+        left: dict[int, float] = {}
+        count: dict[int, int] = {}
         ours = set(map(id, moving))
-        for f in flows:
-            rids = f.rids
-            if crossed.isdisjoint(rids):  # most flows cross none of these: one set test, not a loop
-                continue
-            other = id(f) not in ours
-            for rid in rids:
-                if rid in left:
-                    count[rid] += 1
-                    if other:
-                        left[rid] -= f.rate
+        for rid in crossed:
+            members = index.by_rid[rid]
+            value = cap[keys[rid]]
+            for k, f in members.items():  # in plan order: the sum a walk over the plan takes
+                if k not in ours:
+                    value -= f.rate
+            left[rid], count[rid] = value, len(members)
         for rid in crossed:
             kind, b = keys[rid]
             if kind in ("o", "i") and cap[keys[rid]] / count[rid] < self._rate_bound.get(b, 0.0):
