@@ -99,6 +99,7 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self._since_plan: set[Partition] = set()  # partitions flushed since the current plan
         self._course_changed: set[tuple[str, int]] = set()  # quotas recorded in since the current plan
         self._lazy_flows: list[Any] = []  # flows whose bytes are integrated when read (replan_quantum)
+        self._synced: tuple[list[Any] | None, float] = (None, 0.0)  # the flows and time last synced (_sync_flows)
         self._last_kept: Any = None  # replan_quantum: the last plan's quota events, reused while they hold
         self._flow_cache: dict[Partition, list[Any]] = {}  # flows of each active partition
         self._res_ids: dict[tuple[str, int], int] = {}  # physics resource key -> its number

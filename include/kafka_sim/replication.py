@@ -147,9 +147,16 @@ class Replication(QuantumPatches, FlowPlanning, ChangeTracking, ReplicationQuota
         return due
 
     def _sync_flows(self) -> None:
-        """Bring the bytes of the flows integrated lazily to now (every flow of the last plan)."""
-        if self._lazy_flows:
-            bring_to(self._lazy_flows, self._t)
+        """Bring the bytes of the flows integrated lazily to now (every flow of the last plan).
+
+        Not again while neither the time nor the plan's flows changed: every request to the model
+        syncs, and a refill's one config write per topic made this a walk over every flow in
+        flight per topic (a flow planned or re-rated since starts at now: it is in sync).
+        """
+        flows = self._lazy_flows
+        if flows and (flows is not self._synced[0] or self._t != self._synced[1]):
+            bring_to(flows, self._t)
+            self._synced = (flows, self._t)
 
     def _sync_changed(self) -> None:
         """Bring the flows of the partitions an event changed to now, before they are planned anew."""

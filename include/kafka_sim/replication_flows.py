@@ -111,6 +111,22 @@ Capacities = tuple[dict, dict[tuple[str, int], tuple[float, float]], Counter[int
 Plan = tuple[list[Flow], float, list[tuple[Partition, Replica, float]], _Kept]
 
 
+def _due_keys(heap: list[tuple[float, tuple[str, int]]], quota_at: dict[tuple[str, int], float],
+              now: float) -> dict[tuple[str, int], None]:
+    """The quotas whose event is due at ``now``, read from their heap without popping it (a node
+    not due has no due entry below it), in no particular order."""
+    out: dict[tuple[str, int], None] = {}
+    stack, n = [0], len(heap)
+    while stack:
+        i = stack.pop()
+        if i < n and heap[i][0] <= now:
+            at, key = heap[i]
+            if quota_at[key] == at:
+                out[key] = None
+            stack += (2 * i + 1, 2 * i + 2)
+    return out
+
+
 class FlowPlanning(FetchSharing):
     """Mixin of ClusterModel: the flows of the active partitions, their rates and the next event."""
 
@@ -342,9 +358,9 @@ class FlowPlanning(FetchSharing):
         flows, _event, _lagging, kept = plan
         cap, out = kept.cap, {}
         terms = kept.terms
-        if self._quantized():
-            at, t, moved = kept.quota_at, self._t, self._course_changed
-            asked = [key for key in terms if at.get(key, -math.inf) <= t or key in moved]
+        if self._quantized() and kept.quota_heap is not None:
+            due = _due_keys(kept.quota_heap, kept.quota_at, self._t)
+            asked = [*due, *(key for key in self._course_changed if key in terms and key not in due)]
         else:
             asked = list(terms)
         for key in asked:

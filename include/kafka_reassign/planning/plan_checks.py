@@ -192,8 +192,10 @@ def _warn_racks(name: str, target: tuple[int, ...], state: ClusterState, found: 
     """Warn when the target crowds fewer racks than it could use."""
     racks = [state.brokers[b].rack for b in target if b in state.brokers]
     used = {r for r in racks if r is not None}
+    if len(racks) != len(target) or None in racks or len(used) >= len(target):
+        return  # every replica on its own rack (or racks unknown): the cluster's racks need not be counted
     all_racks = {b.rack for b in state.brokers.values() if b.alive and b.rack is not None}
-    if len(racks) == len(target) and None not in racks and len(used) < min(len(target), len(all_racks)):
+    if len(used) < len(all_racks):
         found.warnings.append(f"{name}: target {fmt_ids(target)} puts its {len(target)} replicas in "
                               f"{len(used)} rack(s) ({', '.join(sorted(used))}) although "
                               f"{len(all_racks)} racks are available: losing one rack loses more than one copy")
