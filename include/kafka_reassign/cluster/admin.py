@@ -38,8 +38,8 @@ from kafka_reassign.cluster.state import (BrokerInfo, ClusterState, DirSpace, In
 TopicPartitions = dict[str, dict[int, PartitionMetadata]]
 
 
-def _partition_of(p: Any) -> PartitionMetadata:
-    """A decoded Metadata partition entry as plain data."""
+def partition_metadata_of(p: Any) -> PartitionMetadata:
+    """A decoded Metadata partition entry as plain data (the rehearsal's in-process answers too)."""
     return PartitionMetadata(partition=int(p.partition_index), leader=int(p.leader_id),
                              replicas=tuple(p.replica_nodes or ()), isr=tuple(p.isr_nodes or ()),
                              offline=tuple(p.offline_replicas or ()))
@@ -122,7 +122,7 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         from kafka.errors import for_code
         out = []
         for t in self._retried("Metadata", lambda: self._metadata_topics(topics)):
-            parts = tuple(_partition_of(p) for p in t.partitions or ())
+            parts = tuple(partition_metadata_of(p) for p in t.partitions or ())
             code = t.error_code or 0
             out.append(TopicMetadata(name=t.name, partitions=parts, internal=bool(t.is_internal),
                                      error=error_name(for_code(code)) if code else None))
@@ -142,7 +142,7 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
             mine = wanted.get(t.name, ())
             for p in t.partitions or ():
                 if p.partition_index in mine:
-                    out[(t.name, int(p.partition_index))] = _partition_of(p)
+                    out[(t.name, int(p.partition_index))] = partition_metadata_of(p)
         return out
 
     def _metadata_topics(self, topics: list[str] | None) -> list:
@@ -328,8 +328,8 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
                 out[(res.topic, pr.partition_id)] = None if name in (None, "ELECTION_NOT_NEEDED") else name
         return out
 
-__all__ = ["KafkaAdmin", "ConfigsRead", "ConfigChangeLike", "ClusterDescription", "BrokerNode", "TopicMetadata",
-           "PartitionMetadata", "UnsupportedClusterError", "error_name", "is_transient", "redact",
+__all__ = ["KafkaAdmin", "partition_metadata_of", "ConfigsRead", "ConfigChangeLike", "ClusterDescription",
+           "BrokerNode", "TopicMetadata", "PartitionMetadata", "UnsupportedClusterError", "error_name", "is_transient", "redact",
            "TRANSIENT_PARTITION_ERRORS", "KIP455_APIS", "SECRET_KWARGS"]
 
 if TYPE_CHECKING:  # mypy proves KafkaAdmin implements the port the domain takes

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
-from kafka_reassign.cluster.admin import KafkaAdmin, _partition_of
+from kafka_reassign.cluster.admin import KafkaAdmin, partition_metadata_of
 from kafka_reassign.cluster.metadata import PartitionMetadata
 from kafka_reassign.cluster.state import InFlight, TopicPartition
 from kafka_sim.errors import INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION
@@ -220,7 +220,7 @@ class DirectAdmin(KafkaAdmin):
             for t, i in keys:
                 topic = self._model.topics.get(t)
                 if topic is not None and 0 <= i < len(topic.partitions):
-                    out[(t, i)] = _partition_of(_partition_entry(topic.partitions[i], alive))
+                    out[(t, i)] = partition_metadata_of(_partition_entry(topic.partitions[i], alive))
             return out
         return self._locked(read)
 

@@ -123,11 +123,12 @@ def parse_replica_list(value: str | None) -> set[tuple[int, int]] | str:
     return parsed if isinstance(parsed, str) else set(parsed)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)
 def _parsed_list(value: str | None) -> frozenset[tuple[int, int]] | str:
     """:func:`parse_replica_list`'s parse, once per distinct value (an unparseable entry is so
     logged once): each refill of the executor reads a topic's lists (now, before the run, last
-    written) several times over, and they hold an entry per replica in flight."""
+    written) several times over, and they hold an entry per replica in flight. Sized for a
+    plan over a few hundred topics: two lists each, a few values of each alive at once."""
     if value is None:
         return frozenset()
     value = value.strip()
