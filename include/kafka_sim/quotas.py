@@ -308,7 +308,9 @@ class QuotaMeter:
         asks it a few dozen times per crossing, and crossings were a tenth of a large rehearsal."""
         tail = self._tail(x - 1e-6 if left else x)
         span = x - tail
-        head = self.cs[-1] + self.rate * (x - self.ts[-1])
+        ts, cs = self.ts, self.cs
+        # at the first breakpoint _cum answers the bytes before it (a lump there not yet counted)
+        head = cs[0] if x <= ts[0] else cs[-1] + self.rate * (x - ts[-1])
         return bound * (span if span > self.min_span else self.min_span) - (head - self._cum(tail, left=True))
 
     def _walk_to_cross(self, bound: float, level: float) -> float:

@@ -41,3 +41,18 @@ def test_an_isr_change_of_a_partition_not_moving_is_seen():
     assert {r["partition"] for r in watch.risks if "left the ISR" in r["what"]} == {"t0-1", "t1-1"}
     watch.close()
     assert m.touch_journal is None
+
+
+def test_the_rehearsal_collects_cycles_rarely_and_restores_the_collector_after():
+    import gc
+
+    from kafka_reassign.rehearsal.rehearse import sparse_collections
+
+    before = gc.get_threshold()
+    try:
+        with sparse_collections(young=123_456):
+            assert gc.get_threshold()[0] == 123_456
+            raise RuntimeError("the rehearsal failed")
+    except RuntimeError:
+        pass
+    assert gc.get_threshold() == before

@@ -119,3 +119,22 @@ def test_a_kept_never_is_dropped_when_the_course_changes():
     meter.set_rate(2.0, 2 * MB)  # 10 MB left at 2 MB/s, nothing leaves the window before 11 s
     assert meter.cross_at(2.0, 1 * MB, 0.0) == pytest.approx(7.0)
     assert meter._never is None
+
+
+@pytest.mark.parametrize("aged", [True, False])
+def test_the_walk_reads_the_allowance_ahead_exactly_as_the_search_does(aged):
+    """The crossing walk reads the bytes recorded ahead of the last breakpoint from the current
+    rate instead of searching the breakpoints: the same arithmetic, so the same floats."""
+    rng = random.Random(21 if aged else 22)
+    compared = 0
+    for _ in range(60):
+        bound = rng.choice([1 * MB, 2 * MB, 5 * MB])
+        for meter, t in _random_history(rng, aged=aged, bound=bound):
+            if meter.t is None:
+                continue
+            for d in (0.0, 1e-7, 0.4, 1.0, 3.3, 11.0, 12.5, 30.0):
+                for left in (False, True):
+                    x = meter.t + d
+                    assert meter._allowance_ahead(bound, x, left) == meter._allowance_at(bound, x, left)
+                    compared += 1
+    assert compared > 10_000
