@@ -129,9 +129,19 @@ class QuotaMeter:
         return self._cum(x) - self._cum(tail, left=True)
 
     def _allowance_at(self, bound: float, x: float, left: bool = False) -> float:
-        # left: just before x, so before a sample purge at x too
+        """Allowance at ``x``, at or after the meter's last breakpoint (its time now, or a time the
+        crossing walk looks ahead to; ``left``: just before x, so before a sample purge at x too).
+
+        The bytes recorded up to ``x`` come from the current rate, without searching the
+        breakpoints: the walk asks this a few dozen times per crossing, and crossings were a
+        tenth of a large rehearsal. ``_in_span`` gives the same floats (unit/test_sim_quota_events).
+        """
         tail = self._tail(x - 1e-6 if left else x)
-        return bound * max(self.min_span, x - tail) - self._in_span(x, tail)
+        span = x - tail
+        ts, cs = self.ts, self.cs
+        # at the first breakpoint _cum answers the bytes before it (a lump there not yet counted)
+        head = cs[0] if x <= ts[0] else cs[-1] + self.rate * (x - ts[-1])
+        return bound * (span if span > self.min_span else self.min_span) - (head - self._cum(tail, left=True))
 
     @property
     def span(self) -> float:
@@ -302,22 +312,11 @@ class QuotaMeter:
         longest = self.window + self.min_span
         return bound * self.window - self._in_span(now, now - longest) - self.rate * longest
 
-    def _allowance_ahead(self, bound: float, x: float, left: bool = False) -> float:
-        """``_allowance_at`` for ``x`` at or after the last breakpoint (the same arithmetic, the
-        bytes recorded up to ``x`` taken from the current rate without a search): the walk below
-        asks it a few dozen times per crossing, and crossings were a tenth of a large rehearsal."""
-        tail = self._tail(x - 1e-6 if left else x)
-        span = x - tail
-        ts, cs = self.ts, self.cs
-        # at the first breakpoint _cum answers the bytes before it (a lump there not yet counted)
-        head = cs[0] if x <= ts[0] else cs[-1] + self.rate * (x - ts[-1])
-        return bound * (span if span > self.min_span else self.min_span) - (head - self._cum(tail, left=True))
-
     def _walk_to_cross(self, bound: float, level: float) -> float:
         """seconds_to_cross of an open meter, from break to break."""
         now = self.t
         assert now is not None
-        ahead = self._allowance_ahead  # every time walked is at or after now, past the last breakpoint
+        ahead = self._allowance_at  # every time walked is at or after now, past the last breakpoint
         side = ahead(bound, now) - level
         if side == 0:
             return math.inf

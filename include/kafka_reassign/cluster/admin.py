@@ -329,8 +329,8 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         return out
 
 __all__ = ["KafkaAdmin", "partition_metadata_of", "ConfigsRead", "ConfigChangeLike", "ClusterDescription",
-           "BrokerNode", "TopicMetadata", "PartitionMetadata", "UnsupportedClusterError", "error_name", "is_transient", "redact",
-           "TRANSIENT_PARTITION_ERRORS", "KIP455_APIS", "SECRET_KWARGS"]
+           "BrokerNode", "TopicMetadata", "PartitionMetadata", "UnsupportedClusterError", "error_name", "is_transient",
+           "redact", "TRANSIENT_PARTITION_ERRORS", "KIP455_APIS", "SECRET_KWARGS"]
 
 if TYPE_CHECKING:  # mypy proves KafkaAdmin implements the port the domain takes
     from kafka_reassign.cluster.port import KafkaAdminPort
