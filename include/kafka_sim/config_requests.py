@@ -218,7 +218,7 @@ class ConfigRequests:
             else:
                 self.configs.dynamic.pop(name, None)
                 self.configs.dynamic.setdefault("", {})
-            self._refresh_rates()
+            self._refresh_rates(bid if bid in self.brokers else None)
             self.writes[api] += 1
             self.state_version += 1
             return E.NONE, None

@@ -20,9 +20,11 @@ FOLLOWER_QUOTA = "ft"
 class ReplicationQuotas:
     """Mixin of ClusterModel: the replication quota meters and what they let through."""
 
-    def _refresh_rates(self) -> None:
-        """Cache the three quota rates of every broker (inf = unthrottled)."""
-        for bid in self.brokers:
+    def _refresh_rates(self, broker: int | None = None) -> None:
+        """Cache the three quota rates of every broker, or of one whose own configs changed (inf =
+        unthrottled). One broker's: a run sets and removes two throttles on each of hundreds of
+        brokers, one write each, and every broker's rates were read again at each."""
+        for bid in self.brokers if broker is None else (broker,):
             vals = []
             for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
                          "replica.alter.log.dirs.io.max.bytes.per.second"):

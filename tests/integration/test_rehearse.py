@@ -186,3 +186,29 @@ def test_rehearsal_times_a_move_between_log_dirs():
     assert report.outcome == "done"
     assert 10 < report.predicted_seconds < 20, report.format()  # 30 MB at 2 MB/s (less the quota's burst)
     assert report.timeline[-1][1] >= 30 * MB
+
+
+def test_rehearsal_prepares_its_run_once_and_runs_what_it_reports(monkeypatch):
+    """The run is prepared once: the report's steps and estimate are those the executor ran."""
+    import kafka_reassign.run.prepare as prepare_module
+    import kafka_reassign.run.reassign as reassign_module
+
+    calls, runs = [], []
+    real_prepare, real_run = prepare_module.prepare, reassign_module.run_reassignment
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("run_id"))
+        return real_prepare(*args, **kwargs)
+
+    def run(*args, **kwargs):
+        result = real_run(*args, **kwargs)
+        runs.append(result.prepared)
+        return result
+
+    monkeypatch.setattr(prepare_module, "prepare", counted)
+    monkeypatch.setattr(reassign_module, "prepare", counted)
+    monkeypatch.setattr(reassign_module, "run_reassignment", run)
+    snap = make_snapshot(brokers=6, racks=3, topics={"orders": {"partitions": 4, "rf": 3, "size_bytes": 5 * MB}})
+    report = rehearse(snap, plan_for({0: [4, 2, 3], 1: [5, 3, 4]}), {"throttle_bytes_per_sec": 2 * MB})
+    assert report.outcome == "done" and report.steps == len(runs[0].steps) == 2
+    assert calls == ["rehearsal"] and report.formula == runs[0].estimate

@@ -52,44 +52,56 @@ class AdmissionWindow(StepStates):
         left = lane_left(items, rate, time.time() if now is None else now, per_broker)
         sending = lane_sending(items, rate, per_broker)
         fresh: set[int] = set()  # lanes given a step by this pick: its rate there is not known yet
-        known: dict[int, tuple[float, bool, bool]] = {}  # lane -> (bytes left, fresh, busy): _busy_lanes
+        # Most candidates of a large queue are turned down on the same few brokers and lanes, and
+        # only a step chosen on them changes their answer: brokers full and lanes' verdicts are
+        # kept until then (a set test per candidate, not a look at each of its brokers).
+        full = self._full_brokers(reduced, cap_b)
+        busy_of: dict[int, bool] = {}  # lane -> busy (_lane_busy), dropped when a step is chosen on it
+        by_brokers, touched, data, lane_of = self.ready.by_brokers, self.touched, self.data, self.lane_of
         chosen: list[int] = []
         for bucket in self.ready.walk():
             for _, i in bucket:
-                full = [b for b in self.touched[i] if self.broker_load.get(b, 0) >= reduced.get(b, cap_b)]
-                if full:
-                    if self.ready.by_brokers and any(b in self.data[i] for b in full):
+                if full and not full.isdisjoint(touched[i]):
+                    if by_brokers and not full.isdisjoint(data[i]):  # (its data brokers are touched ones)
                         break  # a receiving broker of the whole bucket is full
                     continue
                 if self.steps[i].moves_leader and self.leader_load >= cap_l:
                     continue
-                lanes = self.lanes(i)
-                busy = self._busy_lanes(lanes, known, left, sending, fresh)
+                lanes = lane_of[i]
+                busy = [k for k in lanes if busy_of[k]] if all(k in busy_of for k in lanes) else \
+                    self._busy_lanes(lanes, busy_of, left, sending, fresh)
                 if busy:
                     self._held_back.update(busy)
                     continue
                 self._hold(i, +1)
+                full.update(b for b in touched[i] if self.broker_load[b] >= reduced.get(b, cap_b))
                 fresh.update(lanes)
                 for k in lanes:
                     left[k] = left.get(k, 0.0) + self.step_bytes[i]
+                    busy_of.pop(k, None)
                 chosen.append(i)
                 if len(chosen) >= room:
                     return chosen
         return chosen
 
-    def _busy_lanes(self, lanes: tuple[int, ...], known: dict[int, tuple[float, bool, bool]],
-                    left: dict[int, float], sending: dict[int, float], fresh: set[int]) -> list[int]:
-        """The busy ones of a step's lanes (:meth:`_lane_busy`). An answer is kept in ``known`` while
-        the lane's bytes in flight and freshness stand: most candidates of a large queue are turned
-        down on the same few lanes, which only a step chosen on them changes."""
+    def _full_brokers(self, reduced: dict[int, int], cap: int) -> set[int]:
+        """The brokers with their cap of steps in flight (every broker, with a cap of none)."""
+        out = {b for b, n in self.broker_load.items() if n >= reduced.get(b, cap)}
+        out.update(b for b, c in reduced.items() if c <= 0)
+        if cap <= 0:
+            out.update(b for i in self.ready for b in self.touched[i])
+        return out
+
+    def _busy_lanes(self, lanes: tuple[int, ...], busy_of: dict[int, bool], left: dict[int, float],
+                    sending: dict[int, float], fresh: set[int]) -> list[int]:
+        """The busy ones of a step's lanes (:meth:`_lane_busy`), each verdict kept in ``busy_of``."""
         out = []
         for k in lanes:
-            state = (left.get(k, 0.0), k in fresh)
-            seen = known.get(k)
-            if seen is None or seen[:2] != state:
+            verdict = busy_of.get(k)
+            if verdict is None:
                 rate = self.broker_rates.get(lane_broker(k), self.move_rate) if self.rate_control else self.move_rate
-                seen = known[k] = (*state, self._lane_busy(rate, k, left, sending, fresh))
-            if seen[2]:
+                verdict = busy_of[k] = self._lane_busy(rate, k, left, sending, fresh)
+            if verdict:
                 out.append(k)
         return out
 

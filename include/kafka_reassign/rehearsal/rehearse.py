@@ -141,7 +141,7 @@ def _rehearse(snap: dict[str, Any], plan: Any, p: Any, resolution: float | None,
             # Read-only, and refuses (PreflightError...) exactly as the real run would.
             prepared = prepare(admin, plan, p, run_id="rehearsal", produce_rates=rates)
             try:
-                _run(admin, plan, p, MemoryRecordStore(), sleep, model.now, rates, say)
+                _run(admin, prepared, p, MemoryRecordStore(), sleep, model.now, rates, say)
             except ReassignError as exc:
                 outcome = f"failed: {exc}"
         watch.observe()
@@ -168,14 +168,14 @@ def _plan_entries(plan: Any) -> list[dict[str, Any]]:
              "log_dirs": bool(m.log_dirs and any(d != "any" for d in m.log_dirs))} for m in obj.moves]
 
 
-def _run(admin: KafkaAdminPort, plan: Any, params: Any, store: Any, sleep: Callable[[float], None], clock: Callable[[], float],
-         rates: Mapping[tuple[str, int], float], say: Callable[[str], None]) -> Any:
-    """The executor loop of a real run, on the simulator's clock."""
+def _run(admin: KafkaAdminPort, prepared: Any, params: Any, store: Any, sleep: Callable[[float], None],
+         clock: Callable[[], float], rates: Mapping[tuple[str, int], float], say: Callable[[str], None]) -> Any:
+    """The executor loop of a real run, on the simulator's clock, from the run ``prepared`` just now."""
     from kafka_reassign.run.reassign import run_reassignment
     # No throttle guard: it protects a run from other people's config changes, and nobody else
     # can reach the rehearsal's private cluster (its reads would only cost time).
-    return run_reassignment(admin, plan, params, store, run_id="rehearsal", on_event=say, sleep=sleep, clock=clock,
-                            produce_rates=rates, guard_every=0)
+    return run_reassignment(admin, prepared.plan, params, store, run_id="rehearsal", on_event=say, sleep=sleep,
+                            clock=clock, produce_rates=rates, guard_every=0, prepared=prepared)
 
 
 def _report(watch: ClusterWatch, prepared: Any, params: Any, outcome: str, sim_seconds: float, cpu: float,

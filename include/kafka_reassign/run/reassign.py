@@ -105,7 +105,8 @@ def run_reassignment(admin: KafkaAdminPort, plan: ReassignmentPlan | dict[str, A
                      produce_rates: Mapping[TopicPartition, float] | None = None,
                      exec_store: ExecutionStore | None = None, strategy: str | None = None,
                      should_stop: Callable[[ProgressView], bool] | None = None, paused: Callable[[], bool] | None = None,
-                     guard_every: int = GUARD_EVERY_POLLS, rehearser: Rehearser | None = None) -> RunResult:
+                     guard_every: int = GUARD_EVERY_POLLS, rehearser: Rehearser | None = None,
+                     prepared: PreparedRun | None = None) -> RunResult:
     """Run a whole reassignment (what ``kafka-reassign execute`` does).
 
     The throttle is restored in a ``finally`` whatever happens; on failure with
@@ -115,13 +116,16 @@ def run_reassignment(admin: KafkaAdminPort, plan: ReassignmentPlan | dict[str, A
     :param guard_every: check the run's throttle every this many polls (0: never, for a
         rehearsal's private simulated cluster, which nobody else can change)
     :param rehearser: see :func:`prepare`
+    :param prepared: what :func:`prepare` gave for this plan, params and run id just now, nothing of
+        the run in ``store`` yet (a rehearsal's, which reports it): not prepared a second time
     :raises: the first error (validation, Kafka, :class:`RunFailed`) after cleaning up
     """
     run_id = run_id or new_run_id()
     say = on_event or (lambda m: log.info("%s", m))
     saved = exec_store.load(run_id) if exec_store is not None else None
-    prepared = prepare(admin, plan, params, run_id=run_id, produce_rates=produce_rates, sleep=sleep, clock=clock,
-                       own_targets=submitted_targets(store, None, run_id), rehearser=rehearser)
+    if prepared is None:
+        prepared = prepare(admin, plan, params, run_id=run_id, produce_rates=produce_rates, sleep=sleep, clock=clock,
+                           own_targets=submitted_targets(store, None, run_id), rehearser=rehearser)
     result = RunResult(run_id=run_id, prepared=prepared, dry_run=prepared.params.dry_run)
     say(prepared.report())
     if prepared.params.dry_run:
@@ -133,14 +137,7 @@ def run_reassignment(admin: KafkaAdminPort, plan: ReassignmentPlan | dict[str, A
     executor = _resumed(prepared, run_id, store, saved, strategy, produce_rates, say)
     # The throttle guard reads the run's configs each poll: a removal is put back at once.
     guard = ThrottleGuard(admin, store, run_id, every=guard_every)
-
-    def watch(view: ProgressView) -> None:
-        # Every poll: put the throttle back if someone removed or raised it (raises if it cannot).
-        for w in guard.check().warnings:
-            say(f"warning: {w}")
-        if on_progress is not None:
-            on_progress(view)
-
+    watch = _guarded(guard, on_progress, say)
     failure: BaseException | None = None
     try:
         apply_throttle(admin, prepared, store, run_id)
@@ -157,6 +154,18 @@ def run_reassignment(admin: KafkaAdminPort, plan: ReassignmentPlan | dict[str, A
     finally:
         _restore_after_run(admin, store, run_id, result, guard, failure, say)
     return result
+
+
+def _guarded(guard: ThrottleGuard, on_progress: Callable[[ProgressView], None] | None,
+             say: Callable[[str], None]) -> Callable[[ProgressView], None]:
+    """The run's progress callback: every poll, put the throttle back if someone removed or raised
+    it (raises if it cannot), then pass the view on."""
+    def watch(view: ProgressView) -> None:
+        for w in guard.check().warnings:
+            say(f"warning: {w}")
+        if on_progress is not None:
+            on_progress(view)
+    return watch
 
 
 def _resumed(prepared: PreparedRun, run_id: str, store: RecordStore, saved: Mapping[str, Any] | None,
