@@ -7,6 +7,7 @@ The tables of the configs themselves are :mod:`kafka_sim.configs`.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -255,8 +256,12 @@ def throttled_replicas_validator(name: str, value: object) -> None:
             )
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_throttled_replicas(value: str | None) -> bool | frozenset[tuple[int, int]] | None:
     """Turn a throttled-replicas value into True (``*``), a set of (partition, broker), or None.
+
+    Cached (the answer is immutable): a write of one of a topic's two lists parses the other,
+    unchanged, again.
 
     :param value: the (already validated) config value, None when unset
     """

@@ -137,24 +137,27 @@ def max_min_rates(items: Mapping[int, FlightItem], rate: float, per_broker: Brok
 
 
 def bytes_left_now(items: Mapping[int, FlightItem], rate: float, now: float,
-                   per_broker: BrokerRates | None = None) -> dict[int, float]:
-    """Each step's bytes left now, projected from its last observation at its expected rate."""
-    rates = step_rates(items, rate, per_broker)
+                   per_broker: BrokerRates | None = None, rates: Mapping[int, float] | None = None
+                   ) -> dict[int, float]:
+    """Each step's bytes left now, projected from its last observation at its expected rate
+    (``rates``: :func:`step_rates` of these items, when already known)."""
+    rates = step_rates(items, rate, per_broker) if rates is None else rates
     return {i: max(0.0, it.bytes_left - rates[i] * max(0.0, now - it.observed_at)) for i, it in items.items()}
 
 
-def due_times(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerRates | None = None
-              ) -> dict[int, float]:
-    """Step index -> unix time it should finish at its expected rate."""
-    rates = step_rates(items, rate, per_broker)
+def due_times(items: Mapping[int, FlightItem], rate: float, per_broker: BrokerRates | None = None,
+              rates: Mapping[int, float] | None = None) -> dict[int, float]:
+    """Step index -> unix time it should finish at its expected rate (``rates``: as :func:`bytes_left_now`)."""
+    rates = step_rates(items, rate, per_broker) if rates is None else rates
     return {i: it.observed_at + (it.bytes_left / rates[i] if rates[i] > 0 else math.inf)
             for i, it in items.items()}
 
 
 def lane_left(items: Mapping[int, FlightItem], rate: float, now: float,
-                per_broker: BrokerRates | None = None) -> dict[int, float]:
-    """Lane -> bytes the steps in flight still move through it (projected to ``now``)."""
-    left = bytes_left_now(items, rate, now, per_broker)
+              per_broker: BrokerRates | None = None, rates: Mapping[int, float] | None = None) -> dict[int, float]:
+    """Lane -> bytes the steps in flight still move through it (projected to ``now``; ``rates``: as
+    :func:`bytes_left_now`)."""
+    left = bytes_left_now(items, rate, now, per_broker, rates)
     out: dict[int, float] = {}
     for i, it in items.items():
         for b in it.brokers:
@@ -219,11 +222,12 @@ class WakeRule:
     def times_of(self, items: Mapping[int, FlightItem], last_check: float, now: float
                  ) -> tuple[float | None, float | None]:
         """:meth:`times` of the steps in flight as :meth:`items` gives them."""
-        check = next_check(list(due_times(items, self.rate, self.per_broker).values()), last_check, now)
+        rates = step_rates(items, self.rate, self.per_broker)  # once: both times need them
+        check = next_check(list(due_times(items, self.rate, self.per_broker, rates).values()), last_check, now)
         refill = None
         if self.held_back:
-            refill = low_water_time(lane_left(items, self.rate, now, self.per_broker), self.held_back, self.rate,
-                                    self.low_water, now, self.per_broker)
+            refill = low_water_time(lane_left(items, self.rate, now, self.per_broker, rates), self.held_back,
+                                    self.rate, self.low_water, now, self.per_broker)
         return check, refill
 
     def to_json(self) -> dict[str, Any]:

@@ -28,22 +28,22 @@ from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
 from kafka_reassign.execution.steps import StepMove
 from kafka_reassign.throttle.specs import (FOLLOWER_REPLICAS, LEADER_REPLICAS, ConfigChange,
-                                           format_replica_list, our_entries, parse_replica_list)
+                                           format_replica_list, our_entries, replica_set)
 
 log = logging.getLogger(__name__)
 
-Entries = set[tuple[int, int]]
+Entries = set[tuple[int, int]] | frozenset[tuple[int, int]]
 
 
 def _entries(value: str | None) -> Entries:
     """The entries of a list value (none for the wildcard or no value)."""
-    parsed = parse_replica_list(value)
+    parsed = replica_set(value)
     return set() if isinstance(parsed, str) else parsed
 
 
 def _without(value: str | None, entries: Entries) -> str | None:
     """A list value with ``entries`` taken out (the wildcard stays)."""
-    parsed = parse_replica_list(value)
+    parsed = replica_set(value)
     if isinstance(parsed, str) or not parsed & entries:
         return value
     left = parsed - entries
@@ -182,14 +182,14 @@ class ReplicaThrottle:
     @staticmethod
     def _removing(now: str | None, prior: str | None, last: str | None, needed: Entries) -> Entries:
         """Our entries in the list now that the write drops."""
-        parsed_now, parsed_last = parse_replica_list(now), parse_replica_list(last)
+        parsed_now, parsed_last = replica_set(now), replica_set(last)
         if isinstance(parsed_now, str) or isinstance(parsed_last, str):
             return set()
         return ((parsed_last - _entries(prior)) - needed) & parsed_now
 
     @staticmethod
     def _ours(prior: str | None, needed: Entries) -> str | None:
-        parsed = parse_replica_list(prior)
+        parsed = replica_set(prior)
         if isinstance(parsed, str) or needed <= parsed:  # str: the wildcard
             return prior
         return format_replica_list(parsed | needed)
@@ -197,7 +197,7 @@ class ReplicaThrottle:
     @staticmethod
     def _merged(now: str | None, prior: str | None, last: str | None, needed: Entries) -> str | None:
         """The list value to write: others' entries kept, ours = ``needed`` (None = delete)."""
-        parsed_now, parsed_prior = parse_replica_list(now), parse_replica_list(prior)
+        parsed_now, parsed_prior = replica_set(now), replica_set(prior)
         if isinstance(parsed_now, str):  # the wildcard
             return now  # everything is throttled already; not ours to narrow
         prior_set: Entries = set() if isinstance(parsed_prior, str) else parsed_prior

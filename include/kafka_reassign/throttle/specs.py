@@ -123,6 +123,12 @@ def parse_replica_list(value: str | None) -> set[tuple[int, int]] | str:
     return parsed if isinstance(parsed, str) else set(parsed)
 
 
+def replica_set(value: str | None) -> frozenset[tuple[int, int]] | str:
+    """:func:`parse_replica_list` read-only: the cached parse itself, not a copy (the executor's
+    list updates only combine sets)."""
+    return _parsed_list(value)
+
+
 @functools.lru_cache(maxsize=4096)
 def _parsed_list(value: str | None) -> frozenset[tuple[int, int]] | str:
     """:func:`parse_replica_list`'s parse, once per distinct value (an unparseable entry is so
@@ -149,7 +155,7 @@ def _parsed_list(value: str | None) -> frozenset[tuple[int, int]] | str:
 
 
 def format_replica_list(entries: Iterable[tuple[int, int]]) -> str:
-    return ",".join(f"{p}:{b}" for p, b in sorted(set(entries)))
+    return ",".join(f"{p}:{b}" for p, b in sorted(entries if isinstance(entries, (set, frozenset)) else set(entries)))
 
 
 @dataclass
