@@ -128,20 +128,30 @@ class QuotaMeter:
         """Bytes recorded from ``tail`` (a lump there included) to ``x``."""
         return self._cum(x) - self._cum(tail, left=True)
 
-    def _allowance_at(self, bound: float, x: float, left: bool = False) -> float:
+    def _allowance_at(self, bound: float, x: float, left: bool = False,
+                      tails: dict[float, float] | None = None) -> float:
         """Allowance at ``x``, at or after the meter's last breakpoint (its time now, or a time the
         crossing walk looks ahead to; ``left``: just before x, so before a sample purge at x too).
 
         The bytes recorded up to ``x`` come from the current rate, without searching the
         breakpoints: the walk asks this a few dozen times per crossing, and crossings were a
         tenth of a large rehearsal. ``_in_span`` gives the same floats (unit/test_sim_quota_events).
+
+        :param tails: window start -> bytes recorded before it, kept by a walk (both ends of a
+            segment between purges start at the same sample: one search for the two)
         """
         tail = self._tail(x - 1e-6 if left else x)
         span = x - tail
         ts, cs = self.ts, self.cs
         # at the first breakpoint _cum answers the bytes before it (a lump there not yet counted)
         head = cs[0] if x <= ts[0] else cs[-1] + self.rate * (x - ts[-1])
-        return bound * (span if span > self.min_span else self.min_span) - (head - self._cum(tail, left=True))
+        if tails is None:
+            before = self._cum(tail, left=True)
+        else:
+            before = tails.get(tail)
+            if before is None:
+                before = tails[tail] = self._cum(tail, left=True)
+        return bound * (span if span > self.min_span else self.min_span) - (head - before)
 
     @property
     def span(self) -> float:
@@ -316,7 +326,12 @@ class QuotaMeter:
         """seconds_to_cross of an open meter, from break to break."""
         now = self.t
         assert now is not None
-        ahead = self._allowance_at  # every time walked is at or after now, past the last breakpoint
+        tails: dict[float, float] = {}
+
+        def ahead(bound: float, x: float, left: bool = False) -> float:
+            # every time walked is at or after now, past the last breakpoint
+            return self._allowance_at(bound, x, left, tails)
+
         side = ahead(bound, now) - level
         if side == 0:
             return math.inf
