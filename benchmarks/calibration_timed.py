@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import re
 import socket
-import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from benchmarks import calibration as cal
+from benchmarks.shaped_links import ShapedLinks
 
 if TYPE_CHECKING:
     from kafka_local import LocalKafka
@@ -98,39 +98,12 @@ class RealSide:
     @contextlib.contextmanager
     def slowed(self, leader: int, follower: int, rate: float) -> Iterator[None]:
         """Shape the leader's replies on ``follower``'s fetch connections to ``rate`` bytes/s."""
-        port = self.kafka.brokers[leader].port
-        fetch_ports = follower_fetch_ports(self.kafka, leader, follower)
-        if "noqueue" not in _tc("qdisc", "show", "dev", "lo"):
-            raise RuntimeError("the loopback already has a qdisc (someone else is shaping it): not touching it")
-        # htb without a default class: unmatched traffic (everyone else's) goes out directly
-        _tc("qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb")
+        links = ShapedLinks(self.kafka, leader, (follower,), burst="128k")
         try:
-            bits = f"{int(rate * 8)}bit"
-            _tc("class", "add", "dev", "lo", "parent", "1:", "classid", "1:3", "htb", "rate", bits, "ceil", bits,
-                "burst", "128k", "cburst", "128k")
-            for fetch_port in fetch_ports:
-                _tc("filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-                    "match", "ip", "sport", str(port), "0xffff", "match", "ip", "dport", fetch_port, "0xffff",
-                    "flowid", "1:3")
+            links.shape(rate)  # a failure half-way still has its qdisc removed below
             yield
         finally:
-            _tc("qdisc", "del", "dev", "lo", "root")
-
-
-def follower_fetch_ports(kafka: LocalKafka, leader: int, follower: int) -> list[str]:
-    """Local ports of ``follower``'s connections to ``leader`` (its fetch sessions), from ``ss``."""
-    port = kafka.brokers[leader].port
-    pid = kafka.brokers[follower].pid
-    ss = subprocess.run(["ss", "-tnpH", "state", "established", f"( dport = :{port} )"],
-                        capture_output=True, text=True, check=True).stdout
-    found = [line.split()[2].rsplit(":", 1)[1] for line in ss.splitlines() if f"pid={pid}," in line]
-    if not found:
-        raise RuntimeError(f"broker {follower} (pid {pid}) has no connection to broker {leader}:{port}")
-    return found
-
-
-def _tc(*args: str) -> str:
-    return subprocess.run(["tc", *args], capture_output=True, text=True, check=True).stdout
+            links.clear()
 
 
 class SimSide:

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from benchmarks.adaptive import CapLog, Figures
-from benchmarks.calibration_timed import _tc, follower_fetch_ports
+from benchmarks.shaped_links import ShapedLinks
 
 ROOT = Path(__file__).resolve().parents[1]
 FETCH_BYTES = 262_144  # this cluster's replica.fetch.max.bytes
@@ -80,40 +80,6 @@ def layouts(cold: int = COLD) -> dict[str, tuple[dict[int, list[int]], dict[int,
         "fast": ({0: [2, 1], 1: [2, 3]}, {0: [2, 3], 1: [2, 1]}, {"min.insync.replicas": "1"}),
         "slow": ({0: [2, 1, 3], 1: [2, 3, 1]}, {}, {"min.insync.replicas": "2"}),
     }
-
-
-# ------------------------------------------------------------------ the shaped links
-class ShapedLinks:
-    """Broker 2's replies on the fetch connections of brokers 1 and 3, one htb class each."""
-
-    def __init__(self, cluster: Any, leader: int = 2, followers: tuple[int, ...] = SHAPED) -> None:
-        self.cluster, self.leader, self.followers = cluster, leader, followers
-        self.on = False
-
-    def shape(self, rate: float) -> None:
-        """Set both links to ``rate`` bytes/s (the qdisc made on first use)."""
-        spec = ["htb", "rate", f"{int(rate * 8)}bit", "ceil", f"{int(rate * 8)}bit", "burst", "32k", "cburst", "32k"]
-        if self.on:
-            for f in self.followers:
-                _tc("class", "change", "dev", "lo", "parent", "1:", "classid", f"1:{f}", *spec)
-            return
-        if "noqueue" not in _tc("qdisc", "show", "dev", "lo"):
-            raise RuntimeError("the loopback already has a qdisc (someone else is shaping it): not touching it")
-        port = str(self.cluster.brokers[self.leader].port)
-        # htb without a default class: everyone else's traffic goes out unshaped
-        _tc("qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb")
-        self.on = True
-        for f in self.followers:
-            _tc("class", "add", "dev", "lo", "parent", "1:", "classid", f"1:{f}", *spec)
-            for fetch_port in follower_fetch_ports(self.cluster, self.leader, f):
-                _tc("filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-                    "match", "ip", "sport", port, "0xffff", "match", "ip", "dport", fetch_port, "0xffff",
-                    "flowid", f"1:{f}")
-
-    def clear(self) -> None:
-        if self.on:
-            self.on = False
-            _tc("qdisc", "del", "dev", "lo", "root")
 
 
 # ------------------------------------------------------------------ the cluster's side
@@ -216,7 +182,7 @@ def run(cluster: Any, adaptive: bool, *, steps: tuple[tuple[float, float | None]
     for prod in producers:
         prod.start()
     figures = Figures()
-    links = ShapedLinks(cluster)
+    links = ShapedLinks(cluster, 2, SHAPED)
     min_isr = {f"{prefix}-{n}": int(c.get("min.insync.replicas", "1")) for n, (_, _, c) in layouts().items()}
     try:
         time.sleep(12)  # a quota window of steady writes before the run measures them

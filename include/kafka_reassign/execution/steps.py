@@ -136,7 +136,7 @@ class StepMove:
     def removing(self) -> tuple[int, ...]:
         return tuple(b for b in self.current if b not in self.target)
 
-    @property
+    @cached_property
     def is_log_dir_only(self) -> bool:
         """Same brokers, only log dirs change (KIP-113, AlterReplicaLogDirs)."""
         return self.current == self.target and self.log_dirs is not None
