@@ -55,7 +55,7 @@ class AdmissionWindow(StepStates):
         # Most candidates of a large queue are turned down on the same few brokers and lanes, and
         # only a step chosen on them changes their answer: brokers full and lanes' verdicts are
         # kept until then (a set test per candidate, not a look at each of its brokers).
-        full = self._full_brokers(reduced, cap_b)
+        full = {b for b, n in self.broker_load.items() if n >= reduced.get(b, cap_b)}  # caps are at least 1
         busy_of: dict[int, bool] = {}  # lane -> busy (_lane_busy), dropped when a step is chosen on it
         by_brokers, touched, data, lane_of = self.ready.by_brokers, self.touched, self.data, self.lane_of
         chosen: list[int] = []
@@ -68,8 +68,7 @@ class AdmissionWindow(StepStates):
                 if self.steps[i].moves_leader and self.leader_load >= cap_l:
                     continue
                 lanes = lane_of[i]
-                busy = [k for k in lanes if busy_of[k]] if all(k in busy_of for k in lanes) else \
-                    self._busy_lanes(lanes, busy_of, left, sending, fresh)
+                busy = self._busy_lanes(lanes, busy_of, left, sending, fresh)
                 if busy:
                     self._held_back.update(busy)
                     continue
@@ -83,14 +82,6 @@ class AdmissionWindow(StepStates):
                 if len(chosen) >= room:
                     return chosen
         return chosen
-
-    def _full_brokers(self, reduced: dict[int, int], cap: int) -> set[int]:
-        """The brokers with their cap of steps in flight (every broker, with a cap of none)."""
-        out = {b for b, n in self.broker_load.items() if n >= reduced.get(b, cap)}
-        out.update(b for b, c in reduced.items() if c <= 0)
-        if cap <= 0:
-            out.update(b for i in self.ready for b in self.touched[i])
-        return out
 
     def _busy_lanes(self, lanes: tuple[int, ...], busy_of: dict[int, bool], left: dict[int, float],
                     sending: dict[int, float], fresh: set[int]) -> list[int]:
