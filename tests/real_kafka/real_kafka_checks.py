@@ -24,13 +24,26 @@ def _admin(bootstrap: str):
 
 def describe(bootstrap: str, resource_type: str, name: str) -> dict[str, tuple[str | None, str]]:
     """Every config of one resource with its source: key -> (value, source name)."""
+    return describe_all(bootstrap, [(resource_type, name)])[(resource_type, name)]
+
+
+def describe_all(bootstrap: str, targets: Iterable[tuple[str, str]]
+                 ) -> dict[tuple[str, str], dict[str, tuple[str | None, str]]]:
+    """Every config of each (type, name) with its source, asked all at once of one client: a probe
+    polled while a move runs reads its resources at nearly one moment, and quickly. (One request
+    per resource: librdkafka takes at most one broker resource in a DescribeConfigs.)"""
     from confluent_kafka.admin import ConfigResource, ResourceType
-    rtype = ResourceType.BROKER if resource_type == "broker" else ResourceType.TOPIC
-    res = ConfigResource(rtype, name)
-    admin = _admin(bootstrap)  # kept referenced until the result is in (librdkafka drops it otherwise)
-    entries = admin.describe_configs([res])[res].result(timeout=30)
-    return {k: (e.value, e.source_name if hasattr(e, "source_name") else _source_name(e.source))
-            for k, e in entries.items()}
+    admin = _admin(bootstrap)  # kept referenced until the results are in (librdkafka drops it otherwise)
+    pending = {}
+    for t, n in targets:
+        res = ConfigResource(ResourceType.BROKER if t == "broker" else ResourceType.TOPIC, n)
+        pending[(t, n)] = admin.describe_configs([res])[res]
+    out = {}
+    for target, future in pending.items():
+        entries = future.result(timeout=30)
+        out[target] = {k: (e.value, e.source_name if hasattr(e, "source_name") else _source_name(e.source))
+                       for k, e in entries.items()}
+    return out
 
 
 def _source_name(source: object) -> str:
@@ -49,9 +62,8 @@ def throttle_configs(bootstrap: str, brokers: Iterable[int],
     """
     found: dict[str, dict[str, tuple[str | None, str]]] = {}
     targets = [("broker", str(b)) for b in brokers] + [("topic", t) for t in topics]
-    for rtype, name in targets:
+    for (rtype, name), configs in describe_all(bootstrap, targets).items():
         keys = THROTTLE_BROKER_KEYS if rtype == "broker" else THROTTLE_TOPIC_KEYS
-        configs = describe(bootstrap, rtype, name)
         picked = {k: configs[k] for k in keys if k in configs and configs[k][1] in _SET_SOURCES}
         if picked:
             found[f"{rtype} {name}"] = picked
