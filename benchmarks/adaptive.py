@@ -41,10 +41,12 @@ class Figures:
 
     :param breach_seconds: partition-seconds under min ISR (cluster side)
     :param least_isr: the smallest ISR size seen, per topic
-    :param moving_seconds: virtual seconds the run took
+    :param moving_seconds: seconds the run took (virtual on the simulator)
     :param caps: broker 2's cap at each progress report
     :param changes: the cap changes the executor logged, with their reasons
     :param outcome: the run's outcome
+    :param first_breach: topic -> seconds into the run of its first partition under min ISR
+    :param isr_changes: "at s: topic's smallest ISR a->b", as sampled
     """
 
     breach_seconds: float = 0.0
@@ -53,6 +55,45 @@ class Figures:
     caps: list[int] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
     outcome: str = ""
+    first_breach: dict[str, float] = field(default_factory=dict)
+    isr_changes: list[str] = field(default_factory=list)
+    _smallest: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def sample(self, sizes: dict[str, list[int]], min_isr: dict[str, int], dt: float, at: float) -> None:
+        """One reading of every ISR: ``sizes`` topic -> ISR size of each partition, ``dt`` seconds
+        since the last reading, ``at`` seconds into the run."""
+        for name, need in min_isr.items():
+            got = sizes.get(name, [])
+            for size in got:
+                self.least_isr[name] = min(self.least_isr.get(name, size), size)
+                if size < need:
+                    self.breach_seconds += dt
+                    self.first_breach.setdefault(name, at)
+            now = min(got, default=0)
+            before = self._smallest.get(name, now)
+            if now != before:
+                self.isr_changes.append(f"{at:.0f} s {name.rsplit('-', 1)[-1]} {before}->{now}")
+            self._smallest[name] = now
+
+
+@dataclass(frozen=True)
+class SimScenario:
+    """One plan against links that change during the run, on the simulator in virtual time.
+
+    :param snapshot: the cluster
+    :param plan: the reassignment
+    :param steps: (seconds into the run, {broker: its link's bytes/s}) in order
+    :param params: the run's parameters (``adaptive_concurrency`` is set per run)
+    :param warm_seconds: virtual seconds the producers write before the run starts
+    :param broker: the broker whose cap the figures follow
+    """
+
+    snapshot: dict[str, Any]
+    plan: dict[str, Any]
+    steps: tuple[tuple[float, dict[int, float]], ...]
+    params: dict[str, Any]
+    warm_seconds: float = 0.0
+    broker: str = "2"
 
 
 def snapshot() -> dict[str, Any]:
@@ -80,12 +121,13 @@ def plan() -> dict[str, Any]:
 
 
 class IsrWatch:
-    """A virtual ``sleep`` that steps broker 2's link and samples every ISR from the model."""
+    """A virtual ``sleep`` that steps the links and samples every ISR from the model."""
 
-    def __init__(self, model: Any, figures: Figures) -> None:
+    def __init__(self, model: Any, figures: Figures, steps: tuple[tuple[float, dict[int, float]], ...]) -> None:
         self.model = model
         self.figures = figures
-        self.steps = list(LINK_STEPS)
+        self.steps = list(steps)
+        self.t0 = model.sim_time()
         self.min_isr = {t.name: int(t.configs.get("min.insync.replicas", "1")) for t in model.topics.values()}
 
     def sleep(self, seconds: float) -> None:
@@ -95,75 +137,90 @@ class IsrWatch:
             dt = min(SAMPLE_SECONDS, left)
             self.model.advance_by(dt)
             left -= dt
-            while self.steps and self.model.sim_time() >= self.steps[0][0]:
-                self.model.set_network(2, self.steps.pop(0)[1])
-            self.sample(dt)
+            while self.steps and self.elapsed() >= self.steps[0][0]:
+                for broker, rate in self.steps.pop(0)[1].items():
+                    self.model.set_network(broker, rate)
+            sizes = {name: [len(p.isr) for p in topic.partitions] for name, topic in self.model.topics.items()}
+            self.figures.sample(sizes, self.min_isr, dt, self.elapsed())
 
-    def sample(self, dt: float) -> None:
-        least = self.figures.least_isr
-        for name, topic in self.model.topics.items():
-            for p in topic.partitions:
-                size = len(p.isr)
-                least[name] = min(least.get(name, size), size)
-                if size < self.min_isr[name]:
-                    self.figures.breach_seconds += dt
+    def elapsed(self) -> float:
+        return self.model.sim_time() - self.t0
 
 
 class CapLog(logging.Handler):
-    """Collects the executor's cap changes."""
+    """Collects the executor's cap changes, each with the seconds into the run ``clock`` gives."""
 
-    def __init__(self, changes: list[str]) -> None:
+    def __init__(self, changes: list[str], clock: Callable[[], float] | None = None) -> None:
         super().__init__(logging.INFO)
         self.changes = changes
+        self.clock = clock
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         if " per broker (" in message or "cluster cap" in message:
-            self.changes.append(message.split(": ", 1)[-1])
+            change = message.split(": ", 1)[-1]
+            self.changes.append(change if self.clock is None else f"{self.clock():.0f} s: {change}")
 
 
-def run(adaptive: bool, cluster_factory: Callable[[dict[str, Any]], Any] | None = None) -> Figures:
-    """One run of the plan against the degrading link, with adaptive or fixed caps.
+def scenario() -> SimScenario:
+    """This module's scenario: broker 2's link degrading in two steps under eight copies."""
+    # A 60 s poll gives each broker two minutes of the throttle as its byte budget (7.2 GB),
+    # so the count cap, the thing adaptive concurrency moves, is what binds here.
+    return SimScenario(snapshot(), plan(), tuple((t, {2: rate}) for t, rate in LINK_STEPS),
+                       {"poll_interval_seconds": 60, "produce_sample_seconds": 0, "throttle_bytes_per_sec": THROTTLE,
+                        "stall_window_seconds": 3000, "max_movements_per_broker": CAP})
+
+
+def run(adaptive: bool, cluster_factory: Callable[[dict[str, Any]], Any] | None = None,
+        sim: SimScenario | None = None) -> Figures:
+    """One run of the plan against the changing links, with adaptive or fixed caps.
 
     :param adaptive: the run's ``adaptive_concurrency``
     :param cluster_factory: builds a started SimulatedCluster in virtual time (tests pass theirs)
+    :param sim: the scenario (default :func:`scenario`)
     """
+    from kafka_sim import SimulatedCluster
+
+    sim = sim or scenario()
+    own = cluster_factory is None
+    if cluster_factory is None:
+        cluster = SimulatedCluster(sim.snapshot, time_scale=0.0)
+        cluster.start()
+    else:
+        cluster = cluster_factory(sim.snapshot)
+    try:
+        if sim.warm_seconds:
+            cluster.model.advance_by(sim.warm_seconds)
+        return _run_on(cluster, sim, adaptive)
+    finally:
+        if own:
+            cluster.stop()
+
+
+def _run_on(cluster: Any, sim: SimScenario, adaptive: bool) -> Figures:
     from kafka_reassign.cluster.admin import KafkaAdmin
     from kafka_reassign.execution.progress import ProgressView
     from kafka_reassign.run.reassign import run_reassignment
     from kafka_reassign.throttle.record import MemoryRecordStore
-    from kafka_sim import SimulatedCluster
 
-    own = cluster_factory is None
-    if cluster_factory is None:
-        cluster = SimulatedCluster(snapshot(), time_scale=0.0)
-        cluster.start()
-    else:
-        cluster = cluster_factory(snapshot())
     figures = Figures()
-    watch = IsrWatch(cluster.model, figures)
+    watch = IsrWatch(cluster.model, figures, sim.steps)
     views: list[ProgressView] = []
-    handler = CapLog(figures.changes)
+    handler = CapLog(figures.changes, watch.elapsed)
     executor_log = logging.getLogger("kafka_reassign.execution.executor")
     executor_log.addHandler(handler)
-    started = cluster.model.sim_time()
     try:
         with KafkaAdmin(bootstrap_servers=cluster.bootstrap_servers) as admin:
-            # A 60 s poll gives each broker two minutes of the throttle as its byte budget (7.2 GB),
-            # so the count cap, the thing adaptive concurrency moves, is what binds here.
             result = run_reassignment(
-                admin, plan(), {"poll_interval_seconds": 60, "produce_sample_seconds": 0,
-                                "throttle_bytes_per_sec": THROTTLE, "stall_window_seconds": 3000,
-                                "max_movements_per_broker": CAP, "adaptive_concurrency": adaptive},
+                admin, sim.plan, {**sim.params, "adaptive_concurrency": adaptive},
                 MemoryRecordStore(), on_event=lambda m: None, sleep=watch.sleep, clock=cluster.model.now,
                 guard_every=0, on_progress=views.append)
     finally:
         executor_log.removeHandler(handler)
-        if own:
-            cluster.stop()
     figures.outcome = result.progress.outcome
-    figures.moving_seconds = cluster.model.sim_time() - started
-    figures.caps = [int(v.reduced_broker_caps.get("2", v.broker_cap or CAP)) for v in views]
+    figures.moving_seconds = watch.elapsed()
+    cap = sim.params["max_movements_per_broker"]
+    figures.caps = [int(v.reduced_broker_caps.get(sim.broker, v.broker_cap or cap)) for v in views]
     return figures
 
 

@@ -54,7 +54,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from benchmarks.adaptive import CapLog, Figures
+from benchmarks.adaptive import CapLog, Figures, SimScenario
 from benchmarks.shaped_links import ShapedLinks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +69,17 @@ DEADLINE_S = 900.0
 SHAPED = (1, 3)
 SAMPLE_SECONDS = 0.5
 CLUSTER_CONFIGS = {"replica.fetch.max.bytes": str(FETCH_BYTES)}
+#: the run's parameters on both sides. A 60 s poll gives each broker two minutes of the throttle
+#: as its byte budget (360 MB), more than the fast moves' bytes left, so the count cap, the thing
+#: adaptive concurrency moves, is what binds here (as in benchmarks.adaptive)
+PARAMS = {"throttle_bytes_per_sec": THROTTLE, "max_movements_per_broker": CAP, "poll_interval_seconds": 60,
+          "stall_window_seconds": 3000}
+#: seconds of steady writes before a run, one quota window
+WARM_SECONDS = 12.0
+#: the simulator's unshaped link, bytes/s (on the loopback nothing else binds)
+LOOPBACK = 1e9
+#: record batch bytes on disk: the topics are written in 16 kB records, one a batch
+BATCH_BYTES = 16_384
 
 
 def layouts(cold: int = COLD) -> dict[str, tuple[dict[int, list[int]], dict[int, list[int]], dict[str, str]]]:
@@ -83,20 +94,6 @@ def layouts(cold: int = COLD) -> dict[str, tuple[dict[int, list[int]], dict[int,
 
 
 # ------------------------------------------------------------------ the cluster's side
-class TimedCapLog(CapLog):
-    """The executor's cap changes, each with the seconds since the run's start."""
-
-    def __init__(self, changes: list[str], t0: float) -> None:
-        super().__init__(changes)
-        self.t0 = t0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        before = len(self.changes)
-        super().emit(record)
-        if len(self.changes) > before:
-            self.changes[-1] = f"{time.monotonic() - self.t0:.0f} s: {self.changes[-1]}"
-
-
 class Stepper(threading.Thread):
     """Steps the links on :data:`LINK_STEPS` and samples every ISR from the cluster's Metadata."""
 
@@ -109,9 +106,6 @@ class Stepper(threading.Thread):
         self.steps = list(steps)
         self.t0 = time.monotonic()
         self.stop_event = threading.Event()
-        self.first_breach: dict[str, float] = {}
-        self.isr_changes: list[str] = []  # "at s: topic's smallest ISR a->b"
-        self.smallest: dict[str, int] = {}
         self.errors: list[str] = []
 
     def run(self) -> None:
@@ -129,33 +123,45 @@ class Stepper(threading.Thread):
 
     def sample(self, dt: float, at: float) -> None:
         topics = self.admin.list_topics(timeout=5).topics
-        least = self.figures.least_isr
-        for name, need in self.min_isr.items():
-            md = topics.get(name)
-            sizes = [len(p.isrs) for p in (md.partitions.values() if md else ())]
-            for size in sizes:
-                least[name] = min(least.get(name, size), size)
-                if size < need:
-                    self.figures.breach_seconds += dt
-                    self.first_breach.setdefault(name, at)
-            now = min(sizes, default=0)
-            if now != self.smallest.get(name, now):
-                self.isr_changes.append(f"{at:.0f} s {name.split('-', 1)[1]} {self.smallest[name]}->{now}")
-            self.smallest[name] = now
+        sizes = {name: [len(p.isrs) for p in md.partitions.values()]
+                 for name in self.min_isr if (md := topics.get(name)) is not None}
+        self.figures.sample(sizes, self.min_isr, dt, at)
+
+
+def plan_of(prefix: str, cold: int = COLD) -> dict[str, Any]:
+    """The plan: the cold and fast moves of ``prefix``'s topics."""
+    return {"version": 1, "partitions": [{"topic": f"{prefix}-{name}", "partition": p, "replicas": r}
+                                         for name, (_, then, _) in layouts(cold).items() for p, r in sorted(then.items())]}
 
 
 def prepare_topics(bootstrap: str, prefix: str, cold: int = COLD) -> dict[str, Any]:
     """Create and fill this run's topics; the plan (cold and fast moves)."""
     from kafka_local.load import create_topic, fill
-    partitions = []
-    for name, (now, then, configs) in layouts(cold).items():
+    for name, (now, _, configs) in layouts(cold).items():
         topic = f"{prefix}-{name}"
         create_topic(bootstrap, topic, now, configs)
         if name != "slow":
             size = COLD_BYTES if name == "cold" else FAST_BYTES
-            fill(bootstrap, topic, {p: size for p in now}, record_bytes=16_000, batch_bytes=16_384)
-        partitions += [{"topic": topic, "partition": p, "replicas": r} for p, r in sorted(then.items())]
-    return {"version": 1, "partitions": partitions}
+            fill(bootstrap, topic, {p: size for p in now}, record_bytes=16_000, batch_bytes=BATCH_BYTES)
+    return plan_of(prefix, cold)
+
+
+# ------------------------------------------------------------------ the simulator's side
+def sim_scenario(cold: int = COLD, steps: tuple[tuple[float, float | None], ...] = LINK_STEPS) -> SimScenario:
+    """The same cluster, topics, writes, plan, link steps and parameters on the simulator: brokers
+    1 and 3 receive only broker 2's replies here, so their links stand for the shaped connections."""
+    brokers = [{"id": b, "rack": f"rack-{(b - 1) % 3}", "log_dirs": [{"path": "/data/d0", "capacity_bytes": 1e12}],
+                "network_bytes_per_sec": LOOPBACK, "configs": dict(CLUSTER_CONFIGS)} for b in range(1, 7)]
+    sizes = {"cold": (COLD_BYTES, 0), "fast": (FAST_BYTES, FAST_RATE), "slow": (0, SLOW_RATE)}
+    topics = []
+    for name, (now, _, configs) in layouts(cold).items():
+        size, rate = sizes[name]
+        topics.append({"name": f"sim-{name}", "configs": dict(configs), "partitions": [
+            {"partition": p, "replicas": r, "leader": r[0], "size_bytes": size, "bytes_in_per_sec": rate,
+             "batch_bytes": BATCH_BYTES, "log_dirs": ["/data/d0"] * len(r)} for p, r in sorted(now.items())]})
+    links = tuple((t, {b: rate or LOOPBACK for b in SHAPED}) for t, rate in steps)
+    return SimScenario({"version": 1, "brokers": brokers, "topics": topics}, plan_of("sim", cold), links,
+                       dict(PARAMS), warm_seconds=WARM_SECONDS)
 
 
 class Stopped(Exception):
@@ -185,7 +191,7 @@ def run(cluster: Any, adaptive: bool, *, steps: tuple[tuple[float, float | None]
     links = ShapedLinks(cluster, 2, SHAPED)
     min_isr = {f"{prefix}-{n}": int(c.get("min.insync.replicas", "1")) for n, (_, _, c) in layouts().items()}
     try:
-        time.sleep(12)  # a quota window of steady writes before the run measures them
+        time.sleep(WARM_SECONDS)  # a quota window of steady writes before the run measures them
         stepper = Stepper(bootstrap, links, min_isr, figures, steps)
         stepper.start()
         try:
@@ -216,18 +222,13 @@ def _execute(bootstrap: str, plan: dict[str, Any], adaptive: bool, figures: Figu
         if stop_when(view):
             raise Stopped()
 
-    handler = TimedCapLog(figures.changes, stepper.t0)
+    handler = CapLog(figures.changes, lambda: time.monotonic() - stepper.t0)
     executor_log = logging.getLogger("kafka_reassign.execution.executor")
     executor_log.addHandler(handler)
     try:
         with KafkaAdmin(bootstrap_servers=bootstrap) as admin:
-            # A 60 s poll gives each broker two minutes of the throttle as its byte budget (360 MB),
-            # more than the fast moves' bytes left, so the count cap, the thing adaptive
-            # concurrency moves, is what binds here (as in benchmarks.adaptive).
             result = run_reassignment(
-                admin, plan, {"throttle_bytes_per_sec": THROTTLE, "max_movements_per_broker": CAP,
-                              "poll_interval_seconds": 60, "stall_window_seconds": 3000,
-                              "adaptive_concurrency": adaptive},
+                admin, plan, {**PARAMS, "adaptive_concurrency": adaptive},
                 MemoryRecordStore(), on_event=lambda m: None, on_progress=watch)
         figures.outcome = result.progress.outcome if result.progress else "nothing to move"
     except Stopped:
@@ -282,29 +283,66 @@ def _terminated(_signum: int, _frame: Any) -> None:
     raise SystemExit(143)  # unwinds through the run's finally: the throttle restored, the links unshaped
 
 
-def main() -> int:
+def _line(side: str, adaptive: bool, f: Figures, left: str | None = None) -> str:
+    caps = f"{min(f.caps)}..{max(f.caps)}" if f.caps else "-"
+    breach = ", ".join(f"{t.rsplit('-', 1)[-1]} at {s:.0f} s" for t, s in f.first_breach.items()) or "none"
+    least = {t.rsplit("-", 1)[-1]: n for t, n in f.least_isr.items()}
+    out = (f"{side} {'adaptive' if adaptive else 'fixed'}: {f.breach_seconds:.1f} partition-s under min ISR "
+           f"(first: {breach}), least ISR {least}, run {f.moving_seconds:.0f} s, broker 2 cap {caps}, "
+           f"{len(f.changes)} cap change(s), {f.outcome}")
+    out += f"; throttle configs left: {left}" if left is not None else ""
+    out += f"\n    ISR (smallest per topic): {', '.join(f.isr_changes) or 'unchanged'}"
+    return out + "".join(f"\n    {change}" for change in f.changes)
+
+
+def side_by_side(runs: dict[tuple[str, bool], Figures]) -> str:
+    """A table of both sides' figures, run by run."""
+    rows = ["| caps | side | partition-s under min ISR | slow first under | least ISR slow / fast | "
+            "first cap change | broker 2's cap | run s |", "|---|---|---|---|---|---|---|---|"]
+    for (side, adaptive), f in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        slow = next((s for t, s in f.first_breach.items() if t.endswith("slow")), None)
+        least = {t.rsplit("-", 1)[-1]: n for t, n in f.least_isr.items()}
+        first = f.changes[0].split(": ", 1)[0] if f.changes else "-"
+        caps = f"{min(f.caps)}..{max(f.caps)}" if f.caps else "-"
+        rows.append(f"| {'adaptive' if adaptive else 'fixed'} | {side} | {f.breach_seconds:.1f} | "
+                    f"{'-' if slow is None else f'{slow:.0f} s'} | {least.get('slow', '-')} / {least.get('fast', '-')} | "
+                    f"{first} | {caps} | {f.moving_seconds:.0f} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from benchmarks.adaptive import run as run_on_simulator
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--side", choices=("both", "real", "simulator"), default="both",
+                    help="the real cluster, the simulator (virtual time, seconds), or both side by side")
+    args = ap.parse_args([] if argv is None and __name__ != "__main__" else argv)
     signal.signal(signal.SIGTERM, _terminated)
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    print("real Apache Kafka 4.3.1: broker 2's replies to brokers 1 and 3 at "
+    print("broker 2's replies to brokers 1 and 3 at "
           + ", ".join(f"{r / 1e6:g} MB/s from {t:g} s" if r else f"unshaped from {t:g} s" for t, r in LINK_STEPS)
           + f"; it leads {COLD} cold + 2 fast (rf 2, min ISR 1, {FAST_RATE / 1e3:g} kB/s) partitions moving and 2 "
           f"slow ones (rf 3, min ISR 2, {SLOW_RATE / 1e3:g} kB/s) staying; cap {CAP} per broker, throttle "
           f"{THROTTLE / 1e6:g} MB/s, replica.fetch.max.bytes {FETCH_BYTES}", flush=True)
     t0 = time.monotonic()
-    with local_cluster() as cluster:
+    runs: dict[tuple[str, bool], Figures] = {}
+    if args.side != "real":
         for adaptive in (False, True):
-            f, side, left = run(cluster, adaptive)
-            caps = f"{min(f.caps)}..{max(f.caps)}" if f.caps else "-"
-            breach = ", ".join(f"{t} at {s:.0f} s" for t, s in side.first_breach.items()) or "none"
-            print(f"{'adaptive' if adaptive else 'fixed':>8}: {f.breach_seconds:7.1f} partition-s under min ISR "
-                  f"(first: {breach}), least ISR {f.least_isr}, run {f.moving_seconds:4.0f} s, broker 2 cap {caps}, "
-                  f"{len(f.changes)} cap change(s), {f.outcome}; throttle configs left: {left}", flush=True)
-            print(f"          ISR (smallest per topic): {', '.join(side.isr_changes) or 'unchanged'}", flush=True)
-            for change in f.changes:
-                print(f"          {change}", flush=True)
-            if side.errors:
-                print(f"          {len(side.errors)} sample(s) missed, first: {side.errors[0]}", flush=True)
-    print(f"reproduce: .venv/bin/python -m benchmarks.real_kafka_adaptive; took {time.monotonic() - t0:.0f} s")
+            runs[("simulator", adaptive)] = f = run_on_simulator(adaptive, sim=sim_scenario())
+            print(_line("simulator (virtual time)", adaptive, f), flush=True)
+    if args.side != "simulator":
+        with local_cluster() as cluster:
+            for adaptive in (False, True):
+                f, side, left = run(cluster, adaptive)
+                runs[("real Kafka 4.3.1", adaptive)] = f
+                print(_line("real Kafka 4.3.1", adaptive, f, left), flush=True)
+                if side.errors:
+                    print(f"    {len(side.errors)} sample(s) missed, first: {side.errors[0]}", flush=True)
+    if args.side == "both":
+        print(side_by_side(runs))
+    print(f"reproduce: .venv/bin/python -m benchmarks.real_kafka_adaptive --side {args.side}; "
+          f"took {time.monotonic() - t0:.0f} s")
     return 0
 
 
