@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import gc
-import math
 import random
 import threading
 import time
@@ -77,39 +76,11 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         self.topics: dict[str, Topic] = {}
         self.configs = BrokerConfigState()
         self._by_broker: dict[int, dict[Partition, None]] = {}
-        self._active: OrderedSet[Partition] = OrderedSet()
-        self._dirty: OrderedSet[Partition] = OrderedSet()
-        # per partition: (broker, out, in, leader-quota recorded, follower-quota recorded)
-        self._contrib: dict[Partition, tuple[tuple[int, float, float, float, float], ...]] = {}
-        self._steady_rec: dict[tuple[str, int], float] = {}  # in-sync bytes/s recorded per quota
-        self._flow_rec: dict[tuple[str, int], float] = {}  # flows' bytes/s recorded per quota
-        self._meters: dict[tuple[str, int], Any] = {}  # QuotaMeter per (side, broker)
-        self._quota_keys: list[tuple[str, int]] = []  # quotas the current plan's flows cross
-        # per quota: its meter, (version, bound, mode) and the next event found for them
-        self._kept_events: dict[tuple[str, int], tuple[Any, tuple[int, float, int], float]] = {}
-        self.replan_all = False  # True: nothing kept between plans (tests compare the two)
-        # > 0: after a copy catches up, the other flows keep their rates until this many virtual
-        # seconds have passed since the last full plan (Replication._physics_until); 0: exact
-        self.replan_quantum = 0.0
-        # a list the model appends every partition it changes to (_touch), for a reader that
-        # wants only what changed (the rehearsal's watch drains it); None: not kept
-        self.touch_journal: list[Partition] | None = None
-        self.plans_made = 0  # full plans (rates shared anew), counted for tests and cost figures
-        self._planned_at = -math.inf  # virtual time of the last full plan
-        self._since_plan: set[Partition] = set()  # partitions flushed since the current plan
-        self._course_changed: set[tuple[str, int]] = set()  # quotas recorded in since the current plan
-        self._lazy_flows: list[Any] = []  # flows whose bytes are integrated when read (replan_quantum)
-        self._synced: tuple[list[Any] | None, float] = (None, 0.0)  # the flows and time last synced (_sync_flows)
-        self._last_kept: Any = None  # replan_quantum: the last plan's quota events, reused while they hold
-        self._flow_cache: dict[Partition, list[Any]] = {}  # flows of each active partition
-        self._res_ids: dict[tuple[str, int], int] = {}  # physics resource key -> its number
-        self._res_keys: list[tuple[str, int]] = []  # physics resource number -> its key
-        self._fresh: OrderedSet[Partition] = OrderedSet()  # flushed since the last zero-time check
-        self._lag_cache: dict[int, float] = {}
+        self._init_physics()
         self._dir_logs: dict[int, dict[str, int]] = {}  # logs per log dir of each broker
         self._dir_usage: dict[int, Any] = {}  # DirUsage per broker, dropped when its replicas change
         self._imbalanced: OrderedSet[Partition] = OrderedSet()  # led by a replica other than the first
-        self._balance_at: float | None = None  # next automatic preferred-leader election  # replica.lag.time.max.ms per broker, in seconds
+        self._balance_at: float | None = None  # next automatic preferred-leader election
         self._steady_out: dict[int, float] = {}
         self._steady_in: dict[int, float] = {}
         # records produced through the API over the last PRODUCE_WINDOW_S: (time, bytes) and their sum

@@ -22,16 +22,19 @@ Kafka behaviour followed (apache/kafka):
 from __future__ import annotations
 
 import heapq
+import math
+from typing import Any
 
 from kafka_sim.model_base import CATCH_UP_EPS, MAX_SUBSTEPS, OrderedSet
 from kafka_sim.replication_flows import Flow, FlowPlanning, Plan, bring_to, grow
+from kafka_sim.replication_isr import IsrChanges
 from kafka_sim.replication_patches import QuantumPatches
 from kafka_sim.replication_quotas import ReplicationQuotas
 from kafka_sim.replication_tracking import ChangeTracking
 from kafka_sim.state import Partition, Replica
 
 
-class Replication(QuantumPatches, FlowPlanning, ChangeTracking, ReplicationQuotas):
+class Replication(QuantumPatches, FlowPlanning, IsrChanges, ChangeTracking, ReplicationQuotas):
     """Mixin of ClusterModel: advances replication in simulated time.
 
     Quotas (:mod:`kafka_sim.replication_quotas`), change tracking
@@ -39,6 +42,40 @@ class Replication(QuantumPatches, FlowPlanning, ChangeTracking, ReplicationQuota
     and the re-plan quantum's patches (:mod:`kafka_sim.replication_patches`) are its parts;
     this class steps time from event to event.
     """
+
+    def _init_physics(self) -> None:
+        """The physics' own state, empty (ClusterModel.__init__)."""
+        self._active: OrderedSet[Partition] = OrderedSet()
+        self._dirty: OrderedSet[Partition] = OrderedSet()
+        # per partition: (broker, out, in, leader-quota recorded, follower-quota recorded)
+        self._contrib: dict[Partition, tuple[tuple[int, float, float, float, float], ...]] = {}
+        self._steady_rec: dict[tuple[str, int], float] = {}  # in-sync bytes/s recorded per quota
+        self._flow_rec: dict[tuple[str, int], float] = {}  # flows' bytes/s recorded per quota
+        self._meters: dict[tuple[str, int], Any] = {}  # QuotaMeter per (side, broker)
+        self._quota_keys: list[tuple[str, int]] = []  # quotas the current plan's flows cross
+        # per quota: its meter, (version, bound, mode) and the next event found for them
+        self._kept_events: dict[tuple[str, int], tuple[Any, tuple[int, float, int], float]] = {}
+        self.replan_all = False  # True: nothing kept between plans (tests compare the two)
+        # > 0: after a copy catches up, the other flows keep their rates until this many virtual
+        # seconds have passed since the last full plan (Replication._physics_until); 0: exact
+        self.replan_quantum = 0.0
+        # a list the model appends every partition it changes to (_touch), for a reader that
+        # wants only what changed (the rehearsal's watch drains it); None: not kept
+        self.touch_journal: list[Partition] | None = None
+        self.plans_made = 0  # full plans (rates shared anew), counted for tests and cost figures
+        self._planned_at = -math.inf  # virtual time of the last full plan
+        self._since_plan: set[Partition] = set()  # partitions flushed since the current plan
+        self._course_changed: set[tuple[str, int]] = set()  # quotas recorded in since the current plan
+        self._lazy_flows: list[Any] = []  # flows whose bytes are integrated when read (replan_quantum)
+        self._synced: tuple[list[Any] | None, float] = (None, 0.0)  # the flows and time last synced (_sync_flows)
+        self._last_kept: Any = None  # replan_quantum: the last plan's quota events, reused while they hold
+        self._flow_cache: dict[Partition, list[Any]] = {}  # flows of each active partition
+        self._res_ids: dict[tuple[str, int], int] = {}  # physics resource key -> its number
+        self._res_keys: list[tuple[str, int]] = []  # physics resource number -> its key
+        self._fresh: OrderedSet[Partition] = OrderedSet()  # flushed since the last zero-time check
+        self._lag_cache: dict[int, float] = {}  # replica.lag.time.max.ms per broker, in seconds
+        self._rejoins: dict[Any, float] = {}  # followers back in the ISR at their next fetch, and when
+        self._rejoin_next = math.inf  # the earliest of them
 
     def _run(self, until: float) -> None:
         """Advance the physics from ``self._t`` to ``until``, event by event."""
@@ -72,12 +109,20 @@ class Replication(QuantumPatches, FlowPlanning, ChangeTracking, ReplicationQuota
                 flows, event_at, lagging, _kept = plan
                 steps += 1
                 forced = steps > MAX_SUBSTEPS  # too many events in one call: finish in one step
-                stop_at = until if forced else min(until, event_at)
+                stop_at = until if forced else min(until, event_at, self._rejoin_next)
                 dt = max(0.0, stop_at - self._t)
                 if dt > 0:
                     if not lazy:
                         self._integrate(flows, dt)
                     self._t = stop_at
+                if self._t >= self._rejoin_next:
+                    self._sync_flows()  # a join reads the follower's bytes
+                    self._rejoin_due()
+                    if self._plan is not plan:
+                        self._sync_changed()
+                        self._flush_dirty()
+                        self._finish_trivial()
+                        continue
                 if self._t >= event_at or forced:
                     self._settle(self._due_flows(plan, forced) if lazy else flows, lagging)
                     # the settle drops the plan when it changes a partition (_touch, _caught_up)
@@ -190,7 +235,10 @@ class Replication(QuantumPatches, FlowPlanning, ChangeTracking, ReplicationQuota
                     elif r.broker not in f.partition.isr:
                         self._join_isr(f.partition, r)  # reached the log end, even if it slips again
                 elif r.broker not in f.partition.isr and r._bytes >= self._hw_bytes(f.partition) - CATCH_UP_EPS:
-                    self._join_isr(f.partition, r)  # reached the HW held back by a lagging ISR member
+                    if f.partition.frozen_hw is None:  # the HW a lagging ISR member holds back
+                        self._join_isr(f.partition, r, caught_up=False)
+                    else:
+                        self._schedule_rejoin(r, f.rate)
             else:
                 src = r.exact_bytes()
                 if src - r.future_bytes <= CATCH_UP_EPS:
@@ -204,18 +252,14 @@ class Replication(QuantumPatches, FlowPlanning, ChangeTracking, ReplicationQuota
             if f.kind == 1 and r.future_log_dir is not None and f.partition._reps.get(r.broker) is r:
                 if r.exact_bytes() - r.future_bytes <= CATCH_UP_EPS:
                     self._swap_future(f.partition, r)
+        out: dict[Partition, list[Replica]] = {}
         for p, r, deadline in lagging:
-            if self._t >= deadline and not r.tracking and r.broker in p.isr and len(p.isr) > 1:
-                p.isr.remove(r.broker)  # Partition.maybeShrinkIsr
-                self._touch(p)
-
-    def _join_isr(self, p: Partition, r: Replica) -> None:
-        """Partition.maybeExpandIsr: a follower whose log end reached the leader's joins the ISR."""
-        r.caught_up_at = self._t
-        if r.broker not in p.isr and self.brokers[r.broker].alive and p.leader >= 0:
-            p.isr.append(r.broker)
-            self._touch(p)
-            self._maybe_complete(p)
+            if self._t >= deadline and not r.tracking and r.broker in p.isr:
+                out.setdefault(p, []).append(r)
+        if out:
+            rates = {id(f.replica): f.rate for f in flows if f.kind == 0}
+            for p, leaving in out.items():
+                self._shrink_isr(p, leaving, rates)
 
     def _caught_up(self, p: Partition, r: Replica) -> None:
         """A follower keeps up with the leader's log end: it tracks the leader and is in the ISR."""

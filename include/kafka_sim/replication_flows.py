@@ -408,15 +408,6 @@ class FlowPlanning(FetchSharing):
         meter = self._meters.get(key)
         return -1 if meter is None else meter.version
 
-    def _hw_bytes(self, p: Partition) -> float:
-        """Bytes up to the high watermark: the leader's log end, or the least ISR member's bytes."""
-        low = p.log_bytes()
-        for b in p.isr:
-            r = p._reps.get(b)
-            if r is not None and b != p.leader and not r.tracking:
-                low = min(low, r._bytes)
-        return low
-
     def _reaches_hw(self, flows: list[Flow], lagging: list[tuple[Partition, Replica, float]]) -> float:
         """When an out-of-sync follower reaches a HW that a lagging ISR member holds back.
 

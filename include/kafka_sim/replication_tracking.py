@@ -36,6 +36,8 @@ class ChangeTracking:
         if topic is not None:
             topic.version += 1  # the server re-encodes only changed topics' metadata
         self._plan = None
+        if p.frozen_hw is not None and len(p.isr) >= self._effective_min_isr(p):
+            p.frozen_hw = None  # back at min ISR, whichever change brought it there
         self._note_preferred_leader(p)
         if self.touch_journal is not None:
             self.touch_journal.append(p)

@@ -127,7 +127,8 @@ class Partition:
 
     __slots__ = ("topic", "index", "replicas", "isr", "leader", "leader_epoch", "partition_epoch", "adding",
                  "removing", "bytes_in_per_sec", "_reps", "_base_bytes", "_base_t", "_rate", "_model", "leo",
-                 "_rec_base", "_rec_end", "_rec_pos", "_rec_data", "_rec_maxts", "batch_bytes", "remote_bytes")
+                 "_rec_base", "_rec_end", "_rec_pos", "_rec_data", "_rec_maxts", "batch_bytes", "remote_bytes",
+                 "frozen_hw")
 
     def __init__(self, model: ModelCore, topic: str, index: int, replicas: list[int], leader: int,
                  size: float, bytes_in: float) -> None:
@@ -153,6 +154,8 @@ class Partition:
         #: bytes of a tiered topic's partition in remote storage only (KIP-405): below the local
         #: log, never copied by a reassignment, not counted by DescribeLogDirs
         self.remote_bytes = 0.0
+        #: bytes where the high watermark stopped while the ISR is under min ISR (None: it moves)
+        self.frozen_hw: float | None = None
         # record batches, created on the first produce (most partitions never get any)
         self._rec_base: list[int] = NO_RECORDS  # type: ignore[assignment]
         self._rec_end: list[int] = NO_RECORDS  # type: ignore[assignment]
@@ -196,7 +199,8 @@ class Partition:
         """Min log end offset over the ISR."""
         if not self.isr:
             return 0
-        return min(self._reps[b].log_end_offset for b in self.isr if b in self._reps)
+        hw = min(self._reps[b].log_end_offset for b in self.isr if b in self._reps)
+        return hw if self.frozen_hw is None else min(hw, self.offset_at(self.frozen_hw))
 
     @property
     def in_flight(self) -> bool:

@@ -122,7 +122,7 @@ def test_adaptive_caps_keep_every_partition_at_min_isr_where_fixed_caps_breach_i
     """benchmarks.adaptive: copies out of broker 2 share its degrading link per partition with its
     in-sync followers. At the first step the ``fast`` partitions (min ISR 1) lose their follower, a
     signal; at the second, with the caps still at 8, both followers of each ``slow`` partition
-    (min ISR 2) fall out. The ISR is sampled from the simulator's model, not the executor."""
+    (min ISR 2) fall out, again and again. The ISR is sampled from the simulator's model, not the executor."""
     from benchmarks.adaptive import CAP, run as run_scenario
 
     def virtual(snap: dict) -> Any:  # as the benchmark's own run: at time scale 1 the wall clock
@@ -130,7 +130,11 @@ def test_adaptive_caps_keep_every_partition_at_min_isr_where_fixed_caps_breach_i
 
     fixed = run_scenario(False, virtual)
     assert fixed.outcome == "done" and not fixed.changes and set(fixed.caps) == {CAP}
-    assert fixed.least_isr["slow"] == 1 and fixed.breach_seconds > 60, fixed
+    assert fixed.least_isr["slow"] == 1 and fixed.breach_seconds > 0, fixed
+    # Under min ISR the high watermark stays put, so both followers are back at their next fetch and
+    # out again at the next isr-expiration run: every 15 s while the link stays degraded (as on Kafka)
+    drops = [int(c.split(" s ")[0]) for c in fixed.isr_changes if c.endswith("slow 3->1")]
+    assert len(drops) >= 3 and {b - a for a, b in zip(drops, drops[1:])} == {15}, fixed.isr_changes
 
     adaptive = run_scenario(True, virtual)
     assert adaptive.outcome == "done"

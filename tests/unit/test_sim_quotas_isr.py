@@ -211,3 +211,56 @@ def test_produced_records_a_follower_link_carries_keep_it_in_the_isr():
     assert _produce_until(m, 0.3 * MB, lambda: 3 not in m.partition_state("t", 0)["isr"], 60) == math.inf
     state = m.partition_state("t", 0)
     assert state["sizes"][3] == state["size_bytes"]
+
+
+def _lagging_pair(min_isr: str):
+    """t-0 on [1,2,3] written at 2 MB/s, both followers' links at 1 MB/s: both fall behind."""
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=GB, bytes_in=2 * MB,
+                                      configs={"min.insync.replicas": min_isr})]))
+    m.set_network(2, 1 * MB)
+    m.set_network(3, 1 * MB)
+    return m
+
+
+def test_under_min_isr_the_watermark_stays_and_the_followers_come_back_at_their_next_fetch():
+    # Partition.maybeIncrementLeaderHW: no increase while the ISR is under min ISR; maybeExpandIsr
+    # admits a follower whose log end is at the HW; joining leaves lastCaughtUpTimeMs as it was,
+    # so the isr-expiration task removes both again at its next run, 15 s later (seen on Kafka
+    # 4.3.1: benchmarks/real_kafka_adaptive.py)
+    m = _lagging_pair("2")
+    part = m.topics["t"].partitions[0]
+    out = run_until(m, lambda: m.partition_state("t", 0)["isr"] == [1], step=0.05)
+    hw = m._hw_bytes(part)  # the data here is a snapshot's bytes, without records and their offsets
+    m.advance_by(0.1)
+    assert m.partition_state("t", 0)["isr"] == [1] and m._hw_bytes(part) == hw  # the HW stays
+    # a fetch round trip is 1 MiB at 1 MB/s: the first of the two fetches ends a third of it later
+    back = run_until(m, lambda: len(m.partition_state("t", 0)["isr"]) >= 2, step=0.05) - out
+    assert 0.25 < back < 0.5, back
+    m.advance_by(0.1)
+    assert m._hw_bytes(part) > hw  # at min ISR again: the HW moves
+    assert run_until(m, lambda: len(m.partition_state("t", 0)["isr"]) == 3, step=0.05) - out < 0.8
+    again = run_until(m, lambda: m.partition_state("t", 0)["isr"] == [1], step=0.05)
+    assert abs(again - out - 15.0) < 0.1, again - out
+
+
+def test_at_or_above_min_isr_lagging_followers_stay_out():
+    # min ISR 1: the ISR [1] is not under it, the HW follows the leader's log end and the
+    # followers, 1 MB/s short, never reach it
+    m = _lagging_pair("1")
+    run_until(m, lambda: m.partition_state("t", 0)["isr"] == [1], step=0.05)
+    m.advance_by(40)
+    assert m.partition_state("t", 0)["isr"] == [1]
+
+
+def test_under_min_isr_consumers_see_the_watermark_where_it_stopped():
+    # The offset a consumer may read up to (the HW) stops with the ISR under min ISR, while the
+    # leader's log goes on growing with what acks=1 producers write
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=MB, configs={"min.insync.replicas": "2"})]))
+    m.set_network(2, 0.5 * MB)
+    m.set_network(3, 0.5 * MB)
+    assert _produce_until(m, 1.5 * MB, lambda: m.partition_state("t", 0)["isr"] == [1], 60) < 46
+    hw = m.high_watermark("t", 0)
+    assert m.append(1, "t", 0, batch([b"x" * 10_000]), 1, 1)[0] == E.NONE
+    m.advance_by(0.01)
+    assert m.partition_state("t", 0)["isr"] == [1]
+    assert 0 < m.high_watermark("t", 0) == hw < m.topics["t"].partitions[0].leo  # the leader's log end
