@@ -37,6 +37,11 @@ Prints, for both runs: partition-seconds under min ISR, the least ISR size seen 
 when it changed, the run's duration, broker 2's cap (least..greatest), the cap changes the
 executor logged with their times, and the throttle configs left on the cluster afterwards.
 
+``--side both`` (the default) runs the same scenario on the simulator first (virtual time: the
+same snapshot of brokers, topics, write rates and ``replica.fetch.max.bytes``, the plan, the
+parameters, brokers 1 and 3's links stepped as the shaped connections) and prints a table of
+both sides; ``--side simulator`` takes seconds, ``--side real`` only the cluster.
+
 Run: ``.venv/bin/python -m benchmarks.real_kafka_adaptive`` (about 25 minutes; needs ``tc`` and
 root for the loopback's qdisc, as calibration d and h). ``KAFKA_LOCAL_DIR`` reuses a running
 cluster started with ``replica.fetch.max.bytes=262144``.
