@@ -62,6 +62,14 @@ class Figures:
     isr_changes: list[str] = field(default_factory=list)
     _smallest: dict[str, int] = field(default_factory=dict, repr=False)
 
+    def cap_range(self) -> str:
+        """Broker 2's least..greatest cap over the run."""
+        return f"{min(self.caps)}..{max(self.caps)}" if self.caps else "-"
+
+    def least_by_kind(self) -> dict[str, int]:
+        """The least ISR per topic, named by its last part (``cold``, ``fast``, ``slow``)."""
+        return {t.rsplit("-", 1)[-1]: n for t, n in self.least_isr.items()}
+
     def sample(self, sizes: dict[str, list[int]], min_isr: dict[str, int], dt: float, at: float) -> None:
         """One reading of every ISR: ``sizes`` topic -> ISR size of each partition, ``dt`` seconds
         since the last reading, ``at`` seconds into the run."""
@@ -234,9 +242,8 @@ def main() -> int:
           f"{SLOW} slow ones (rf 3, min ISR 2, 0.5 MB/s) staying; cap {CAP} per broker")
     for adaptive in (False, True):
         f = run(adaptive)
-        caps = f"{min(f.caps)}..{max(f.caps)}" if f.caps else "-"
         print(f"{'adaptive' if adaptive else 'fixed':>8}: {f.breach_seconds:7.1f} partition-s under min ISR, "
-              f"least ISR {f.least_isr}, run {f.moving_seconds:4.0f} s, broker 2 cap {caps}, "
+              f"least ISR {f.least_isr}, run {f.moving_seconds:4.0f} s, broker 2 cap {f.cap_range()}, "
               f"{len(f.changes)} cap change(s), {f.outcome}")
         print(f"          ISR (smallest per topic): {', '.join(f.isr_changes) or 'unchanged'}")
         for change in f.changes:

@@ -289,11 +289,10 @@ def _terminated(_signum: int, _frame: Any) -> None:
 
 
 def _line(side: str, adaptive: bool, f: Figures, left: str | None = None) -> str:
-    caps = f"{min(f.caps)}..{max(f.caps)}" if f.caps else "-"
     breach = ", ".join(f"{t.rsplit('-', 1)[-1]} at {s:.0f} s" for t, s in f.first_breach.items()) or "none"
-    least = {t.rsplit("-", 1)[-1]: n for t, n in f.least_isr.items()}
     out = (f"{side} {'adaptive' if adaptive else 'fixed'}: {f.breach_seconds:.1f} partition-s under min ISR "
-           f"(first: {breach}), least ISR {least}, run {f.moving_seconds:.0f} s, broker 2 cap {caps}, "
+           f"(first: {breach}), least ISR {f.least_by_kind()}, run {f.moving_seconds:.0f} s, "
+           f"broker 2 cap {f.cap_range()}, "
            f"{len(f.changes)} cap change(s), {f.outcome}")
     out += f"; throttle configs left: {left}" if left is not None else ""
     out += f"\n    ISR (smallest per topic): {', '.join(f.isr_changes) or 'unchanged'}"
@@ -306,12 +305,11 @@ def side_by_side(runs: dict[tuple[str, bool], Figures]) -> str:
             "first cap change | broker 2's cap | run s |", "|---|---|---|---|---|---|---|---|"]
     for (side, adaptive), f in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         slow = next((s for t, s in f.first_breach.items() if t.endswith("slow")), None)
-        least = {t.rsplit("-", 1)[-1]: n for t, n in f.least_isr.items()}
+        least = f.least_by_kind()
         first = f.changes[0].split(": ", 1)[0] if f.changes else "-"
-        caps = f"{min(f.caps)}..{max(f.caps)}" if f.caps else "-"
         rows.append(f"| {'adaptive' if adaptive else 'fixed'} | {side} | {f.breach_seconds:.1f} | "
                     f"{'-' if slow is None else f'{slow:.0f} s'} | {least.get('slow', '-')} / {least.get('fast', '-')} | "
-                    f"{first} | {caps} | {f.moving_seconds:.0f} |")
+                    f"{first} | {f.cap_range()} | {f.moving_seconds:.0f} |")
     return "\n".join(rows)
 
 

@@ -155,3 +155,24 @@ def test_a_floor_above_the_cap_is_refused_before_any_write(sim_cluster):
             run_reassignment(admin, plan(), {"max_movements_per_broker": 8, "min_movements_per_broker": 9},
                              MemoryRecordStore(), on_event=lambda m: None)
     assert cluster.model.write_count == writes
+
+
+def test_the_real_kafka_scenario_on_the_simulator_drops_and_recovers_as_the_real_cluster_did(sim_cluster):
+    """benchmarks.real_kafka_adaptive's scenario built as a snapshot (brokers 1 and 3's links for
+    the shaped connections). On Kafka 4.3.1 (docs/REAL_KAFKA.md) fixed caps dropped ``slow`` to
+    ISR 1 every 15 s from 184 s until the link recovered at 330 s; adaptive caps halved at 63 s
+    and 123 s and kept every partition at min ISR."""
+    from benchmarks.adaptive import run as run_scenario
+    from benchmarks.real_kafka_adaptive import CAP, sim_scenario
+
+    def virtual(snap: dict) -> Any:
+        return sim_cluster(snap, time_scale=0.0)
+
+    fixed = run_scenario(False, virtual, sim=sim_scenario())
+    drops = [int(c.split(" s ")[0]) for c in fixed.isr_changes if c.endswith("slow 3->1")]
+    assert fixed.outcome == "done" and 150 < drops[0] < 200 and drops[-1] < 330, fixed.isr_changes
+    assert {b - a for a, b in zip(drops, drops[1:])} == {15}, fixed.isr_changes
+    adaptive = run_scenario(True, virtual, sim=sim_scenario())
+    assert adaptive.outcome == "done" and adaptive.breach_seconds == 0, adaptive
+    assert [c.split(": ", 1)[0] for c in adaptive.changes[:2]] == ["63 s", "123 s"], adaptive.changes
+    assert f"caps {CAP}->4 per broker" in adaptive.changes[0] and min(adaptive.caps) == 2
