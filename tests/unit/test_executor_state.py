@@ -332,3 +332,19 @@ def test_a_stall_under_the_adaptive_throttle_names_the_rate_its_brokers_have_now
     watch.observe(obs, 0.0)
     outcome, msg = step_outcome("t-0", (4, 2, 3), obs, watch, ex.rules_for(i), ex.rules.stall_window + 1)
     assert outcome is Outcome.STALLED and "throttle 8.0 MB/s" in msg, msg
+
+
+def test_finishes_that_free_a_waiting_step_are_the_urgent_ones():
+    # p0 has a second step; p1-p3 all copy into broker 10 (2 moves per broker: p3 waits);
+    # p4 moves between brokers nothing else waits on.
+    steps = chain("t", 0, [(1, 2), (3, 2), (4, 2)]) + \
+        [s for p in range(1, 4) for s in chain("t", p, [(30 + p,), (10,)])] + chain("t", 4, [(40,), (41,)])
+    ex = MoveExecutor(steps, ExecutionLimits(max_partition_movements=100, max_movements_per_broker=2))
+    first = take(ex)
+    assert sorted(first) == [0, 2, 3, 5]
+    assert ex.urgent_steps() == frozenset({0, 2, 3})
+    assert ex.wake_rule().urgent == frozenset({0, 2, 3})
+    # A pick that stops at the cluster cap: any finish makes room.
+    capped = MoveExecutor(steps, ExecutionLimits(max_partition_movements=2, max_movements_per_broker=2))
+    take(capped)
+    assert capped.urgent_steps() is None

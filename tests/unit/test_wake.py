@@ -87,3 +87,27 @@ def test_wake_rule_round_trips_and_uses_planned_bytes_until_the_first_observatio
     # in flight on broker 4 is already below the 50 MB low water, so the refill is due now.
     assert check == pytest.approx(101.0) and refill == 100.0
     assert WakeRule(rate=RATE, low_water=1.0).times({}, 0.0, 5.0) == (None, None)
+
+
+def test_only_a_finish_that_frees_a_waiting_step_brings_a_check_forward():
+    items = {7: FlightItem((1, 4), 10e6, 100.0), 8: FlightItem((2, 5), 40e6, 100.0)}
+    rule = WakeRule(rate=RATE, low_water=1.0, urgent=frozenset({8}))
+    assert WakeRule.from_json(rule.to_json()) == rule
+    assert WakeRule.from_json(WakeRule(rate=RATE, low_water=1.0).to_json()).urgent is None
+    # Step 7 is due at 101, step 8 at 104: only 8's finish lets a waiting step start.
+    assert rule.times_of(items, 0.0, 100.0)[0] == pytest.approx(102.0)
+    assert WakeRule(rate=RATE, low_water=1.0).times_of(items, 0.0, 100.0)[0] == pytest.approx(100.5)
+    assert WakeRule(rate=RATE, low_water=1.0, urgent=frozenset()).times_of(items, 0.0, 100.0) == (None, None)
+
+
+def test_the_trigger_schedules_checks_for_the_urgent_steps_only():
+    from kafka_reassign.execution.poll import next_watch_wake
+
+    watch = {"7": StepWatch.start(100.0).to_json(), "8": StepWatch.start(100.0).to_json()}
+    rule = WakeRule(rate=RATE, low_water=1.0, brokers={7: (1, 4), 8: (2, 5)}, planned={7: 10e6, 8: 40e6})
+    spec = {"watch": watch, "wake": rule.to_json()}
+    assert next_watch_wake(spec, 0.0, 100.0, 110.0) == (pytest.approx(100.5), "check")
+    spec["wake"] = WakeRule(**{**rule.__dict__, "urgent": frozenset({8})}).to_json()
+    assert next_watch_wake(spec, 0.0, 100.0, 110.0) == (pytest.approx(102.0), "check")
+    spec["wake"] = WakeRule(**{**rule.__dict__, "urgent": frozenset()}).to_json()
+    assert next_watch_wake(spec, 0.0, 100.0, 110.0) == (110.0, "poll")

@@ -89,6 +89,8 @@ class StepStates:
         self._rate_samples: deque[tuple[float, float]] = deque(maxlen=8)
         #: brokers whose eligible steps the last pick held back for their bytes in flight
         self._held_back: set[int] = set()
+        #: brokers whose count cap held an eligible step back in the last pick (None: any finish counts)
+        self._blocked: set[int] | None = None
         self._last_check = 0.0
         #: adapts the caps to the ISR health of the moves in flight (None: the caps are fixed)
         self.governor = CapGovernor(limits.max_partition_movements, limits.max_movements_per_broker,
@@ -293,7 +295,15 @@ class StepStates:
         return WakeRule(rate=rate, low_water=rate * self.limits.budget_seconds / 2.0,
                         held_back=tuple(sorted(self._held_back)),
                         brokers={i: self.lanes(i) for i in watched},
-                        planned={i: self.step_bytes[i] for i in watched}, per_broker=self.broker_rates)
+                        planned={i: self.step_bytes[i] for i in watched}, per_broker=self.broker_rates,
+                        urgent=self.urgent_steps())
+
+    def urgent_steps(self) -> frozenset[int] | None:
+        """The steps in flight whose finish would let a waiting step start (:attr:`WakeRule.urgent`)."""
+        blocked, touched, next_of = self._blocked, self.touched, self.next_of
+        if blocked is None:
+            return None
+        return frozenset(i for i in self.watches if next_of.get(i, -1) != -1 or not blocked.isdisjoint(touched[i]))
 
     def lanes(self, i: int) -> tuple[int, ...]:
         """The throttle lanes step ``i``'s bytes pass (:func:`~kafka_reassign.execution.wake.throttle_lanes`)."""

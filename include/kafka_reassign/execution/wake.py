@@ -8,7 +8,8 @@ earliest of:
 
 * halfway to a step's due time (estimates err), then at it: a cheap check (one
   ListPartitionReassignments) says whether it left the listing; a step that did is judged by
-  a full poll at once;
+  a full poll at once. Only a step whose finish would let a waiting step start brings a check
+  forward (see :attr:`WakeRule.urgent`); the others are seen by the next full poll;
 * a broker's low-water time, when the window holds eligible steps back only because that
   broker had enough bytes in flight: then the window is refilled before it runs dry;
 * the next full poll (``poll_interval_seconds``): sizes, lag, log dirs and stall clocks.
@@ -200,6 +201,9 @@ class WakeRule:
     :param brokers: step index -> the throttle lanes its bytes pass (:func:`throttle_lanes`)
     :param planned: step index -> its planned bytes (bytes left before a first observation)
     :param per_broker: brokers moving at another rate than ``rate`` (the adaptive throttle)
+    :param urgent: the steps whose finish would let a waiting step start (a partition's next
+        step, or one on a broker whose count cap held an eligible step back); None: every step
+        (the cluster or leader cap was reached, or nothing waits)
     """
 
     rate: float
@@ -208,6 +212,7 @@ class WakeRule:
     brokers: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     planned: Mapping[int, float] = field(default_factory=dict)
     per_broker: BrokerRates = field(default_factory=dict)
+    urgent: frozenset[int] | None = None
 
     def items(self, watches: Mapping[int, StepWatch]) -> dict[int, FlightItem]:
         """The steps in flight of ``watches`` with their bytes left as last observed."""
@@ -223,7 +228,11 @@ class WakeRule:
                  ) -> tuple[float | None, float | None]:
         """:meth:`times` of the steps in flight as :meth:`items` gives them."""
         rates = step_rates(items, self.rate, self.per_broker)  # once: both times need them
-        check = next_check(list(due_times(items, self.rate, self.per_broker, rates).values()), last_check, now)
+        due = due_times(items, self.rate, self.per_broker, rates)
+        # A finish that frees nothing a waiting step needs can wait for the full poll: among
+        # thousands in flight some step is always due, and each check that finds one refills.
+        urgent = self.urgent
+        check = next_check([t for i, t in due.items() if urgent is None or i in urgent], last_check, now)
         refill = None
         if self.held_back:
             refill = low_water_time(lane_left(items, self.rate, now, self.per_broker, rates), self.held_back,
@@ -234,7 +243,8 @@ class WakeRule:
         return {"rate": self.rate, "low_water": self.low_water, "held_back": list(self.held_back),
                 "brokers": {str(i): list(b) for i, b in self.brokers.items()},
                 "planned": {str(i): n for i, n in self.planned.items()},
-                "per_broker": {str(b): r for b, r in self.per_broker.items()}}
+                "per_broker": {str(b): r for b, r in self.per_broker.items()},
+                "urgent": None if self.urgent is None else sorted(self.urgent)}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "WakeRule":
@@ -242,4 +252,5 @@ class WakeRule:
                    held_back=tuple(int(b) for b in d.get("held_back", ())),
                    brokers={int(i): tuple(int(x) for x in b) for i, b in d.get("brokers", {}).items()},
                    planned={int(i): float(n) for i, n in d.get("planned", {}).items()},
-                per_broker={int(b): float(r) for b, r in d.get("per_broker", {}).items()})
+                   per_broker={int(b): float(r) for b, r in d.get("per_broker", {}).items()},
+                   urgent=None if d.get("urgent") is None else frozenset(int(i) for i in d["urgent"]))

@@ -29,22 +29,21 @@ class AdmissionWindow(StepStates):
 
         Besides the counts, every throttle its bytes pass (the sender's outbound one and each
         receiver's inbound one: separate quotas in Kafka) must have less than ``budget_seconds``
-        of its rate in flight. Many small steps then
-        fill a broker's share of the throttle until the next wake, and a broker that has enough
-        work does not take more that would only split its throttle thinner: the moves already on
-        it, a long chain of steps among them, keep their pace. (Admitting a step when only one
-        side was short let an idle sender crowd a busy receiver: new empty brokers took 1.37x
-        the fixed-leader bound in rehearsal, 500 moves on 60 brokers, against 1.21x.)
+        of its rate in flight: many small steps fill a broker's share of the throttle until the
+        next wake, and a broker with enough work takes no more that would split its throttle
+        thinner. (Admitting a step when only one side was short let an idle sender crowd a busy
+        receiver: new empty brokers took 1.37x the fixed-leader bound in rehearsal, 500 moves on
+        60 brokers, against 1.21x.) What held steps back is kept for :meth:`urgent_steps`.
         """
+        self._held_back, self._blocked = set(), None  # (None: any finish makes room)
         if self.admission_closed(time.time() if now is None else now):  # paused or outside the windows
-            self._held_back = set()
             return []
         room = self.partition_cap - self.counts[IN_FLIGHT]
-        self._held_back = set()
         if room > 0 and not self.dead:
             self.fill_frontier()
         if room <= 0 or not len(self.ready) or self.dead:
             return []
+        blocked = self._blocked = set()  # until the walk stops at the cluster or the leader cap
         cap_b, cap_l = self.broker_cap, self.limits.max_leader_movements
         reduced = self.reduced_broker_caps  # brokers adaptive concurrency holds below cap_b
         rate, per_broker = self.move_rate, self.broker_rates
@@ -62,16 +61,21 @@ class AdmissionWindow(StepStates):
         for bucket in self.ready.walk():
             for _, i in bucket:
                 if full and not full.isdisjoint(touched[i]):
+                    blocked.update(full.intersection(touched[i]))
                     if by_brokers and not full.isdisjoint(data[i]):  # (its data brokers are touched ones)
                         break  # a receiving broker of the whole bucket is full
                     continue
                 if self.steps[i].moves_leader and self.leader_load >= cap_l:
+                    self._blocked = None
                     continue
                 lanes = lane_of[i]
                 busy = self._busy_lanes(lanes, busy_of, left, sending, fresh)
                 if busy:
                     self._held_back.update(busy)
                     continue
+                if len(chosen) >= room:  # it would start but for the cluster cap: any finish makes room
+                    self._blocked = None
+                    return chosen
                 self._hold(i, +1)
                 full.update(b for b in touched[i] if self.broker_load[b] >= reduced.get(b, cap_b))
                 fresh.update(lanes)
@@ -79,8 +83,6 @@ class AdmissionWindow(StepStates):
                     left[k] = left.get(k, 0.0) + self.step_bytes[i]
                     busy_of.pop(k, None)
                 chosen.append(i)
-                if len(chosen) >= room:
-                    return chosen
         return chosen
 
     def _busy_lanes(self, lanes: tuple[int, ...], busy_of: dict[int, bool], left: dict[int, float],
