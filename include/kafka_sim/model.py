@@ -254,10 +254,13 @@ class ClusterModel(Replication, Reassignment, ConfigRequests, Logs, Topics, Lead
         for p in list(self._by_broker[broker_id]):
             r = p._reps[broker_id]
             self._materialize(p, r)
+            hw = self._hw_bytes(p)
             if broker_id in p.isr and len(p.isr) > 1:
                 p.isr.remove(broker_id)
             if p.leader == broker_id:
                 self._change_leader(p, self._first_live_isr(p))
+            else:  # a follower fenced: the leader's watermark stops under min ISR (a new leader's is its own)
+                self._freeze_under_min_isr(p, hw)
             self._rebase(p)
             self._touch(p)
         self._refresh_rates()

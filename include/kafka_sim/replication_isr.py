@@ -65,12 +65,17 @@ class IsrChanges:
         if not removed:
             return
         self._touch(p)
-        if p.frozen_hw is None and len(p.isr) < self._effective_min_isr(p):
-            p.frozen_hw = hw
+        self._freeze_under_min_isr(p, hw)
         if p.frozen_hw is not None:
             back = [r for r in removed if r._bytes >= p.frozen_hw]
             for k, r in enumerate(back, 1):  # the k-th of n independent fetches ends k/(n+1) of a round trip on
                 self._schedule_rejoin(r, rates.get(id(r), 0.0), k / (len(back) + 1))
+
+    def _freeze_under_min_isr(self, p: Partition, hw: float) -> None:
+        """After a shrink: under the effective min ISR the watermark stays at ``hw``, where it was
+        before the shrink (whatever removed the follower: the isr-expiration task, a fenced broker)."""
+        if p.frozen_hw is None and p.leader >= 0 and len(p.isr) < self._effective_min_isr(p):
+            p.frozen_hw = hw
 
     def _schedule_rejoin(self, r: Replica, rate: float, share: float = 0.5) -> None:
         """The follower's fetch in progress ends ``share`` of a round trip from now (never while it stalls)."""

@@ -264,3 +264,24 @@ def test_under_min_isr_consumers_see_the_watermark_where_it_stopped():
     m.advance_by(0.01)
     assert m.partition_state("t", 0)["isr"] == [1]
     assert 0 < m.high_watermark("t", 0) == hw < m.topics["t"].partitions[0].leo  # the leader's log end
+
+
+def test_a_stopped_follower_taking_the_isr_under_min_isr_stops_the_watermark_until_it_is_back():
+    # Kafka fences the stopped broker and takes it out of the ISR; under min ISR the leader's
+    # watermark does not move (maybeIncrementLeaderHW: isUnderMinIsr) while acks=1 writes go on.
+    # Restarted, the follower is at that watermark already and rejoins at its next fetch.
+    m = manual(snapshot(topics=[topic("t", [[1, 2, 3]], size=MB, configs={"min.insync.replicas": "2"})]))
+    m.stop_broker(3)
+    _produce_until(m, 1 * MB, lambda: False, 2)
+    assert m.partition_state("t", 0)["isr"] == [1, 2]  # at min ISR: the watermark moves on
+    assert m.high_watermark("t", 0) == m.topics["t"].partitions[0].leo
+    m.stop_broker(2)
+    hw = m.high_watermark("t", 0)
+    _produce_until(m, 1 * MB, lambda: False, 3)
+    assert m.partition_state("t", 0)["isr"] == [1]
+    assert 0 < m.high_watermark("t", 0) == hw < m.topics["t"].partitions[0].leo
+    restarted = m._t
+    m.start_broker(2)
+    assert run_until(m, lambda: m.partition_state("t", 0)["isr"] == [1, 2], step=0.01) - restarted < 1.0
+    run_until(m, lambda: m.high_watermark("t", 0) == m.topics["t"].partitions[0].leo, step=0.05)
+    assert m.high_watermark("t", 0) > hw
