@@ -203,7 +203,7 @@ class WakeRule:
     :param per_broker: brokers moving at another rate than ``rate`` (the adaptive throttle)
     :param urgent: the steps whose finish would let a waiting step start (a partition's next
         step, or one on a broker whose count cap held an eligible step back); None: every step
-        (the cluster or leader cap was reached, or nothing waits)
+        (the cluster or leader cap held an admissible step back, or nothing waits)
     """
 
     rate: float
