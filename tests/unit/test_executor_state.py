@@ -344,6 +344,10 @@ def test_finishes_that_free_a_waiting_step_are_the_urgent_ones():
     assert sorted(first) == [0, 2, 3, 5]
     assert ex.urgent_steps() == frozenset({0, 2, 3})
     assert ex.wake_rule().urgent == frozenset({0, 2, 3})
+    # A pick that leaves nothing waiting (a run's tail): every end counts, or the run would see
+    # its last moves end only at the next poll.
+    tail = MoveExecutor(chain("t", 4, [(40,), (41,)]), ExecutionLimits())
+    assert take(tail) == [0] and tail.urgent_steps() is None
     # A pick that stops at the cluster cap: any finish makes room.
     capped = MoveExecutor(steps, ExecutionLimits(max_partition_movements=2, max_movements_per_broker=2))
     take(capped)

@@ -29,11 +29,10 @@ class AdmissionWindow(StepStates):
 
         Besides the counts, every throttle its bytes pass (the sender's outbound one and each
         receiver's inbound one: separate quotas in Kafka) must have less than ``budget_seconds``
-        of its rate in flight: many small steps fill a broker's share of the throttle until the
-        next wake, and a broker with enough work takes no more that would split its throttle
-        thinner. (Admitting a step when only one side was short let an idle sender crowd a busy
-        receiver: new empty brokers took 1.37x the fixed-leader bound in rehearsal, 500 moves on
-        60 brokers, against 1.21x.) What held steps back is kept for :meth:`urgent_steps`.
+        of its rate in flight: small steps fill a broker's throttle until the next wake, and a
+        broker with enough work takes none that would split it thinner. (Admitting a step when
+        one side was short let an idle sender crowd a busy receiver: new brokers took 1.37x the
+        fixed-leader bound in rehearsal, 500 moves on 60 brokers, against 1.21x.)
         """
         self._held_back, self._blocked = set(), None  # (None: any finish makes room)
         if self.admission_closed(time.time() if now is None else now):  # paused or outside the windows
@@ -43,7 +42,7 @@ class AdmissionWindow(StepStates):
             self.fill_frontier()
         if room <= 0 or not len(self.ready) or self.dead:
             return []
-        blocked = self._blocked = set()  # until the walk stops at the cluster or the leader cap
+        blocked = self._blocked = set()  # what held steps back, for urgent_steps (None: any end counts)
         cap_b, cap_l = self.broker_cap, self.limits.max_leader_movements
         reduced = self.reduced_broker_caps  # brokers adaptive concurrency holds below cap_b
         rate, per_broker = self.move_rate, self.broker_rates
@@ -51,9 +50,8 @@ class AdmissionWindow(StepStates):
         left = lane_left(items, rate, time.time() if now is None else now, per_broker)
         sending = lane_sending(items, rate, per_broker)
         fresh: set[int] = set()  # lanes given a step by this pick: its rate there is not known yet
-        # Most candidates of a large queue are turned down on the same few brokers and lanes, and
-        # only a step chosen on them changes their answer: brokers full and lanes' verdicts are
-        # kept until then (a set test per candidate, not a look at each of its brokers).
+        # Candidates are mostly turned down on the same few brokers and lanes, whose answer only a
+        # step chosen on them changes: full brokers and lane verdicts are kept until then.
         full = {b for b, n in self.broker_load.items() if n >= reduced.get(b, cap_b)}  # caps are at least 1
         busy_of: dict[int, bool] = {}  # lane -> busy (_lane_busy), dropped when a step is chosen on it
         by_brokers, touched, data, lane_of = self.ready.by_brokers, self.touched, self.data, self.lane_of
@@ -83,6 +81,8 @@ class AdmissionWindow(StepStates):
                     left[k] = left.get(k, 0.0) + self.step_bytes[i]
                     busy_of.pop(k, None)
                 chosen.append(i)
+        if len(chosen) == len(self.ready):  # nothing left waiting (a run's tail): every end counts
+            self._blocked = None
         return chosen
 
     def _busy_lanes(self, lanes: tuple[int, ...], busy_of: dict[int, bool], left: dict[int, float],
