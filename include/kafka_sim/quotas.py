@@ -304,16 +304,29 @@ class QuotaMeter:
         if self.t is None:
             return math.inf if self.rate <= 0 or bound * self.min_span <= level else \
                 (bound * self.min_span - level) / self.rate
-        if self.aged and self._least_allowance(bound) - level > _EPS_BYTES:
+        if self._past_first_window() and self._least_allowance(bound) - level > _EPS_BYTES:
             return math.inf
         return self._walk_to_cross(bound, level)
 
+    def _past_first_window(self) -> bool:
+        """Whether the span is at least the window from now on, while the course holds.
+
+        Always for an aged meter. A follower-side one gets there a window after its first
+        record, and stays there: it starts fresh again only once it records nothing and its
+        window is empty, which changes its course (and so asks again).
+        """
+        if self.aged:
+            return True
+        return self.first is not None and self.t is not None and self.t - self.first >= self.window
+
     def _least_allowance(self, bound: float) -> float:
-        """A floor under an open aged meter's allowance from now on, at the current rate.
+        """A floor under an open meter's allowance from now on, at the current rate, once its
+        span is at least the window (:meth:`_past_first_window`).
 
         Its span is at least the window, and what it counts is at most what the longest span
         holds now plus what the current rate adds in a longest span: most quotas stay open
-        on their course, and this answers "never" for them without walking the purges.
+        on their course, and this answers "never" for them without walking the purges (the
+        receivers' follower quotas of a large move are most of them).
 
         :param bound: the quota in bytes/s
         """

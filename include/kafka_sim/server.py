@@ -59,6 +59,8 @@ class ClusterRuntime:
         self.ssl_context: ssl.SSLContext | None = None
         self.connection_hook: ConnectionHook | None = None
         self._change: asyncio.Event | None = None
+        self._waiters = 0  # long-poll requests in wait_change now
+        self._someone_waits: asyncio.Event | None = None
         #: (api key, client id) -> requests served: what a client costs the cluster, seen from its side
         self.request_counts: dict[tuple[int, str | None], int] = {}
         self._ticker: asyncio.Task[Any] | None = None
@@ -82,18 +84,29 @@ class ClusterRuntime:
         if timeout <= 0 or self._change is None:
             return
         event = self._change
+        self._waiters += 1
+        if self._someone_waits is not None:
+            self._someone_waits.set()
         try:
             await asyncio.wait_for(event.wait(), timeout)
         except asyncio.TimeoutError:
             pass
+        finally:
+            self._waiters -= 1
 
     async def _tick(self) -> None:
         # In manual time (time_scale 0) only advance_by moves the clock and runs the physics: a
         # wall-clock tick would find nothing to integrate, yet its settling of what needs no time
         # (between two admin requests, wherever the 10 ms fell) made a rehearsal's answers depend
         # on wall timing. It still wakes the long-poll waiters, who re-check what advance_by changed.
+        # Nor does it tick while nobody waits: a rehearsal sends no long polls, and its ticks
+        # were a thread taking the interpreter lock from the rehearsal 100 times a second.
         physics = self.model.time_scale > 0
+        self._someone_waits = asyncio.Event()
         while True:
+            if not physics and not self._waiters:
+                self._someone_waits.clear()
+                await self._someone_waits.wait()
             await asyncio.sleep(TICK_SECONDS)
             if physics:
                 try:

@@ -5,6 +5,7 @@ two admin requests made its answers depend on where the 10 ms ticks fell.
 """
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -38,13 +39,27 @@ def _wait_ticks(cluster: SimulatedCluster, ticks: int) -> None:
             time.sleep(0.002)
 
 
+def _long_poll(cluster: SimulatedCluster, seconds: float) -> Any:
+    """A request waiting for changes (as a long-poll fetch does: it re-checks and waits again
+    until its deadline) on the cluster's loop."""
+    runtime: Any = cluster._runtime
+
+    async def poll() -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            await runtime.wait_change(deadline - time.monotonic())
+    return asyncio.run_coroutine_threadsafe(poll(), cluster._loop)
+
+
 def test_manual_time_ticks_without_running_the_physics() -> None:
     cluster, calls = _counting(0.0)
     cluster.start()
     try:
         model = cluster.model
         assert model.alter_reassignments([("t", 0, [3, 4])])[0][2] == 0
-        _wait_ticks(cluster, 3)
+        waiting = _long_poll(cluster, 0.5)
+        _wait_ticks(cluster, 3)  # the ticks wake the waiter, who re-checks
+        waiting.result(timeout=30)
         assert calls == []
         assert model.sim_time() == 0.0
         assert model.partition("t", 0).replica(3).exact_bytes() == 0.0
@@ -61,5 +76,22 @@ def test_wall_time_ticks_run_the_physics() -> None:
     try:
         _wait_ticks(cluster, 3)
         assert len(calls) >= 3  # a tick runs the physics before it swaps the event
+    finally:
+        cluster.stop()
+
+
+def test_manual_time_does_not_tick_while_nobody_waits() -> None:
+    """A rehearsal sends no long polls: its ticker stays asleep instead of taking the interpreter
+    lock from the rehearsal 100 times a second, and wakes for the first request that waits."""
+    cluster, _calls = _counting(0.0)
+    cluster.start()
+    try:
+        runtime: Any = cluster._runtime
+        seen = runtime._change
+        time.sleep(0.3)  # 30 ticks' worth
+        assert runtime._change is seen
+        waiting = _long_poll(cluster, 0.5)
+        _wait_ticks(cluster, 3)
+        waiting.result(timeout=30)
     finally:
         cluster.stop()

@@ -48,21 +48,25 @@ def _small_steps(rng: random.Random, meter: QuotaMeter, bound: float, top_rate: 
         yield t
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_aged_floor_answers_never_only_where_the_walk_does(seed):
+@pytest.mark.parametrize("seed,aged", [(s, a) for s in range(4) for a in (True, False)])
+def test_the_floor_answers_never_only_where_the_walk_does(seed, aged):
+    """Leader-side meters, and follower-side ones past their first window (the floor is not
+    asked before: their span is shorter there)."""
     rng = random.Random(seed)
-    floored = crossings = 0
+    floored = crossings = young = 0
     for _ in range(150):
         bound = rng.choice([1 * MB, 2 * MB, 5 * MB])
-        for meter, _t in _random_history(rng, aged=True, bound=bound):
+        for meter, _t in _random_history(rng, aged=aged, bound=bound):
             if meter.t is None:
                 continue
+            young += not meter._past_first_window()
             for level in (0.0, -bound / 4):
                 walked = meter._walk_to_cross(bound, level)
                 assert meter.seconds_to_cross(bound, level) == walked
-                floored += meter._least_allowance(bound) - level > 1.0
+                floored += meter._past_first_window() and meter._least_allowance(bound) - level > 1.0
                 crossings += not math.isinf(walked)
     assert floored > 1_000 and crossings > 1_000  # the floor answered often, and crossings were found
+    assert aged or young > 100  # follower-side meters were seen in their first window too
 
 
 @pytest.mark.parametrize("aged", [True, False])
