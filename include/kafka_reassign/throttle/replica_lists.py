@@ -156,7 +156,7 @@ class ReplicaThrottle:
                 record.changes.append(ConfigChange("topic", topic, key, prior, ours))
             else:
                 record.changes[at] = ConfigChange("topic", topic, key, record.changes[at].prior, ours)
-            landing[(topic, key)] = (ours, self._ours(prior, needed), removing)
+            landing[(topic, key)] = (ours, self._ours(prior, needed) if removing else ours, removing)
             writes.append(ConfigChange("topic", topic, key, now, new))
         return writes, landing
 
