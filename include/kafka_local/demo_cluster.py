@@ -55,6 +55,9 @@ class RealDemoCluster:
             raise
 
     def stop(self) -> None:
+        # Dropped first: a client kept past the cluster's end retries its brokers until the
+        # process exits, printing a connection refused line every second.
+        self._admin = None
         self.local.down()
 
     def snapshot(self) -> dict[str, Any]:
