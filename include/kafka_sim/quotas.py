@@ -43,6 +43,8 @@ DEFAULT_SAMPLES = 11
 DEFAULT_SAMPLE_SECONDS = 1.0
 #: Bytes of allowance below which a quota counts as exhausted (float rounding).
 _EPS_BYTES = 1.0
+#: Seconds a floor widens a span by, for the rounding of its ends (QuotaMeter._least_allowance).
+_SLACK_S = 1e-5
 
 
 class QuotaMeter:
@@ -323,17 +325,33 @@ class QuotaMeter:
         """A floor under an open meter's allowance from now on, at the current rate, once its
         span is at least the window (:meth:`_past_first_window`).
 
-        Its span is at least the window, and what it counts is at most what the longest span
-        holds now plus what the current rate adds in a longest span: most quotas stay open
-        on their course, and this answers "never" for them without walking the purges (the
-        receivers' follower quotas of a large move are most of them).
+        A span is at least the window and at most the longest span, so it starts no earlier
+        than the longest span before its end: what it counts is at most, over the starts
+        ``s`` from then to now, the bytes recorded from ``s`` to now plus what the current rate
+        adds in the rest of a longest span. That is linear between the recorded breakpoints,
+        so its largest value is at one of them or at an end. Most quotas stay open on their
+        course, and this answers "never" for them without walking the purges (the receivers'
+        follower quotas of a large move are most of them, and the senders' leader quotas below
+        their bound: a floor that added the longest span's history to a longest span at the
+        current rate missed every quota recording more than half its bound).
 
         :param bound: the quota in bytes/s
         """
         now = self.t
         assert now is not None
-        longest = self.window + self.min_span
-        return bound * self.window - self._in_span(now, now - longest) - self.rate * longest
+        # _tail's rounding (1e-9 of a sample) and a left look (1e-6 s) move a span's start a
+        # hair: widen the span by more than both, so the floor stays under every walked value
+        longest = self.window + self.min_span + _SLACK_S
+        start = now - longest
+        ts, cs, rate = self.ts, self.cs, self.rate
+        c_now = cs[-1] + rate * (now - ts[-1])
+        most = max(c_now - self._cum(start, left=True), rate * longest)
+        for t, c in zip(ts, cs):
+            if t > start:
+                held = c_now - c + rate * (t - start)
+                if held > most:
+                    most = held
+        return bound * (self.window - _SLACK_S) - most
 
     def _walk_to_cross(self, bound: float, level: float) -> float:
         """seconds_to_cross of an open meter, from break to break."""

@@ -70,6 +70,26 @@ def test_the_floor_answers_never_only_where_the_walk_does(seed, aged):
 
 
 @pytest.mark.parametrize("aged", [True, False])
+def test_the_floor_answers_never_for_a_quota_recording_near_its_bound(aged):
+    """A sender's leader quota recording 90% of its bound for a while never crosses: the floor
+    says so without the walk, and no span it counts (between a lump and a rate change) can
+    hold more than the floor allows for."""
+    meter = QuotaMeter(11, 1.0, aged=aged)
+    meter.set_rate(0.0, 0.9 * MB)
+    meter.advance(20.0)
+    meter.record(20.0, 0.2 * MB)  # an in-sync fetch's lump
+    meter.set_rate(20.0, 0.5 * MB)
+    meter.advance(25.3)
+    floor = meter._least_allowance(1 * MB)
+    assert floor > 1.0 and math.isinf(meter._walk_to_cross(1 * MB, 0.0))
+    assert meter.seconds_to_cross(1 * MB, 0.0) == math.inf
+    # the floor is under the allowance wherever the walk looks: every break ahead, both sides of it
+    for d in [0.0, *meter._breaks(meter.t)]:
+        for left in (False, True):
+            assert floor <= meter._allowance_at(1 * MB, meter.t + d, left=left)
+
+
+@pytest.mark.parametrize("aged", [True, False])
 def test_kept_next_break_equals_the_recomputed_one(aged):
     rng = random.Random(11 if aged else 12)
     kept = 0
