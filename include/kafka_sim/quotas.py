@@ -43,7 +43,7 @@ DEFAULT_SAMPLES = 11
 DEFAULT_SAMPLE_SECONDS = 1.0
 #: Bytes of allowance below which a quota counts as exhausted (float rounding).
 _EPS_BYTES = 1.0
-#: Seconds a floor widens a span by, for the rounding of its ends (QuotaMeter._least_allowance).
+#: Seconds a floor widens a span by, for the rounding of its ends (QuotaMeter._never_crosses).
 _SLACK_S = 1e-5
 
 
@@ -306,7 +306,7 @@ class QuotaMeter:
         if self.t is None:
             return math.inf if self.rate <= 0 or bound * self.min_span <= level else \
                 (bound * self.min_span - level) / self.rate
-        if self._past_first_window() and self._least_allowance(bound) - level > _EPS_BYTES:
+        if self._past_first_window() and self._never_crosses(bound, level):
             return math.inf
         return self._walk_to_cross(bound, level)
 
@@ -321,21 +321,22 @@ class QuotaMeter:
             return True
         return self.first is not None and self.t is not None and self.t - self.first >= self.window
 
-    def _least_allowance(self, bound: float) -> float:
-        """A floor under an open meter's allowance from now on, at the current rate, once its
-        span is at least the window (:meth:`_past_first_window`).
+    def _never_crosses(self, bound: float, level: float) -> bool:
+        """Whether a floor under an open meter's allowance from now on, at the current rate,
+        stays above ``level``; asked once its span is at least the window (:meth:`_past_first_window`).
 
         A span is at least the window and at most the longest span, so it starts no earlier
         than the longest span before its end: what it counts is at most, over the starts
         ``s`` from then to now, the bytes recorded from ``s`` to now plus what the current rate
         adds in the rest of a longest span. That is linear between the recorded breakpoints,
         so its largest value is at one of them or at an end. Most quotas stay open on their
-        course, and this answers "never" for them without walking the purges (the receivers'
-        follower quotas of a large move are most of them, and the senders' leader quotas below
-        their bound: a floor that added the longest span's history to a longest span at the
-        current rate missed every quota recording more than half its bound).
+        course, and this answers "never" for them without walking the purges: the receivers'
+        follower quotas of a large move, and the senders' leader quotas below their bound (a
+        floor that added the longest span's history to a longest span at the current rate, the
+        two ends at once, missed every quota recording more than half its bound).
 
         :param bound: the quota in bytes/s
+        :param level: allowance in bytes
         """
         now = self.t
         assert now is not None
@@ -343,15 +344,18 @@ class QuotaMeter:
         # hair: widen the span by more than both, so the floor stays under every walked value
         longest = self.window + self.min_span + _SLACK_S
         start = now - longest
+        room = bound * (self.window - _SLACK_S) - level - _EPS_BYTES
         ts, cs, rate = self.ts, self.cs, self.rate
         c_now = cs[-1] + rate * (now - ts[-1])
-        most = max(c_now - self._cum(start, left=True), rate * longest)
+        held, added = c_now - self._cum(start, left=True), rate * longest  # the two ends
+        if held + added < room:
+            return True  # both ends at once: no need to look between them
+        if held >= room or added >= room:
+            return False
         for t, c in zip(ts, cs):
-            if t > start:
-                held = c_now - c + rate * (t - start)
-                if held > most:
-                    most = held
-        return bound * (self.window - _SLACK_S) - most
+            if t > start and c_now - c + rate * (t - start) >= room:
+                return False
+        return True
 
     def _walk_to_cross(self, bound: float, level: float) -> float:
         """seconds_to_cross of an open meter, from break to break."""

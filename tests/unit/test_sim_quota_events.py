@@ -63,7 +63,7 @@ def test_the_floor_answers_never_only_where_the_walk_does(seed, aged):
             for level in (0.0, -bound / 4):
                 walked = meter._walk_to_cross(bound, level)
                 assert meter.seconds_to_cross(bound, level) == walked
-                floored += meter._past_first_window() and meter._least_allowance(bound) - level > 1.0
+                floored += meter._past_first_window() and meter._never_crosses(bound, level)
                 crossings += not math.isinf(walked)
     assert floored > 1_000 and crossings > 1_000  # the floor answered often, and crossings were found
     assert aged or young > 100  # follower-side meters were seen in their first window too
@@ -80,13 +80,12 @@ def test_the_floor_answers_never_for_a_quota_recording_near_its_bound(aged):
     meter.record(20.0, 0.2 * MB)  # an in-sync fetch's lump
     meter.set_rate(20.0, 0.5 * MB)
     meter.advance(25.3)
-    floor = meter._least_allowance(1 * MB)
-    assert floor > 1.0 and math.isinf(meter._walk_to_cross(1 * MB, 0.0))
+    assert meter._never_crosses(1 * MB, 0.0) and math.isinf(meter._walk_to_cross(1 * MB, 0.0))
     assert meter.seconds_to_cross(1 * MB, 0.0) == math.inf
-    # the floor is under the allowance wherever the walk looks: every break ahead, both sides of it
-    for d in [0.0, *meter._breaks(meter.t)]:
-        for left in (False, True):
-            assert floor <= meter._allowance_at(1 * MB, meter.t + d, left=left)
+    # nor can the floor answer for a level the allowance does reach
+    least = min(meter._allowance_at(1 * MB, meter.t + d, left=left)
+                for d in [0.0, *meter._breaks(meter.t)] for left in (False, True))
+    assert not meter._never_crosses(1 * MB, least)
 
 
 @pytest.mark.parametrize("aged", [True, False])
