@@ -12,6 +12,7 @@ from kafka_reassign.execution.step_state import DONE, IN_FLIGHT, QUEUED
 from kafka_reassign.execution.outcome import (Outcome, OutcomeRules, StepObservation, StepWatch, run_outcome,
                                     step_outcome)
 from kafka_reassign.throttle.replica_lists import ReplicaThrottle
+from kafka_reassign.throttle.specs import parse_replica_list
 from kafka_reassign.execution.steps import StepMove
 
 
@@ -207,7 +208,10 @@ def test_run_outcome_is_the_worst_dead_step():
 
 
 def test_replica_lists_keep_others_entries_and_drop_only_ours():
-    merged = ReplicaThrottle._merged
+    def merged(now, prior, last, needed):
+        value, entries = ReplicaThrottle._merged(now, prior, needed, ReplicaThrottle._removing(now, prior, last, needed))
+        assert entries == (set() if value in (None, "*") else parse_replica_list(value))
+        return value
     # Nothing set before: our entries, then back to not set.
     assert merged(None, None, None, {(0, 1), (0, 2)}) == "0:1,0:2"
     assert merged("0:1,0:2", None, "0:1,0:2", set()) is None
@@ -215,6 +219,8 @@ def test_replica_lists_keep_others_entries_and_drop_only_ours():
     assert merged("5:6,0:1,7:7", "5:6", "0:1,5:6", {(1, 3)}) == "1:3,5:6,7:7"
     assert merged("1:3,5:6", "5:6", "1:3,5:6", set()) == "5:6"
     assert merged("*", None, None, {(0, 1)}) == "*"
+    # Nothing to change: the value read is written back as it is, not reformatted.
+    assert merged("0:2, 0:1", None, "0:1,0:2", {(0, 1), (0, 2)}) == "0:2, 0:1"
 
 
 def test_progress_left_is_what_the_steps_in_flight_lack_as_observed_plus_the_queued_plan():

@@ -56,10 +56,7 @@ def _without(value: str | None, entries: Entries) -> str | None:
 
 def step_entries(step: StepMove) -> tuple[Entries, Entries]:
     """(leader entries, follower entries) a step needs: every replica it copies from, every new one."""
-    adding = step.adding
-    if not adding:
-        return set(), set()
-    return {(step.partition, b) for b in step.current}, {(step.partition, b) for b in adding}
+    return step.copy_entries
 
 
 def wanted_entries(steps: Iterable[StepMove], topics: set[str]) -> dict[tuple[str, str], Entries]:
@@ -143,20 +140,21 @@ class ReplicaThrottle:
             at = last.get((topic, key))
             prior = record.changes[first[(topic, key)]].prior if at is not None else now
             before = record.changes[at].value if at is not None else None
-            new = self._merged(now, prior, before, needed)
+            removing = self._removing(now, prior, before, needed)
+            new, merged = self._merged(now, prior, needed, removing)
             if new == now:
                 continue
             # Recorded: the prior value plus our entries only, so that a restore takes out ours and
             # leaves whatever others added meanwhile (what was written may hold theirs too). Ours
             # that this write removes stay recorded until it has landed: should it fail, a restore
-            # still takes them out.
-            removing = self._removing(now, prior, before, needed)
-            ours = self._ours(prior, needed | removing)
+            # still takes them out. A value equal to one at hand is not formatted again.
+            known = ((merged, new), (replica_set(now), now))
+            ours = self._ours(prior, needed | removing, known)
             if at is None:
                 record.changes.append(ConfigChange("topic", topic, key, prior, ours))
             else:
                 record.changes[at] = ConfigChange("topic", topic, key, record.changes[at].prior, ours)
-            landing[(topic, key)] = (ours, self._ours(prior, needed) if removing else ours, removing)
+            landing[(topic, key)] = (ours, self._ours(prior, needed, known) if removing else ours, removing)
             writes.append(ConfigChange("topic", topic, key, now, new))
         return writes, landing
 
@@ -192,20 +190,29 @@ class ReplicaThrottle:
         return ((parsed_last - _entries(prior)) - needed) & parsed_now
 
     @staticmethod
-    def _ours(prior: str | None, needed: Entries) -> str | None:
+    def _ours(prior: str | None, needed: Entries, known: tuple[tuple[Entries, str | None], ...] = ()) -> str | None:
+        """The prior value with ``needed`` added (``known``: (entries, their value) already formatted)."""
         parsed = replica_set(prior)
         if isinstance(parsed, str) or needed <= parsed:  # str: the wildcard
             return prior
-        return format_replica_list(parsed | needed)
+        entries = parsed | needed
+        for have, value in known:
+            if have == entries:
+                return value
+        return format_replica_list(entries)
 
     @staticmethod
-    def _merged(now: str | None, prior: str | None, last: str | None, needed: Entries) -> str | None:
-        """The list value to write: others' entries kept, ours = ``needed`` (None = delete)."""
+    def _merged(now: str | None, prior: str | None, needed: Entries, removing: Entries
+                ) -> tuple[str | None, Entries]:
+        """The list value to write, and its entries: others' entries kept, ours = ``needed``
+        (None = delete); ``removing``: ours now in the list that are no longer needed."""
         parsed_now, parsed_prior = replica_set(now), replica_set(prior)
         if isinstance(parsed_now, str):  # the wildcard
-            return now  # everything is throttled already; not ours to narrow
+            return now, frozenset()  # everything is throttled already; not ours to narrow
         prior_set: Entries = set() if isinstance(parsed_prior, str) else parsed_prior
-        merged = (parsed_now - ReplicaThrottle._removing(now, prior, last, needed)) | needed
+        merged = (parsed_now - removing) | needed
         if merged == prior_set:
-            return prior  # back to exactly what it was (including None = not set)
-        return format_replica_list(merged) if merged else None
+            return prior, merged  # back to exactly what it was (including None = not set)
+        if merged == parsed_now:
+            return now, merged
+        return (format_replica_list(merged) if merged else None), merged

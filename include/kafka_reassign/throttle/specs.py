@@ -335,9 +335,9 @@ def our_entries(changes: list[ConfigChange]) -> set[tuple[int, int]]:
     """Replica-list entries a run added: what each of its writes held beyond the value before it."""
     ours: set[tuple[int, int]] = set()
     for c in changes:
-        value, prior = parse_replica_list(c.value), parse_replica_list(c.prior)
-        if isinstance(value, set):
-            ours |= value - (prior if isinstance(prior, set) else set())
+        value, prior = replica_set(c.value), replica_set(c.prior)  # the cached parses: only read
+        if not isinstance(value, str):
+            ours |= value - (prior if not isinstance(prior, str) else frozenset())
     return ours
 
 
