@@ -148,7 +148,7 @@ class ReplicaThrottle:
             # leaves whatever others added meanwhile (what was written may hold theirs too). Ours
             # that this write removes stay recorded until it has landed: should it fail, a restore
             # still takes them out. A value equal to one at hand is not formatted again.
-            known = ((merged, new), (replica_set(now), now))
+            known = ((merged, new), (_entries(now), now))
             ours = self._ours(prior, needed | removing, known)
             if at is None:
                 record.changes.append(ConfigChange("topic", topic, key, prior, ours))
