@@ -275,11 +275,31 @@ class QuotaMeter:
         return bound if self.aged or self.t - self.first >= self.min_span - 1e-9 else 0.0
 
     def next_break(self) -> float:
-        """Seconds until the allowance's slope next changes or it jumps (inf if never)."""
+        """Seconds until the allowance's slope next changes or it jumps (inf if never): the
+        first of :meth:`_breaks`, found without listing them (a quota at its bound asks this
+        at every change of its course)."""
         if self.t is None:
             return math.inf
-        breaks = self._breaks(self.t)
-        return breaks[0] if breaks else math.inf
+        now, ms = self.t, self.min_span
+        origin, k, purges = self._purge_grid(now)
+        first = math.inf
+        for i in range(purges):  # increasing: the first one ahead is the next purge
+            x = origin + self.window + (k + i) * ms - now
+            if x > 1e-12:
+                first = x
+                break
+        if not self.aged and 1e-12 < origin + ms - now < first:
+            first = origin + ms - now
+        return first
+
+    def _purge_grid(self, now: float) -> tuple[float, int, int]:
+        """(origin of the samples, index of the next purge after the window, purges to look at)."""
+        ms, w = self.min_span, self.window
+        origin = 0.0 if self.aged else self.first
+        assert origin is not None
+        d = now - origin
+        k = math.floor((d - w if self.aged else max(0.0, d - w)) / ms + 1e-9) + 1
+        return origin, k, int(w / ms) + 3
 
     def _breaks(self, now: float) -> list[float]:
         """Future times (as offsets from ``now``) where the allowance's slope changes or jumps.
@@ -289,12 +309,9 @@ class QuotaMeter:
         and the sawtooth repeats itself, so the purges of the next window and a bit are enough.
         """
         ms, w = self.min_span, self.window
-        origin = 0.0 if self.aged else self.first
-        assert origin is not None
-        d = now - origin
-        k = math.floor((d - w if self.aged else max(0.0, d - w)) / ms + 1e-9) + 1
+        origin, k, purges = self._purge_grid(now)
         out = [] if self.aged else [origin + ms - now]
-        out += [origin + w + (k + i) * ms - now for i in range(int(w / ms) + 3)]
+        out += [origin + w + (k + i) * ms - now for i in range(purges)]
         return sorted(x for x in out if x > 1e-12)
 
     def seconds_to_cross(self, bound: float, level: float = 0.0) -> float:

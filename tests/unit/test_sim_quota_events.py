@@ -163,3 +163,18 @@ def test_the_walk_reads_the_allowance_ahead_exactly_as_the_search_does(aged):
                     assert meter._allowance_at(bound, x, left) == searched
                     compared += 1
     assert compared > 10_000
+
+
+@pytest.mark.parametrize("aged", [True, False])
+def test_the_next_break_is_the_first_of_the_breaks(aged):
+    """next_break finds the first break without listing them all: the same float."""
+    rng = random.Random(31 if aged else 32)
+    seen = 0
+    for _ in range(200):
+        for meter, _t in _random_history(rng, aged=aged, bound=1 * MB, steps=40):
+            if meter.t is None:
+                continue
+            breaks = meter._breaks(meter.t)
+            assert meter.next_break() == (breaks[0] if breaks else math.inf)
+            seen += 1
+    assert seen > 1_000
