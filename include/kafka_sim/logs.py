@@ -176,14 +176,17 @@ class Logs:
                         int(max(0.0, d.capacity_bytes - used.get(d.path, 0.0))), topics_out))
         return out
 
-    def _parts_of(self, topics: list[tuple[str, list[int]]]) -> Iterable[Partition]:
+    def _parts_of(self, topics: list[tuple[str, list[int]]]) -> list[Partition]:
         """The partitions named in a request, in its order, those that do not exist left out
         (``_part`` of each, without a call per partition: a poll names every one in flight)."""
+        out: list[Partition] = []
         for t, indices in topics:
             topic = self.topics.get(t)
             if topic is not None:
                 parts = topic.partitions
-                yield from (parts[i] for i in indices if 0 <= i < len(parts))
+                n = len(parts)
+                out.extend([parts[i] for i in indices if 0 <= i < n])
+        return out
 
     def dir_used_bytes(self, broker_id: int) -> dict[str, float]:
         """Bytes held in each log dir of a broker (current and future replicas), now.
