@@ -158,8 +158,7 @@ class Logs:
         if topics is None:
             chosen: Iterable[Partition] = self._by_broker[broker_id]
         else:
-            found = (self._part(t, i) for t, parts in topics for i in parts)
-            chosen = [p for p in dict.fromkeys(found) if p is not None and broker_id in p._reps]
+            chosen = [p for p in dict.fromkeys(self._parts_of(topics)) if broker_id in p._reps]
         per_dir: dict[str, dict[str, list[tuple[int, int, int, bool]]]] = {d.path: {} for d in broker.log_dirs}
         used = self.dir_used_bytes(broker_id)
         for p in chosen:
@@ -175,6 +174,18 @@ class Logs:
             topics_out = [(t, sorted(parts)) for t, parts in sorted(per_dir.get(d.path, {}).items())]
             out.append((d.path, E.NONE, int(d.capacity_bytes),
                         int(max(0.0, d.capacity_bytes - used.get(d.path, 0.0))), topics_out))
+        return out
+
+    def _parts_of(self, topics: list[tuple[str, list[int]]]) -> list[Partition]:
+        """The partitions named in a request, in its order, those that do not exist left out
+        (``_part`` of each, without a call per partition: a poll names every one in flight)."""
+        out: list[Partition] = []
+        for t, indices in topics:
+            topic = self.topics.get(t)
+            if topic is not None:
+                parts = topic.partitions
+                n = len(parts)
+                out.extend([parts[i] for i in indices if 0 <= i < n])
         return out
 
     def dir_used_bytes(self, broker_id: int) -> dict[str, float]:

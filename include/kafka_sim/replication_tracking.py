@@ -92,14 +92,8 @@ class ChangeTracking:
         self._flow_cache.pop(p, None)
         self._fresh.add(p)
         self._since_plan.add(p)
+        self._drop_contrib(p, before, rec_changed)
         steady_out, steady_in = self._steady_out, self._steady_in
-        for b, out, inn, lrec, frec in self._contrib.pop(p, ()):
-            if b not in before:
-                before[b] = (steady_out.get(b, 0.0), steady_in.get(b, 0.0))
-            steady_out[b] = steady_out.get(b, 0.0) - out
-            steady_in[b] = steady_in.get(b, 0.0) - inn
-            self._add_rec(rec_changed, (LEADER_QUOTA, b), -lrec)
-            self._add_rec(rec_changed, (FOLLOWER_QUOTA, b), -frec)
         topic = self.topics.get(p.topic)
         exists = topic is not None and p.index < len(topic.partitions) and topic.partitions[p.index] is p
         if not exists:  # deleted topic: its contributions are gone, nothing to simulate
@@ -136,14 +130,30 @@ class ChangeTracking:
                 before[b] = (steady_out.get(b, 0.0), steady_in.get(b, 0.0))
             steady_out[b] = steady_out.get(b, 0.0) + out
             steady_in[b] = steady_in.get(b, 0.0) + inn
-            self._add_rec(rec_changed, (LEADER_QUOTA, b), lrec)
-            self._add_rec(rec_changed, (FOLLOWER_QUOTA, b), frec)
+            if lrec:  # most shares record nothing on one side: no call for it (_add_rec skips a 0)
+                self._add_rec(rec_changed, (LEADER_QUOTA, b), lrec)
+            if frec:
+                self._add_rec(rec_changed, (FOLLOWER_QUOTA, b), frec)
         if contrib:
             self._contrib[p] = tuple(contrib)
         if active:
             self._active.add(p)
         else:
             self._active.discard(p)
+
+    def _drop_contrib(self, p: Partition, before: dict[int, tuple[float, float]],
+                      rec_changed: set[tuple[str, int]]) -> None:
+        """Take ``p``'s last steady traffic and quota recording out of its brokers' sums."""
+        steady_out, steady_in = self._steady_out, self._steady_in
+        for b, out, inn, lrec, frec in self._contrib.pop(p, ()):
+            if b not in before:
+                before[b] = (steady_out.get(b, 0.0), steady_in.get(b, 0.0))
+            steady_out[b] = steady_out.get(b, 0.0) - out
+            steady_in[b] = steady_in.get(b, 0.0) - inn
+            if lrec:
+                self._add_rec(rec_changed, (LEADER_QUOTA, b), -lrec)
+            if frec:
+                self._add_rec(rec_changed, (FOLLOWER_QUOTA, b), -frec)
 
     def _add_rec(self, rec_changed: set[tuple[str, int]], key: tuple[str, int], delta: float) -> None:
         if delta:

@@ -62,22 +62,25 @@ class LogDirAccess(AdminConnection):
                 except KafkaAdminError as exc:
                     log.warning("DescribeLogDirs on broker %s failed: %s", b, exc)
                     continue
-            # Read from the decoded results as they are: a poll of 300 brokers spent more in
-            # kafka-python's to_dict() of every entry than in decoding them.
-            for d in results:
-                if d.error_code:
-                    continue
-                # KIP-827 (DescribeLogDirs v4+): the volume's size and free bytes; -1 before
-                dirs.setdefault(b, {})[d.log_dir] = DirSpace(int(getattr(d, "total_bytes", -1) or -1),
-                                                             int(getattr(d, "usable_bytes", -1)))
-                if getattr(d, "is_cordoned", False):  # DescribeLogDirs v5 (KIP-1066, Kafka 4.3+); absent before
-                    cordoned.setdefault(b, set()).add(d.log_dir)
-                for t in d.topics:
-                    for p in t.partitions:
-                        rows.append(ReplicaLogDir(broker=b, path=d.log_dir, topic=t.name,
-                                                  partition=int(p.partition_index), size=int(p.partition_size),
-                                                  offset_lag=int(p.offset_lag), is_future=bool(p.is_future_key)))
+            self._read_log_dirs(b, results, rows, dirs, cordoned)
         return rows, dirs, {b: frozenset(c) for b, c in cordoned.items()}
+
+    def _read_log_dirs(self, b: int, results: Any, rows: list[ReplicaLogDir], dirs: dict[int, dict[str, DirSpace]],
+                       cordoned: dict[int, set[str]]) -> None:
+        """Add broker ``b``'s DescribeLogDirs results to the replica rows, dir spaces and cordoned dirs."""
+        # Read from the decoded results as they are: a poll of 300 brokers spent more in
+        # kafka-python's to_dict() of every entry than in decoding them.
+        for d in results:
+            if d.error_code:
+                continue
+            # KIP-827 (DescribeLogDirs v4+): the volume's size and free bytes; -1 before;
+            # DescribeLogDirs v5 (KIP-1066, Kafka 4.3+): is_cordoned; absent before
+            note_dir(b, d.log_dir, getattr(d, "total_bytes", -1), getattr(d, "usable_bytes", -1),
+                     getattr(d, "is_cordoned", False), dirs, cordoned)
+            for t in d.topics:
+                for p in t.partitions:
+                    rows.append(ReplicaLogDir(b, d.log_dir, t.name, int(p.partition_index), int(p.partition_size),
+                                              int(p.offset_lag), bool(p.is_future_key)))
 
     def _log_dirs_at_once(self, args: Mapping[int, dict[str, list[int]] | None]) -> dict[int, list[Any]]:
         """One DescribeLogDirs to every broker, all in flight together (one round trip per poll,
@@ -146,3 +149,11 @@ def _log_dirs_request(client: Any, topics: dict[str, list[int]] | None) -> Any:
     """
     from kafka.protocol.admin import DescribeLogDirsRequest
     return DescribeLogDirsRequest(topics=None if topics is None else client._get_topic_partitions(topics))
+
+
+def note_dir(b: int, path: str, total: int, usable: int, is_cordoned: bool,
+             dirs: dict[int, dict[str, DirSpace]], cordoned: dict[int, set[str]]) -> None:
+    """Note one answered log dir of broker ``b``: its space (a total of 0 is unknown: -1) and cordon."""
+    dirs.setdefault(b, {})[path] = DirSpace(int(total or -1), int(usable))
+    if is_cordoned:
+        cordoned.setdefault(b, set()).add(path)

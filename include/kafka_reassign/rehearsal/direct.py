@@ -26,8 +26,9 @@ from collections import Counter
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from kafka_reassign.cluster.admin import KafkaAdmin, partition_metadata_of
+from kafka_reassign.cluster.log_dirs import note_dir
 from kafka_reassign.cluster.metadata import PartitionMetadata
-from kafka_reassign.cluster.state import InFlight, TopicPartition
+from kafka_reassign.cluster.state import DirSpace, InFlight, ReplicaLogDir, TopicPartition
 from kafka_sim.errors import INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION
 from kafka_sim.topics import valid_topic_name
 
@@ -56,26 +57,11 @@ class _Topic(NamedTuple):
     partitions: tuple[_Partition, ...]
 
 
-class _DirPartition(NamedTuple):
-    partition_index: int
-    partition_size: int
-    offset_lag: int
-    is_future_key: bool
-
-
-class _DirTopic(NamedTuple):
-    name: str
-    partitions: list[_DirPartition]
-
-
-class _LogDir(NamedTuple):
-    """A DescribeLogDirs result entry."""
-    error_code: int
-    log_dir: str
-    total_bytes: int
-    usable_bytes: int
-    is_cordoned: bool
-    topics: list[_DirTopic]
+class _ModelDirs(NamedTuple):
+    """One broker's DescribeLogDirs as the model answers it (``Logs.describe_log_dirs``), read into
+    rows as it is: building the decoded response's entries first cost as much as reading them."""
+    dirs: list[tuple[str, int, int, int, list[tuple[str, list[tuple[int, int, int, bool]]]]]]
+    cordoned: frozenset[str]
 
 
 class DirectAdmin(KafkaAdmin):
@@ -236,7 +222,7 @@ class DirectAdmin(KafkaAdmin):
         return {b for b, br in self._model.brokers.items() if br.alive}
 
     # -- log dirs (KIP-113) ----------------------------------------------------------------
-    def _log_dirs_at_once(self, args: Mapping[int, dict[str, list[int]] | None]) -> dict[int, list[Any]]:
+    def _log_dirs_at_once(self, args: Mapping[int, dict[str, list[int]] | None]) -> dict[int, Any]:
         """Each answering broker's DescribeLogDirs results; the others are left out, and KafkaAdmin
         asks them over the wire (where they fail as they would on a real cluster)."""
         model = self._model
@@ -244,10 +230,22 @@ class DirectAdmin(KafkaAdmin):
         if answering:
             self.direct_calls["DescribeLogDirs"] += len(answering)
 
-        def read() -> dict[int, list[Any]]:
-            return {b: _log_dir_results(model.describe_log_dirs(b, None if a is None else list(a.items())),
-                                        model.cordoned_dirs(b)) for b, a in answering.items()}
+        def read() -> dict[int, _ModelDirs]:
+            return {b: _ModelDirs(model.describe_log_dirs(b, None if a is None else list(a.items())),
+                                  model.cordoned_dirs(b)) for b, a in answering.items()}
         return self._locked(read) if answering else {}
+
+    def _read_log_dirs(self, b: int, results: Any, rows: list[ReplicaLogDir], dirs: dict[int, dict[str, DirSpace]],
+                       cordoned: dict[int, set[str]]) -> None:
+        if not isinstance(results, _ModelDirs):  # asked over the wire: decoded results
+            return super()._read_log_dirs(b, results, rows, dirs, cordoned)
+        for path, code, total, usable, topic_rows in results.dirs:
+            if code:
+                continue
+            note_dir(b, path, total, usable, path in results.cordoned, dirs, cordoned)
+            rows.extend(ReplicaLogDir(b, path, name, index, size, lag, future)
+                        for name, parts in topic_rows for index, size, lag, future in parts)
+        return None
 
 
 def _partition_entry(p: Any, alive: set[int]) -> _Partition:
@@ -255,13 +253,6 @@ def _partition_entry(p: Any, alive: set[int]) -> _Partition:
     replicas = tuple(p.replicas)
     return _Partition(p.index, p.leader if p.leader in alive else -1, replicas, tuple(p.isr),
                       tuple(b for b in replicas if b not in alive))
-
-
-def _log_dir_results(dirs: list[Any], cordoned: frozenset[str]) -> list[_LogDir]:
-    return [_LogDir(code, path, total, usable, path in cordoned,
-                    [_DirTopic(tn, [_DirPartition(p, size, lag, fut) for p, size, lag, fut in rows])
-                     for tn, rows in topic_rows])
-            for path, code, total, usable, topic_rows in dirs]
 
 
 __all__ = ["DirectAdmin", "DIRECT_METHODS"]
