@@ -23,7 +23,7 @@ from kafka_reassign.execution.sourcing import choose_sources, with_lead_steps
 from kafka_reassign.execution.steps import StepMove, plan_all_steps, steps_from_rows, steps_to_rows
 from kafka_reassign.planning.estimate import Estimate, Limits, estimate_run
 from kafka_reassign.planning.plan import ReassignmentPlan
-from kafka_reassign.planning.plan_checks import validate_plan
+from kafka_reassign.planning.plan_checks import validated_plan
 from kafka_reassign.planning.preflight import ProduceRates, enforce, measure_produce_rates, preflight
 from kafka_reassign.planning.validate import ReassignParams, validate_params
 from kafka_reassign.throttle.adaptive import floor_over_stall
@@ -208,10 +208,8 @@ def prepare(admin: ClusterReader, plan: ReassignmentPlan | dict[str, Any] | str,
     if params.rehearse and rehearser is None:
         raise ValueError("prepare(rehearse=True) needs a rehearser")
     state = state if state is not None else admin.cluster_state()
-    warnings = validate_plan(plan, state, allow_rf_change=params.allow_rf_change, own_run_id=run_id,
-                             allow_internal_topics=params.allow_internal_topics, own_targets=own_targets)
-    if not isinstance(plan, ReassignmentPlan):
-        plan = ReassignmentPlan.from_json(plan)
+    plan, warnings = validated_plan(plan, state, allow_rf_change=params.allow_rf_change, own_run_id=run_id,
+                                    allow_internal_topics=params.allow_internal_topics, own_targets=own_targets)
     steps = plan_all_steps(plan.moves, state)
     if params.leader_sourcing:
         steps = with_lead_steps(steps, choose_sources(steps, state))
