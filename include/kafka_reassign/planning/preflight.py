@@ -27,7 +27,7 @@ from kafka_reassign.cluster.config_source import ConfigsRead
 from kafka_reassign.cluster.consumers import bytes_per_offset
 from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
 from kafka_reassign.errors import PreflightError, Problem
-from kafka_reassign.planning.estimate import Limits, StallPoint, quota_load, stall_points, step_loads
+from kafka_reassign.planning.estimate import Limits, StallPoint, StepLoad, quota_load, stall_points, step_loads
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
 from kafka_reassign.units import fmt_bytes
 
@@ -171,6 +171,8 @@ class PreflightReport:
     :param kept_lower: brokers whose lower throttle (set by someone else) the run keeps
     :param together: leader broker -> throttle its moves need when all are in flight at once
         (only where that is above the throttle; per-step throttle lists)
+    :param loads: the steps' :func:`~.estimate.step_loads` checked (prepare's estimate reads them too);
+        None when not kept
     """
 
     points: list[StallPoint]
@@ -178,6 +180,7 @@ class PreflightReport:
     rates: ProduceRates
     kept_lower: dict[int, float] = field(default_factory=dict)
     together: dict[int, float] = field(default_factory=dict)
+    loads: list[StepLoad] | None = field(default=None, repr=False, compare=False)
 
     @property
     def stalls(self) -> list[StallPoint]:
@@ -286,7 +289,7 @@ def preflight(steps: Sequence[Any], state: ClusterState, throttle: int | None, r
     brokers = {ld.leader for ld in loads} | {b for ld in loads for b in ld.adding}
     kept = effective_rates(throttle, current_configs or {}, brokers)
     if throttle is None and log_dir_throttle is None:
-        return PreflightReport(points=[], throttle=None, rates=rates)
+        return PreflightReport(points=[], throttle=None, rates=rates, loads=loads)
     limits = Limits(rate=throttle, log_dir_rate=log_dir_throttle, broker_rates=kept)
     points = stall_points(loads, limits, quota_load(loads, per_step))
     if throttle is None:
@@ -298,7 +301,8 @@ def preflight(steps: Sequence[Any], state: ClusterState, throttle: int | None, r
             if ld.adding and ld.produce > 0:
                 together[ld.leader] = together.get(ld.leader, 0.0) + (ld.in_sync_followers + len(ld.adding)) * ld.produce
         together = {b: need for b, need in together.items() if need >= limits.throttle(b)}
-    return PreflightReport(points=points, throttle=throttle, rates=rates, kept_lower=kept, together=together)
+    return PreflightReport(points=points, throttle=throttle, rates=rates, kept_lower=kept, together=together,
+                           loads=loads)
 
 
 def enforce(report: PreflightReport, allow_stalling_moves: bool) -> list[str]:
