@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from types import SimpleNamespace
+
 import pytest
 
 from kafka_reassign.cluster.admin import KafkaAdmin
@@ -44,13 +46,18 @@ class CannedAdmin(KafkaAdmin):
     def _broker_default_min_isr(self, broker_id):
         return 1
 
-    def _log_dirs_detail(self, broker_ids=None, partitions=None):
-        rows = [ReplicaLogDir(1, "/d1", "orders", 0, 500, 0, False), ReplicaLogDir(2, "/d2", "orders", 0, 400, 0, False),
-                ReplicaLogDir(2, "/d3", "orders", 0, 10, 0, True),  # a future replica: not the current one
-                ReplicaLogDir(2, "/d2", "orders", 1, 70, 0, False), ReplicaLogDir(1, "/d1", "orders", 1, 90, 0, False)]
-        return rows, {1: {"/d1": DirSpace(1000, -1)}, 2: {"/d2": DirSpace(2000, 0), "/d3": DirSpace(3000, 1200)}}, \
-            {2: frozenset({"/d3"})}
-
+    def _log_dirs_at_once(self, args):
+        def log_dir(path, total, usable, parts, error_code=0, **extra):
+            topics = [SimpleNamespace(name="orders", partitions=[
+                SimpleNamespace(partition_index=i, partition_size=size, offset_lag=0, is_future_key=fut)
+                for i, size, fut in parts])]
+            return SimpleNamespace(error_code=error_code, log_dir=path, total_bytes=total, usable_bytes=usable,
+                                   topics=topics, **extra)
+        # Broker 1 reports no usable bytes (-1, before DescribeLogDirs v4) and no is_cordoned (before v5).
+        return {1: [log_dir("/d1", 1000, -1, [(0, 500, False), (1, 90, False)]),
+                    log_dir("/gone", 0, 0, [(0, 1, False)], error_code=57)],  # an offline dir: skipped
+                2: [log_dir("/d2", 2000, 0, [(0, 400, False), (1, 70, False)], is_cordoned=False),
+                    log_dir("/d3", 3000, 1200, [(0, 10, True)], is_cordoned=True)]}  # future: not current
 
 def test_kafka_admin_and_its_stand_ins_implement_the_port():
     admin = CannedAdmin()
@@ -66,6 +73,7 @@ def test_cluster_state_is_assembled_from_the_reads():
     assert sorted(state.brokers) == [1, 2, 3]
     assert not state.brokers[3].alive and state.brokers[3].log_dirs == ()  # named by a replica, not registered
     assert state.brokers[2].log_dirs == ("/d2", "/d3") and state.brokers[2].capacity_bytes == {"/d2": 2000, "/d3": 3000}
+    assert state.brokers[1].log_dirs == ("/d1",) and state.brokers[1].capacity_bytes == {"/d1": 1000}
     # KIP-827 usable bytes: 0 is a full volume, -1 (broker 1: DescribeLogDirs before v4) not reported
     assert state.brokers[2].usable_bytes == {"/d2": 0, "/d3": 1200} and state.brokers[1].usable_bytes == {}
     # DescribeLogDirs v5 IsCordoned: /d3 cordoned, /d2 not, so broker 2 still takes new replicas
@@ -77,6 +85,13 @@ def test_cluster_state_is_assembled_from_the_reads():
     assert p1.size_bytes == 90  # no leader: the largest replica
     assert state.topics["orders"].configs == {"min.insync.replicas": "2"}
     assert state.in_flight[("orders", 0)].adding == (3,)
+
+
+def test_log_dir_rows_are_every_replica_of_each_answering_dir():
+    assert CannedAdmin().describe_log_dirs() == [
+        ReplicaLogDir(1, "/d1", "orders", 0, 500, 0, False), ReplicaLogDir(1, "/d1", "orders", 1, 90, 0, False),
+        ReplicaLogDir(2, "/d2", "orders", 0, 400, 0, False), ReplicaLogDir(2, "/d2", "orders", 1, 70, 0, False),
+        ReplicaLogDir(2, "/d3", "orders", 0, 10, 0, True)]
 
 
 def test_inherited_has_one_home_in_the_cluster_layer():

@@ -32,7 +32,7 @@ from kafka_reassign.cluster.metadata import BrokerNode, ClusterDescription, Part
 from kafka_reassign.cluster.tiered import EARLIEST, EARLIEST_LOCAL, EARLIEST_LOCAL_VERSION, LATEST, TieredOffsets
 from kafka_reassign.errors import KafkaAdminError
 from kafka_reassign.cluster.state import (BrokerInfo, ClusterState, DirSpace, InFlight, PartitionInfo,
-                                          ReplicaLogDir, TopicInfo, TopicPartition)
+                                          TopicInfo, TopicPartition)
 
 #: Per topic: partition index -> its Metadata.
 TopicPartitions = dict[str, dict[int, PartitionMetadata]]
@@ -61,16 +61,25 @@ def _readable_topics(metas: Iterable[TopicMetadata]) -> tuple[TopicPartitions, d
     return partitions, internal, referenced
 
 
-def _placement(rows: Iterable[ReplicaLogDir]
+def _placement(answers: Mapping[int, list[Any]]
                ) -> tuple[dict[tuple[str, int, int], int], dict[tuple[str, int], dict[int, str]]]:
-    """Current replicas' sizes by (topic, partition, broker) and dirs by (topic, partition) (future ones skipped)."""
+    """Current replicas' sizes by (topic, partition, broker) and dirs by (topic, partition) (future ones
+    skipped), from each broker's decoded DescribeLogDirs results (``LogDirAccess._log_dir_answers``)."""
     sizes: dict[tuple[str, int, int], int] = {}
     dirs: dict[tuple[str, int], dict[int, str]] = {}
-    for r in rows:
-        if r.is_future:
-            continue
-        sizes[(r.topic, r.partition, r.broker)] = r.size
-        dirs.setdefault((r.topic, r.partition), {})[r.broker] = r.path
+    for b, results in answers.items():
+        for d in results:
+            if d.error_code:
+                continue
+            path = d.log_dir
+            for t in d.topics:
+                name = t.name
+                for p in t.partitions:
+                    if p.is_future_key:
+                        continue
+                    idx = int(p.partition_index)
+                    sizes[(name, idx, b)] = int(p.partition_size)
+                    dirs.setdefault((name, idx), {})[b] = path
     return sizes, dirs
 
 
@@ -91,9 +100,13 @@ def _brokers(alive: Mapping[int, BrokerNode], referenced: set[int],
 
 
 def _topic_info(name: str, partitions: Mapping[int, PartitionMetadata], alive: Mapping[int, BrokerNode],
-                rows: Iterable[ReplicaLogDir], internal: bool, configs: dict[str, str]) -> TopicInfo:
-    """One topic of the cluster state; a partition's size is its leader's (else its largest replica's)."""
-    sizes, dirs = _placement(rows)
+                placement: tuple[dict[tuple[str, int, int], int], dict[tuple[str, int], dict[int, str]]],
+                internal: bool, configs: dict[str, str]) -> TopicInfo:
+    """One topic of the cluster state; a partition's size is its leader's (else its largest replica's).
+
+    :param placement: the cluster's replica sizes and dirs (:func:`_placement`)
+    """
+    sizes, dirs = placement
     parts_out: dict[int, PartitionInfo] = {}
     for idx, p in sorted(partitions.items()):
         replicas, leader = p.replicas, p.leader
@@ -174,15 +187,13 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         topic_names = sorted(partitions)
         configs = self._topic_min_isr(topic_names)
         default_min_isr = self._broker_default_min_isr(next(iter(alive), None))
-        replica_rows: list[ReplicaLogDir] = []
+        answers: dict[int, list[Any]] = {}
         broker_dirs: dict[int, dict[str, DirSpace]] = {}
         cordoned: dict[int, frozenset[str]] = {}
         if include_log_dirs and alive:
-            replica_rows, broker_dirs, cordoned = self._log_dirs_detail(sorted(alive))
-        by_topic: dict[str, list[ReplicaLogDir]] = {}
-        for r in replica_rows:
-            by_topic.setdefault(r.topic, []).append(r)
-        topics_out = {name: _topic_info(name, partitions[name], alive, by_topic.get(name, []),
+            answers, broker_dirs, cordoned = self._log_dir_answers(sorted(alive))
+        placement = _placement(answers)
+        topics_out = {name: _topic_info(name, partitions[name], alive, placement,
                                         internal.get(name, False), configs.get(name, {})) for name in topic_names}
         return ClusterState(brokers=_brokers(alive, referenced, broker_dirs, cordoned), topics=topics_out, in_flight=in_flight,
                             cluster_id=cluster.cluster_id, controller_id=cluster.controller_id,

@@ -32,6 +32,19 @@ class LogDirAccess(AdminConnection):
                          partitions: Iterable[TopicPartition] | Mapping[int, Iterable[TopicPartition]] | None = None
                          ) -> tuple[list[ReplicaLogDir], dict[int, dict[str, DirSpace]], dict[int, frozenset[str]]]:
         """(replica rows, {broker: {log dir: its total and usable bytes}}, {broker: cordoned log dirs})."""
+        answers, dirs, cordoned = self._log_dir_answers(broker_ids, partitions)
+        rows = [ReplicaLogDir(broker=b, path=d.log_dir, topic=t.name, partition=int(p.partition_index),
+                              size=int(p.partition_size), offset_lag=int(p.offset_lag), is_future=bool(p.is_future_key))
+                for b, results in answers.items() for d in results if not d.error_code
+                for t in d.topics for p in t.partitions]
+        return rows, dirs, cordoned
+
+    def _log_dir_answers(self, broker_ids: Iterable[int] | None = None,
+                         partitions: Iterable[TopicPartition] | Mapping[int, Iterable[TopicPartition]] | None = None
+                         ) -> tuple[dict[int, list[Any]], dict[int, dict[str, DirSpace]], dict[int, frozenset[str]]]:
+        """(each answering broker's decoded DescribeLogDirs results, its dirs' total and usable bytes,
+        its cordoned dirs): :meth:`_log_dirs_detail` before its rows, which the cluster state does
+        without (it reads sizes and dirs straight from the results: 400,000 rows at 300 brokers)."""
         if broker_ids is None:
             broker_ids = sorted(self.describe_cluster().alive)
 
@@ -48,9 +61,9 @@ class LogDirAccess(AdminConnection):
         else:
             shared = by_topic(partitions) if partitions is not None else None
             if shared is not None and not shared:
-                return [], {}, {}
+                return {}, {}, {}
             args = {b: shared for b in broker_ids}
-        rows: list[ReplicaLogDir] = []
+        read: dict[int, list[Any]] = {}
         dirs: dict[int, dict[str, DirSpace]] = {}
         cordoned: dict[int, set[str]] = {}
         answers = self._log_dirs_at_once(args)
@@ -64,6 +77,7 @@ class LogDirAccess(AdminConnection):
                     continue
             # Read from the decoded results as they are: a poll of 300 brokers spent more in
             # kafka-python's to_dict() of every entry than in decoding them.
+            read[b] = results
             for d in results:
                 if d.error_code:
                     continue
@@ -72,12 +86,7 @@ class LogDirAccess(AdminConnection):
                                                              int(getattr(d, "usable_bytes", -1)))
                 if getattr(d, "is_cordoned", False):  # DescribeLogDirs v5 (KIP-1066, Kafka 4.3+); absent before
                     cordoned.setdefault(b, set()).add(d.log_dir)
-                for t in d.topics:
-                    for p in t.partitions:
-                        rows.append(ReplicaLogDir(broker=b, path=d.log_dir, topic=t.name,
-                                                  partition=int(p.partition_index), size=int(p.partition_size),
-                                                  offset_lag=int(p.offset_lag), is_future=bool(p.is_future_key)))
-        return rows, dirs, {b: frozenset(c) for b, c in cordoned.items()}
+        return read, dirs, {b: frozenset(c) for b, c in cordoned.items()}
 
     def _log_dirs_at_once(self, args: Mapping[int, dict[str, list[int]] | None]) -> dict[int, list[Any]]:
         """One DescribeLogDirs to every broker, all in flight together (one round trip per poll,
