@@ -110,6 +110,9 @@ def test_edge_cases() -> None:
     copy = Copy(leader=1, adding=(2,), size_bytes=10 * MB, sources=(1, 3))
     dead = source_free_bound([copy], Limits(rate=MB, broker_rates={1: 0.0, 3: 0.0}))
     assert math.isinf(dead.seconds) and dead.side == "out"
+    # One sender at 0 B/s and one left: the copy finishes through the other.
+    half = source_free_bound([copy], Limits(rate=MB, broker_rates={1: 0.0}))
+    assert half.seconds == pytest.approx(10.0)
     # An unthrottled sender costs no time; the receiver's inbound still does.
     free = source_free_bound([copy], Limits(rate=MB, broker_rates={3: math.inf}, network={3: math.inf}))
     assert free.seconds == pytest.approx(10.0) and free.side == "in"

@@ -194,3 +194,21 @@ def test_plan_estimate_is_the_run_estimate_of_its_steps(rate):
     assert bool(stalls) == (rate == 3 * MB) and math.isinf(got.seconds) == bool(stalls)
     one, per_batch = estimate_batches([steps], state, limits, pipelined=True, per_step=True)
     assert per_batch == [max(one.broker_seconds.values())] and one.to_json() == want.to_json()
+
+
+@pytest.mark.parametrize("rate", [3 * MB, None])
+def test_run_estimate_on_the_preflight_checks_loads_is_the_one_it_makes(rate):
+    # prepare hands the pre-flight check's step loads to estimate_run instead of making them again.
+    from kafka_reassign.execution.steps import plan_all_steps
+    from kafka_reassign.planning.estimate import estimate_run
+    from kafka_reassign.planning.plan import PartitionMove
+    from kafka_reassign.planning.plan_estimate import planned_state
+    from kafka_reassign.planning.preflight import ProduceRates, preflight
+
+    moves = _generated_plan(60, seed=11)
+    state, limits = planned_state(moves), Limits(rate=rate, log_dir_rate=rate)
+    steps = plan_all_steps([PartitionMove(m.topic, m.partition, m.target, log_dirs=m.log_dirs) for m in moves], state)
+    check = preflight(steps, state, rate, ProduceRates(rates={}, source="given"), log_dir_throttle=rate, per_step=True)
+    assert check.loads == step_loads(steps, state)
+    got = estimate_run(steps, state, limits, check.loads)
+    assert got.to_json() == estimate_run(steps, state, limits).to_json()

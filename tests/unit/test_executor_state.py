@@ -42,6 +42,15 @@ def test_limits_at_or_below_zero_are_refused_by_name():
         ExecutionLimits(strategy="random").validate()
 
 
+def test_a_step_that_can_never_fit_a_cap_below_one_is_refused():
+    step = StepMove("t", 0, (1, 2), (3, 1))  # touches brokers 2 and 3, moves the leader
+    ExecutionLimits().validate([step])  # caps of 1 or more: every step fits (the steps go unread)
+    with pytest.raises(ParamError, match="t-0"):
+        ExecutionLimits(max_movements_per_broker=0.5).validate([step])  # type: ignore[arg-type]
+    with pytest.raises(ParamError, match="t-0"):
+        ExecutionLimits(max_leader_movements=0.5).validate([step])  # type: ignore[arg-type]
+    ExecutionLimits(max_leader_movements=0.5).validate([StepMove("t", 0, (1, 2), (1, 3))])  # type: ignore[arg-type]
+
 def test_caps_hold_and_a_partition_waits_for_its_previous_step():
     steps = chain("t", 0, [(1, 2, 3), (4, 1, 2), (4, 5, 1), (4, 5, 6)]) + \
         [s for p in range(1, 7) for s in chain("t", p, [(1, 2), (3, 1)])]

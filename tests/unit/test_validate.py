@@ -6,7 +6,7 @@ import pytest
 from kafka_reassign.errors import ParamError, PlanValidationError
 from kafka_reassign.planning.plan import ReassignmentPlan
 from kafka_reassign.cluster.state import ClusterState
-from kafka_reassign.planning.plan_checks import validate_plan
+from kafka_reassign.planning.plan_checks import validate_plan, validated_plan
 from kafka_reassign.planning.validate import ReassignParams, validate_params
 
 
@@ -156,6 +156,19 @@ def test_drift_check_passes_for_unchanged_and_finished_partitions():
 def test_parsed_plan_object_accepted():
     validate_plan(ReassignmentPlan.from_json(plan(e(replicas=[1, 2, 4]))), cluster(), refuse_foreign_in_flight=False)
 
+
+def test_validated_plan_is_the_plan_from_json_parses_or_the_one_given():
+    import json
+    raw = plan(e(partition=0, replicas=[1, 2, 4], log_dirs=["any", "/d2", "any"]),
+               e(partition=1, replicas=[1, 2, 5], original_replicas=[1, 2, 3]))
+    for given in (raw, json.dumps(raw)):
+        parsed, warnings = validated_plan(given, cluster(), refuse_foreign_in_flight=False)
+        assert parsed == ReassignmentPlan.from_json(given)
+        assert warnings == validate_plan(given, cluster(), refuse_foreign_in_flight=False)
+    already = ReassignmentPlan.from_json(raw)
+    assert validated_plan(already, cluster(), refuse_foreign_in_flight=False)[0] is already
+    with pytest.raises(PlanValidationError):
+        validated_plan(plan(e(topic="nope")), cluster())
 
 def test_params_defaults_and_each_rejection():
     assert validate_params({}) == ReassignParams()

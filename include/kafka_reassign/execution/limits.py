@@ -94,9 +94,10 @@ class ExecutionLimits:
             parse_strategy(self.strategy)
         except ValueError as exc:
             problems.append(Problem("strategy", str(exc), "bad_param"))
-        if not problems:
+        # A step needs one slot on each broker it touches and, when it moves the leader, one leader
+        # movement: with both caps at 1 or more every step fits, so the million steps go unread.
+        if not problems and (self.max_movements_per_broker < 1 or self.max_leader_movements < 1):
             for s in steps:
-                # A step adds or removes at most one replica per broker: it needs one slot on each.
                 load = {b: 1 for b in s.brokers_touched}
                 over = [b for b, n in load.items() if n > self.max_movements_per_broker]
                 if over or (s.moves_leader and self.max_leader_movements < 1):

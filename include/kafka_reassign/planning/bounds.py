@@ -185,12 +185,16 @@ def source_free_bound(loads: Iterable[CopyLoad], limits: BrokerLimits) -> Bound:
         if ld.adding and ld.size_bytes > 0:
             key = tuple(sorted({ld.leader, *ld.sources}))
             groups[key] = groups.get(key, 0.0) + ld.size_bytes * len(ld.adding)
-    rates = {b: _rate(limits, b) for key in groups for b in key}
+    # Each broker's rate once, in the order the groups first name them (a hundred thousand groups
+    # name the same few hundred brokers).
+    rates = {b: _rate(limits, b) for b in dict.fromkeys(b for key in groups for b in key)}
     # A copy an unthrottled broker may send costs no time; one nobody may send never finishes.
-    groups = {k: d for k, d in groups.items() if not any(math.isinf(rates[b]) for b in k)}
-    for key in groups:
-        if all(rates[b] <= 0 for b in key):
-            return Bound(INF, key[0], "out", key)
+    if any(math.isinf(r) for r in rates.values()):
+        groups = {k: d for k, d in groups.items() if not any(math.isinf(rates[b]) for b in k)}
+    if any(r <= 0 for r in rates.values()):
+        for key in groups:
+            if all(rates[b] <= 0 for b in key):
+                return Bound(INF, key[0], "out", key)
     outbound = _least_outbound(groups, rates, inbound.seconds)
     return inbound if outbound is None else outbound
 

@@ -344,7 +344,8 @@ def estimate_loads(per_batch: Sequence[Sequence[StepLoad]], state: ClusterState 
                      broker_seconds=whole, stalled=stalled), batch_secs)
 
 
-def estimate_run(steps: Sequence[Any], state: ClusterState, limits: Limits) -> Estimate:
+def estimate_run(steps: Sequence[Any], state: ClusterState, limits: Limits,
+                 loads: Sequence[StepLoad] | None = None) -> Estimate:
     """The estimate of a run as the executor makes it, shared by the dry run, the planner's
     summary, the rehearsal's comparison and the UI.
 
@@ -354,8 +355,11 @@ def estimate_run(steps: Sequence[Any], state: ClusterState, limits: Limits) -> E
     :param steps: the run's StepMove-like steps, in executor order
     :param state: leaders, ISR and produce rates before the run
     :param limits: throttles and capacities
+    :param loads: ``step_loads(steps, state)`` when the caller made them (prepare's pre-flight check did)
     """
-    return estimate_batches([list(steps)], state, limits, pipelined=True, per_step=True)[0]
+    if loads is None:
+        loads = step_loads(steps, state)
+    return estimate_loads([loads], state, limits, pipelined=True, per_step=True)[0]
 
 
 @dataclass(frozen=True)

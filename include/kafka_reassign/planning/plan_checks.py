@@ -285,6 +285,22 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
     :raises PlanValidationError: with every problem found; nothing has been written
     :returns: warnings (non-fatal: under-replicated partitions, partitions already at target)
     """
+    return validated_plan(plan, state, allow_rf_change=allow_rf_change, own_run_id=own_run_id,
+                          allow_internal_topics=allow_internal_topics, own_targets=own_targets,
+                          refuse_foreign_in_flight=refuse_foreign_in_flight)[1]
+
+
+def validated_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterState, *,
+                   allow_rf_change: bool = False, own_run_id: str | None = None,
+                   allow_internal_topics: bool = False,
+                   own_targets: SubmittedTargets | None = None,
+                   refuse_foreign_in_flight: bool = True) -> tuple[ReassignmentPlan, list[str]]:
+    """:func:`validate_plan`, which also returns the plan it checked: a plan given parsed as is, a
+    JSON object as parsed here (prepare parsed a 100k-move plan twice), text by ``from_json``.
+
+    :raises PlanValidationError: as :func:`validate_plan`
+    :returns: (the plan, warnings)
+    """
     found = _Findings()
     moves, names = _read_moves(plan, found)
     opts = _Options(allow_rf_change=allow_rf_change, allow_internal_topics=allow_internal_topics,
@@ -308,4 +324,8 @@ def validate_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: ClusterS
                                  f"({len(moves)} partition(s)); no change is made")
     if found.problems:
         raise PlanValidationError(found.problems)
-    return found.warnings
+    if isinstance(plan, ReassignmentPlan):
+        return plan, found.warnings
+    # An object without problems parsed whole; text goes through from_json, which also reads
+    # kafka-reassign-partitions.sh --generate output.
+    return (ReassignmentPlan(moves) if isinstance(plan, dict) else ReassignmentPlan.from_json(plan)), found.warnings

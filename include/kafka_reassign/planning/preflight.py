@@ -27,7 +27,7 @@ from kafka_reassign.cluster.config_source import ConfigsRead
 from kafka_reassign.cluster.consumers import bytes_per_offset
 from kafka_reassign.cluster.port import ClusterReader, KafkaAdminPort
 from kafka_reassign.errors import PreflightError, Problem
-from kafka_reassign.planning.estimate import Limits, StallPoint, quota_load, stall_points, step_loads
+from kafka_reassign.planning.estimate import Limits, StallPoint, StepLoad, quota_load, stall_points, step_loads
 from kafka_reassign.cluster.state import ClusterState, TopicPartition
 from kafka_reassign.units import fmt_bytes
 
@@ -171,6 +171,8 @@ class PreflightReport:
     :param kept_lower: brokers whose lower throttle (set by someone else) the run keeps
     :param together: leader broker -> throttle its moves need when all are in flight at once
         (only where that is above the throttle; per-step throttle lists)
+    :param loads: the steps' :func:`~.estimate.step_loads` checked (prepare's estimate reads them too);
+        None when not kept
     """
 
     points: list[StallPoint]
@@ -178,6 +180,7 @@ class PreflightReport:
     rates: ProduceRates
     kept_lower: dict[int, float] = field(default_factory=dict)
     together: dict[int, float] = field(default_factory=dict)
+    loads: list[StepLoad] | None = field(default=None, repr=False, compare=False)
 
     @property
     def stalls(self) -> list[StallPoint]:
@@ -215,6 +218,10 @@ class PreflightReport:
 
     def warnings(self) -> list[str]:
         """Slow moves (most of the throttle goes to in-sync traffic) and what was not checked."""
+        return self._warnings(self.slow)
+
+    def _warnings(self, slow: list[StallPoint]) -> list[str]:
+        """:meth:`warnings` given :attr:`slow` (a pass over every point: a million at 3M replicas)."""
         out = []
         if self.rates.source == "none":
             out.append("stall check skipped: " + self.rates.describe())
@@ -222,7 +229,7 @@ class PreflightReport:
             out.append(f"stall check incomplete: produce rate of {len(self.rates.missing)} partition(s) not "
                        "measured (no leader)")
         by_broker: dict[tuple[int, str], list[StallPoint]] = {}
-        for p in self.slow:
+        for p in slow:
             by_broker.setdefault((p.broker, p.side), []).append(p)
         for (b, side), pts in sorted(by_broker.items()):
             pts.sort(key=lambda p: p.catch_up)
@@ -241,10 +248,11 @@ class PreflightReport:
         return out
 
     def to_json(self) -> dict[str, Any]:
+        stalls, slow = self.stalls, self.slow  # each a pass over every point: made once here
         return {"throttle": self.throttle, "rates_source": self.rates.source, "rates": self.rates.describe(),
                 "smallest_throttle": self.smallest_throttle,
-                "stalls": [_point_json(p) for p in self.stalls[:NAMED * 5]], "stall_count": len(self.stalls),
-                "slow_count": len(self.slow), "warnings": self.warnings()}
+                "stalls": [_point_json(p) for p in stalls[:NAMED * 5]], "stall_count": len(stalls),
+                "slow_count": len(slow), "warnings": self._warnings(slow)}
 
 
 def _point_json(p: StallPoint) -> dict[str, Any]:
@@ -286,7 +294,7 @@ def preflight(steps: Sequence[Any], state: ClusterState, throttle: int | None, r
     brokers = {ld.leader for ld in loads} | {b for ld in loads for b in ld.adding}
     kept = effective_rates(throttle, current_configs or {}, brokers)
     if throttle is None and log_dir_throttle is None:
-        return PreflightReport(points=[], throttle=None, rates=rates)
+        return PreflightReport(points=[], throttle=None, rates=rates, loads=loads)
     limits = Limits(rate=throttle, log_dir_rate=log_dir_throttle, broker_rates=kept)
     points = stall_points(loads, limits, quota_load(loads, per_step))
     if throttle is None:
@@ -298,7 +306,8 @@ def preflight(steps: Sequence[Any], state: ClusterState, throttle: int | None, r
             if ld.adding and ld.produce > 0:
                 together[ld.leader] = together.get(ld.leader, 0.0) + (ld.in_sync_followers + len(ld.adding)) * ld.produce
         together = {b: need for b, need in together.items() if need >= limits.throttle(b)}
-    return PreflightReport(points=points, throttle=throttle, rates=rates, kept_lower=kept, together=together)
+    return PreflightReport(points=points, throttle=throttle, rates=rates, kept_lower=kept, together=together,
+                           loads=loads)
 
 
 def enforce(report: PreflightReport, allow_stalling_moves: bool) -> list[str]:

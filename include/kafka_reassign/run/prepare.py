@@ -23,8 +23,9 @@ from kafka_reassign.execution.sourcing import choose_sources, with_lead_steps
 from kafka_reassign.execution.steps import StepMove, plan_all_steps, steps_from_rows, steps_to_rows
 from kafka_reassign.planning.estimate import Estimate, Limits, estimate_run
 from kafka_reassign.planning.plan import ReassignmentPlan
-from kafka_reassign.planning.plan_checks import validate_plan
-from kafka_reassign.planning.preflight import ProduceRates, enforce, measure_produce_rates, preflight
+from kafka_reassign.planning.plan_checks import validated_plan
+from kafka_reassign.planning.preflight import (PreflightReport, ProduceRates, enforce, measure_produce_rates,
+                                               preflight)
 from kafka_reassign.planning.validate import ReassignParams, validate_params
 from kafka_reassign.throttle.adaptive import floor_over_stall
 from kafka_reassign.throttle.apply import read_throttle_configs
@@ -208,10 +209,8 @@ def prepare(admin: ClusterReader, plan: ReassignmentPlan | dict[str, Any] | str,
     if params.rehearse and rehearser is None:
         raise ValueError("prepare(rehearse=True) needs a rehearser")
     state = state if state is not None else admin.cluster_state()
-    warnings = validate_plan(plan, state, allow_rf_change=params.allow_rf_change, own_run_id=run_id,
-                             allow_internal_topics=params.allow_internal_topics, own_targets=own_targets)
-    if not isinstance(plan, ReassignmentPlan):
-        plan = ReassignmentPlan.from_json(plan)
+    plan, warnings = validated_plan(plan, state, allow_rf_change=params.allow_rf_change, own_run_id=run_id,
+                                    allow_internal_topics=params.allow_internal_topics, own_targets=own_targets)
     steps = plan_all_steps(plan.moves, state)
     if params.leader_sourcing:
         steps = with_lead_steps(steps, choose_sources(steps, state))
@@ -227,7 +226,7 @@ def prepare(admin: ClusterReader, plan: ReassignmentPlan | dict[str, Any] | str,
     params = _adaptive_floor(params, check.smallest_throttle, warnings)
     if params.throttle_bytes_per_sec is None and any(s.adding for s in steps):
         warnings.append("no throttle: replication traffic is unbounded and may slow producers and consumers")
-    estimate, rehearsal = _estimate(admin, plan, params, steps, state, check.kept_lower, rates, rehearser)
+    estimate, rehearsal = _estimate(admin, plan, params, steps, state, check, rates, rehearser)
     leaders, urp = _leaders_and_urp(steps, state)
     return PreparedRun(plan=plan, params=params, steps=steps, throttle_spec=spec, throttle_changes=changes,
                        cluster_id=state.cluster_id, warnings=warnings, notes=notes,
@@ -262,13 +261,14 @@ def _throttle_rates(admin: ClusterReader, steps: list[StepMove], params: Reassig
 
 
 def _estimate(admin: ClusterReader, plan: ReassignmentPlan, params: ReassignParams, steps: list[StepMove],
-              state: ClusterState, kept_lower: Mapping[int, float], rates: ProduceRates,
+              state: ClusterState, check: PreflightReport, rates: ProduceRates,
               rehearser: Rehearser | None) -> tuple[Estimate, RehearsalReport | None]:
     """The moving-time estimate (a rehearsal's when one is made) and the rehearsal report (or None)."""
     limits = Limits(rate=params.throttle_bytes_per_sec, log_dir_rate=params.log_dir_throttle_bytes_per_sec,
-                    broker_rates=kept_lower)
+                    broker_rates=check.kept_lower)
     state = with_remote_sizes(admin, state, {s.topic for s in steps})  # tiered: bytes a move leaves remote
-    estimate = estimate_run(steps, state, limits)  # the planner summary's estimate too
+    # The pre-flight check's loads are of these steps on this state: remote sizes change no field they read.
+    estimate = estimate_run(steps, state, limits, check.loads)  # the planner summary's estimate too
     if rehearser is not None and params.rehearse and any(s.adding or s.is_log_dir_only for s in steps):
         rehearsal = rehearser(admin, plan, params, rates.rates)
         return rehearsal.estimate(), rehearsal  # a rehearsal, when made, is the estimate shown
