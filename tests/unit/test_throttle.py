@@ -167,6 +167,18 @@ def test_parse_replica_list_formats():
     assert parse_replica_list(None) == set()
 
 
+def test_a_formatted_list_reads_back_as_its_entries_without_a_parse():
+    from kafka_reassign.throttle import specs
+    entries = [(3, 7), (0, 2), (0, 1), (3, 7)]
+    value = specs.format_replica_list(entries)
+    assert value == "0:1,0:2,3:7"
+    read = specs.replica_set(value)
+    assert read == specs._parsed_list.__wrapped__(value) == frozenset(entries)
+    assert read is specs._FORMATTED[value]  # known from the write, not parsed again
+    assert specs.replica_set(" 0:1, 0:2,3:7") == read  # another spelling is parsed
+    assert specs.replica_set("*") == "*" and specs.replica_set(None) == frozenset()
+
+
 def test_config_change_json_and_describe():
     c = ConfigChange("broker", "1", LEADER_RATE, None, "100")
     assert ConfigChange.from_json(c.to_json()) == c

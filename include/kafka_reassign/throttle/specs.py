@@ -125,8 +125,10 @@ def parse_replica_list(value: str | None) -> set[tuple[int, int]] | str:
 
 def replica_set(value: str | None) -> frozenset[tuple[int, int]] | str:
     """:func:`parse_replica_list` read-only: the cached parse itself, not a copy (the executor's
-    list updates only combine sets)."""
-    return _parsed_list(value)
+    list updates only combine sets). A value this process formatted is known without a parse:
+    each refill reads back the lists the last one wrote."""
+    known = _FORMATTED.get(value) if value is not None else None
+    return known if known is not None else _parsed_list(value)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -154,8 +156,19 @@ def _parsed_list(value: str | None) -> frozenset[tuple[int, int]] | str:
     return frozenset(out)
 
 
+#: Values :func:`format_replica_list` made, with their entries (what parsing them gives back).
+_FORMATTED: dict[str, frozenset[tuple[int, int]]] = {}
+#: Values kept before they are all forgotten: a few per topic of a plan over a few hundred topics.
+_FORMATTED_MAX = 8192
+
+
 def format_replica_list(entries: Iterable[tuple[int, int]]) -> str:
-    return ",".join(f"{p}:{b}" for p, b in sorted(entries if isinstance(entries, (set, frozenset)) else set(entries)))
+    kept = entries if isinstance(entries, frozenset) else frozenset(entries)
+    value = ",".join(f"{p}:{b}" for p, b in sorted(kept))
+    if len(_FORMATTED) >= _FORMATTED_MAX:
+        _FORMATTED.clear()
+    _FORMATTED[value] = kept
+    return value
 
 
 @dataclass
