@@ -237,15 +237,16 @@ class DirectAdmin(KafkaAdmin):
 
     def _read_log_dirs(self, b: int, results: Any, rows: list[ReplicaLogDir], dirs: dict[int, dict[str, DirSpace]],
                        cordoned: dict[int, set[str]]) -> None:
+        """:meth:`LogDirAccess._read_log_dirs` of an answer from the model (or, over the wire, a decoded one)."""
         if not isinstance(results, _ModelDirs):  # asked over the wire: decoded results
-            return super()._read_log_dirs(b, results, rows, dirs, cordoned)
+            super()._read_log_dirs(b, results, rows, dirs, cordoned)
+            return
         for path, code, total, usable, topic_rows in results.dirs:
             if code:
                 continue
             note_dir(b, path, total, usable, path in results.cordoned, dirs, cordoned)
             rows.extend(ReplicaLogDir(b, path, name, index, size, lag, future)
                         for name, parts in topic_rows for index, size, lag, future in parts)
-        return None
 
 
 def _partition_entry(p: Any, alive: set[int]) -> _Partition:
