@@ -132,16 +132,6 @@ class StepMove:
     def adding(self) -> tuple[int, ...]:
         return tuple(b for b in self.target if b not in self.current)
 
-    @cached_property
-    def copy_entries(self) -> tuple[frozenset[tuple[int, int]], frozenset[tuple[int, int]]]:
-        """(partition, broker) of every replica the step copies from, and of every one it adds:
-        what KIP-73's leader and follower throttled-replica lists name while it is in flight
-        (neither for a step that adds no broker). Asked for every step in flight at every refill."""
-        if not self.adding:
-            return frozenset(), frozenset()
-        return (frozenset((self.partition, b) for b in self.current),
-                frozenset((self.partition, b) for b in self.adding))
-
     @property
     def removing(self) -> tuple[int, ...]:
         return tuple(b for b in self.current if b not in self.target)

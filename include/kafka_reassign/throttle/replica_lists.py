@@ -55,8 +55,14 @@ def _without(value: str | None, entries: Entries) -> str | None:
 
 
 def step_entries(step: StepMove) -> tuple[Entries, Entries]:
-    """(leader entries, follower entries) a step needs: every replica it copies from, every new one."""
-    return step.copy_entries
+    """(leader entries, follower entries) a step needs: every replica it copies from, every new one.
+
+    Made at each refill, not kept on the step: kept, every step of a 100,000-move plan would
+    hold two sets for the whole run, for a saving too small to measure."""
+    adding = step.adding
+    if not adding:
+        return set(), set()
+    return {(step.partition, b) for b in step.current}, {(step.partition, b) for b in adding}
 
 
 def wanted_entries(steps: Iterable[StepMove], topics: set[str]) -> dict[tuple[str, str], Entries]:
