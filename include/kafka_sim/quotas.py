@@ -314,18 +314,20 @@ class QuotaMeter:
         out += [origin + w + (k + i) * ms - now for i in range(purges)]
         return sorted(x for x in out if x > 1e-12)
 
-    def seconds_to_cross(self, bound: float, level: float = 0.0) -> float:
+    def seconds_to_cross(self, bound: float, level: float = 0.0, breaks: int | None = None) -> float:
         """Seconds until the allowance, moving at the current rate, reaches ``level`` (inf if never).
 
         :param bound: the quota in bytes/s
         :param level: allowance in bytes to reach
+        :param breaks: look no further than this many breaks ahead: not crossed by then, the answer
+            is the last break looked at, a time to ask again (None: as far as it takes)
         """
         if self.t is None:
             return math.inf if self.rate <= 0 or bound * self.min_span <= level else \
                 (bound * self.min_span - level) / self.rate
         if self._past_first_window() and self._never_crosses(bound, level):
             return math.inf
-        return self._walk_to_cross(bound, level)
+        return self._walk_to_cross(bound, level, breaks)
 
     def _past_first_window(self) -> bool:
         """Whether the span is at least the window from now on, while the course holds.
@@ -374,8 +376,8 @@ class QuotaMeter:
                 return False
         return True
 
-    def _walk_to_cross(self, bound: float, level: float) -> float:
-        """seconds_to_cross of an open meter, from break to break."""
+    def _walk_to_cross(self, bound: float, level: float, breaks: int | None = None) -> float:
+        """seconds_to_cross of an open meter, from break to break (``breaks``: at most that many)."""
         now = self.t
         assert now is not None
         tails: dict[float, float] = {}
@@ -390,7 +392,12 @@ class QuotaMeter:
         d0, a0 = 0.0, side
         # linear between breaks (the span's start stays put), jumps at breaks (samples purged);
         # after the last break the sawtooth repeats what the last sample did
-        for d1 in self._breaks(now):
+        ahead_breaks = self._breaks(now)
+        if breaks is not None and breaks < len(ahead_breaks):
+            ahead_breaks = ahead_breaks[:breaks]
+        else:
+            breaks = None
+        for d1 in ahead_breaks:
             if d0:  # at d0 = 0 the allowance is the one just found
                 a0 = ahead(bound, now + d0) - level
                 if d0 > 1e-9 and (a0 > 0) != (side > 0):
@@ -401,9 +408,9 @@ class QuotaMeter:
             d0 = d1
         if d0 > 1e-9 and ((ahead(bound, now + d0) - level > 0) != (side > 0)):
             return d0
-        return math.inf
+        return math.inf if breaks is None else d0
 
-    def cross_at(self, now: float, bound: float, level: float) -> float:
+    def cross_at(self, now: float, bound: float, level: float, breaks: int | None = None) -> float:
         """Time the allowance reaches ``level``: ``seconds_to_cross`` in absolute time, with a
         "never" kept while the meter's course, the bound and the level stay the same.
 
@@ -418,12 +425,13 @@ class QuotaMeter:
         :param now: simulated seconds (the meter's time once it records)
         :param bound: the quota in bytes/s
         :param level: allowance in bytes to reach
+        :param breaks: as :meth:`seconds_to_cross`
         """
         if self.t is None:
             return now + self.seconds_to_cross(bound, level)
         if self._never == (self.version, bound, level) and self._lump_at < self.ts[0]:
             return math.inf
-        seconds = self.seconds_to_cross(bound, level)
+        seconds = self.seconds_to_cross(bound, level, breaks)
         self._never = (self.version, bound, level) if math.isinf(seconds) else None
         return self.t + seconds
 

@@ -119,6 +119,7 @@ class QuantumPatches:
                     self._flow_rec[key] += (rate - f.rate) * f.fetched
                     self._record_rate(key)
                 touched.update(f.recorded)
+            index.rerate(f, rate)
             f.rate = rate
             net = rate - f.grow
             at = now + gap / net if net > 0 else math.inf
@@ -142,18 +143,18 @@ class QuantumPatches:
         """Max-min fair rates of ``moving`` within what the other flows leave of ``cap``; None when a
         link they cross might squeeze in-sync followers (:meth:`FetchSharing._squeezed_links`)."""
         keys = self._res_keys
-        crossed = {rid for f in moving for rid in f.rids}
+        theirs: dict[int, float] = {}  # resource -> the moving flows' rates on it
+        for f in moving:
+            rate = f.rate
+            for rid in f.rids:
+                theirs[rid] = theirs.get(rid, 0.0) + rate
         left: dict[int, float] = {}
         count: dict[int, int] = {}
-        ours = set(map(id, moving))
-        for rid in crossed:
-            members = index.by_rid[rid]
-            value = cap[keys[rid]]
-            for k, f in members.items():  # in plan order: the sum a walk over the plan takes
-                if k not in ours:
-                    value -= f.rate
-            left[rid], count[rid] = value, len(members)
-        for rid in crossed:
+        for rid, own in theirs.items():
+            others = index.used(rid) - own
+            left[rid] = cap[keys[rid]] - (others if others > 0.0 else 0.0)
+            count[rid] = len(index.by_rid[rid])
+        for rid in theirs:
             kind, b = keys[rid]
             if kind in ("o", "i") and cap[keys[rid]] / count[rid] < self._rate_bound.get(b, 0.0):
                 return None

@@ -15,6 +15,10 @@ from kafka_sim.state import Partition, is_throttled
 #: quota meter keys are (side, broker id): the leader's and the follower's replication quota
 LEADER_QUOTA = "lt"
 FOLLOWER_QUOTA = "ft"
+#: With a re-plan quantum, how many sample purges ahead a quota's crossing is looked for. Most
+#: quotas change course at the next full plan (at most a quantum away) before a far crossing is
+#: reached; one not found by then is asked again at the last purge looked at (QuotaMeter.cross_at).
+WALK_BREAKS = 2
 
 
 class ReplicationQuotas:
@@ -154,7 +158,8 @@ class ReplicationQuotas:
         which at every re-plan for every quota was the rehearsal's hot spot. A kept crossing
         equals a recomputed one up to rounding (the walk started later); not kept while a lump
         is in the window, where the walk's answer can depend on when it starts
-        (QuotaMeter.cross_at).
+        (QuotaMeter.cross_at). With a re-plan quantum a crossing is looked for only
+        ``WALK_BREAKS`` purges ahead; past them the event is a time to ask again.
         """
         bound = self._bound(key)
         if math.isinf(bound):
@@ -170,7 +175,7 @@ class ReplicationQuotas:
         if mode != 0:
             # spent, or back under the bound (where Kafka lets a fetch through again): not before,
             # or a quota held back between purges would let bytes in while still over its bound
-            event = meter.cross_at(self._t, bound, 0.0)
+            event = meter.cross_at(self._t, bound, 0.0, WALK_BREAKS if self._quantized() else None)
         else:
             event = meter.break_at(self._t)  # at the bound until the next sample purge
         if meter.t is not None and meter._lump_at < meter.ts[0]:

@@ -44,6 +44,7 @@ def local_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalKafk
         # are closed now, while their brokers still answer; found at exit instead, they
         # retried the stopped brokers and printed "Connection refused" after the session.
         gc.collect()
+        _report_live_clients()
         cluster.down()
 
 
@@ -82,3 +83,30 @@ def nothing_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
     made = request.node.stash.get(_TOPICS, [])
     left = throttle_configs(cluster.bootstrap_servers, cluster.brokers, made)
     assert not left, f"throttle configs left behind on the real cluster: {left}"
+
+
+def _report_live_clients() -> None:
+    """Name every confluent-kafka client still alive at the session's end, and what holds it.
+
+    Such a client retries the stopped brokers until the process exits ("Connection refused"
+    after the session's summary); what holds it is where a test or helper forgot to let it go.
+    """
+    import sys
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient
+    kinds = (Producer, Consumer, AdminClient)
+    every = gc.get_objects()
+    live = [obj for obj in every if isinstance(obj, kinds)]
+    for obj in live:
+        holders = []
+        for ref in gc.get_referrers(obj):
+            if ref is every or ref is live or type(ref).__name__ == "frame":
+                continue  # this function's own lists and frame
+            if isinstance(ref, dict):  # an object's __dict__ or a module's globals: name its owner
+                owners = [type(o).__name__ for o in gc.get_referrers(ref) if getattr(o, "__dict__", None) is ref]
+                holders.append(f"dict of {owners[:3]} at {[k for k, v in ref.items() if v is obj][:3]}")
+            else:
+                holders.append(type(ref).__name__)
+        print(f"live confluent-kafka client at session end: {type(obj).__name__}, held by {holders[:6]}",
+              file=sys.stderr)
+    del every, live

@@ -178,3 +178,27 @@ def test_the_next_break_is_the_first_of_the_breaks(aged):
             assert meter.next_break() == (breaks[0] if breaks else math.inf)
             seen += 1
     assert seen > 1_000
+
+
+@pytest.mark.parametrize("seed,aged", [(s, a) for s in range(3) for a in (True, False)])
+def test_a_walk_of_a_few_breaks_finds_the_near_crossing_or_a_time_to_ask_again_before_any(seed, aged):
+    """With a re-plan quantum the physics walks a quota's purges only a few breaks ahead: a crossing
+    there is the one the whole walk finds, to the bit; past them, the answer is a break no later than
+    the crossing (or any time, for a quota that never crosses), where the quota is asked again."""
+    rng = random.Random(seed)
+    near = far = 0
+    for _ in range(120):
+        bound = rng.choice([1 * MB, 2 * MB, 5 * MB])
+        for meter, _t in _random_history(rng, aged=aged, bound=bound):
+            if meter.t is None:
+                continue
+            whole = meter.seconds_to_cross(bound, 0.0)
+            short = meter.seconds_to_cross(bound, 0.0, breaks=2)
+            second = meter._breaks(meter.t)[1]
+            if whole <= second:
+                assert short == whole
+                near += 1
+            elif short != whole:  # (equal: "never" from the floor, before any walk)
+                assert short < whole and short in meter._breaks(meter.t)[:2]
+                far += 1
+    assert near > 300 and far > 300

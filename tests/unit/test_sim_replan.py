@@ -19,9 +19,9 @@ def _counting_crossings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls = [0]
     cross_at = QuotaMeter.cross_at
 
-    def counted(self: QuotaMeter, now: float, bound: float, level: float) -> float:
+    def counted(self: QuotaMeter, now: float, bound: float, level: float, breaks: int | None = None) -> float:
         calls[0] += 1
-        return cross_at(self, now, bound, level)
+        return cross_at(self, now, bound, level, breaks)
 
     monkeypatch.setattr(QuotaMeter, "cross_at", counted)
     return calls
