@@ -17,6 +17,8 @@ PRODUCE_WINDOW_S = 1.0
 
 def _changed_indices(old: object, new: object) -> set[int] | None:
     """Partition indices whose throttled status may differ between two specs (None: all)."""
+    if old is new:  # a list the write left alone: its parse is the cached one
+        return set()
     if old is True or new is True:
         return None if old != new else set()
     a = old if isinstance(old, frozenset) else frozenset()

@@ -262,3 +262,37 @@ def test_bad_snapshots_are_rejected():
         manual(snap)
     with pytest.raises(ValueError, match="no brokers"):
         manual({"version": 1, "brokers": [], "topics": []})
+
+
+LIST_VALUES = ["0:1", "0:1,1:2", "12:300,007:8", " 0:1", "0:1 ", "0:1\n", "0:1, 1:2", "0:1,", "0:1,,", "*", " * ",
+               "", ",", "0:1,,1:2", "0-1", "a:b", "*,0:1", "0:1:2", "1", "0:", ":1", "\u0663:1", "0:1,*", "+1:2"]
+
+
+def _reference_parse(value):
+    """parse_throttled_replicas as it was before its one-match path (split, then a split per item)."""
+    from kafka_sim.config_types import split_list
+    if value is None:
+        return None
+    items = [i for i in split_list(value) if i]
+    if items == ["*"]:
+        return True
+    return frozenset((int(a), int(b)) for a, b in (i.split(":") for i in items)) or None
+
+
+@pytest.mark.parametrize("value", LIST_VALUES)
+def test_replica_list_fast_paths_answer_as_the_full_parse(value):
+    # A list of pairs is validated and parsed in one match: the same value, error and entries
+    # as the split item by item.
+    from kafka_sim.config_types import (ConfigValueError, format_value, normalize, parse_throttled_replicas,
+                                        parse_value)
+    from kafka_sim.configs import TOPIC_CONFIGS
+    key = TOPIC_CONFIGS["leader.replication.throttled.replicas"]
+    try:
+        expected = format_value(key, parse_value(key, value))
+    except ConfigValueError as exc:
+        with pytest.raises(ConfigValueError) as got:
+            normalize(key, value)
+        assert str(got.value) == str(exc)
+        return
+    assert normalize(key, value) == expected
+    assert parse_throttled_replicas(expected) == _reference_parse(expected)
