@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
@@ -90,7 +90,7 @@ class ReplicaThrottle:
         self.cluster_id = cluster_id
         self.writes = 0
 
-    def update(self, admin: KafkaAdminPort, in_flight: Iterable[StepMove], topics: set[str],
+    def update(self, admin: KafkaAdminPort, in_flight: Collection[StepMove], topics: set[str],
                submitting: dict | None = None) -> list[ConfigChange]:
         """Bring the lists of ``topics`` to what ``in_flight`` needs; return the writes made.
 
@@ -102,7 +102,6 @@ class ReplicaThrottle:
         """
         if not topics and not submitting:
             return []
-        in_flight = list(in_flight)
         want = wanted_entries(in_flight, topics)
         current = admin.describe_configs(broker_ids=(), topics=sorted(topics),
                                          keys=(LEADER_REPLICAS, FOLLOWER_REPLICAS)) if topics else {}
@@ -193,7 +192,8 @@ class ReplicaThrottle:
         parsed_now, parsed_last = replica_set(now), replica_set(last)
         if isinstance(parsed_now, str) or isinstance(parsed_last, str):
             return set()
-        return ((parsed_last - _entries(prior)) - needed) & parsed_now
+        # one set made on the way, not two: this runs for both lists of every topic a refill writes
+        return (parsed_last & parsed_now).difference(_entries(prior), needed)
 
     @staticmethod
     def _ours(prior: str | None, needed: Entries, known: tuple[tuple[Entries, str | None], ...] = ()) -> str | None:
