@@ -67,12 +67,17 @@ def step_entries(step: StepMove) -> tuple[Entries, Entries]:
 
 def wanted_entries(steps: Iterable[StepMove], topics: set[str]) -> dict[tuple[str, str], Entries]:
     """(topic, key) -> entries the given in-flight steps need, for ``topics``."""
-    out: dict[tuple[str, str], Entries] = {(t, k): set() for t in topics for k in (LEADER_REPLICAS, FOLLOWER_REPLICAS)}
+    # one lookup per step of the topic's two sets, not two of their keys made anew
+    both: dict[str, tuple[set[tuple[int, int]], set[tuple[int, int]]]] = {t: (set(), set()) for t in topics}
     for s in steps:
-        if s.topic in topics:
+        sets = both.get(s.topic)
+        if sets is not None:
             lead, follow = step_entries(s)
-            out[(s.topic, LEADER_REPLICAS)] |= lead
-            out[(s.topic, FOLLOWER_REPLICAS)] |= follow
+            sets[0].update(lead)
+            sets[1].update(follow)
+    out: dict[tuple[str, str], Entries] = {}
+    for t, (lead, follow) in both.items():
+        out[(t, LEADER_REPLICAS)], out[(t, FOLLOWER_REPLICAS)] = lead, follow
     return out
 
 
@@ -192,8 +197,7 @@ class ReplicaThrottle:
         parsed_now, parsed_last = replica_set(now), replica_set(last)
         if isinstance(parsed_now, str) or isinstance(parsed_last, str):
             return set()
-        # one set made on the way, not two: this runs for both lists of every topic a refill writes
-        return (parsed_last & parsed_now).difference(_entries(prior), needed)
+        return ((parsed_last - _entries(prior)) - needed) & parsed_now
 
     @staticmethod
     def _ours(prior: str | None, needed: Entries, known: tuple[tuple[Entries, str | None], ...] = ()) -> str | None:
