@@ -211,11 +211,11 @@ class BrokerConfigState:
         :param include_synonyms: fill ``synonyms``
         :param broker_id: the broker answering, whose per-broker dynamic configs apply
         """
-        wanted = set(keys) if keys is not None else None
+        # only the names asked for, in the same (sorted) order: the executor asks for two at each refill
+        names = sorted(TOPIC_CONFIGS) if keys is None else sorted(n for n in set(keys) if n in TOPIC_CONFIGS)
         out = []
-        for name, key in sorted(TOPIC_CONFIGS.items()):
-            if wanted is not None and name not in wanted:
-                continue
+        for name in names:
+            key = TOPIC_CONFIGS[name]
             syns: list[ConfigSynonym] = []
             if key.synonyms:
                 primary = key.synonyms[0][0]

@@ -296,3 +296,17 @@ def test_replica_list_fast_paths_answer_as_the_full_parse(value):
         return
     assert normalize(key, value) == expected
     assert parse_throttled_replicas(expected) == _reference_parse(expected)
+
+
+def test_topic_described_by_name_as_in_the_full_description(m):
+    # Only the names asked for are looked at: the same entries, in the same order, as those
+    # names in the description of every config (unknown names give nothing, as in Kafka).
+    m.incremental_alter_configs(2, "t", [("leader.replication.throttled.replicas", SET, "0:1"),
+                                         ("retention.ms", SET, "1000")])
+    full = m.describe_configs(2, "t", None)[2]
+    asked = ["retention.ms", "no.such.config", "leader.replication.throttled.replicas", "cleanup.policy",
+             "retention.ms"]
+    code, _msg, got = m.describe_configs(2, "t", asked)
+    assert code == E.NONE
+    assert got == [e for e in full if e.name in asked]
+    assert [e.name for e in got] == ["cleanup.policy", "leader.replication.throttled.replicas", "retention.ms"]
