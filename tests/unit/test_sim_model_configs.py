@@ -310,3 +310,28 @@ def test_topic_described_by_name_as_in_the_full_description(m):
     assert code == E.NONE
     assert got == [e for e in full if e.name in asked]
     assert [e.name for e in got] == ["cleanup.policy", "leader.replication.throttled.replicas", "retention.ms"]
+
+
+def test_topic_values_kept_validate_as_made_anew(monkeypatch):
+    # A value validated before is not validated again: the same normalized value, a bad one
+    # still refused with the same error, and a changed one validated (also once the kept ones
+    # are all forgotten).
+    from kafka_sim import config_resolution as cr
+    from kafka_sim.config_types import ConfigValueError, normalize
+    from kafka_sim.configs import TOPIC_CONFIGS
+    monkeypatch.setattr(cr, "_NORMALIZED_MAX", 3)
+    cr._NORMALIZED.clear()
+    cases = [{"retention.ms": " 1000 ", "cleanup.policy": "compact, delete"}, {"retention.ms": "1000"},
+             {"retention.ms": " 1000 ", "min.insync.replicas": "2"}, {"retention.ms": "-5"},
+             {"min.insync.replicas": "x"}, {"min.insync.replicas": "2", "segment.bytes": "1048576"},
+             {"retention.ms": "2000"}, {"min.insync.replicas": "x"}, {"retention.ms": " 1000 "}]
+    for configs in cases * 2:
+        try:
+            expected = {n: normalize(TOPIC_CONFIGS[n], v) for n, v in configs.items()}
+        except ConfigValueError as exc:
+            with pytest.raises(ConfigValueError) as got:
+                cr.validate_topic_configs(configs)
+            assert str(got.value) == str(exc)
+            continue
+        assert cr.validate_topic_configs(configs) == expected
+        assert len(cr._NORMALIZED) <= 3
