@@ -21,7 +21,6 @@ only entries this run added (in ``value``, not in ``prior``) are ever dropped. A
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import Any, Collection, Iterable
 
 from kafka_reassign.cluster.port import KafkaAdminPort
@@ -185,7 +184,8 @@ class ReplicaThrottle:
             for i in at:
                 c = record.changes[i]
                 value = landed if i == at[-1] else _without(c.value, gone - _entries(c.prior))
-                record.changes[i] = replace(c, value=value)
+                # made directly: dataclasses.replace looks the fields up again for every list landed
+                record.changes[i] = ConfigChange(c.resource_type, c.name, c.key, c.prior, value, c.inherited)
             if not our_entries([record.changes[i] for i in at]):
                 drop.update(at)
         record.changes = [c for i, c in enumerate(record.changes) if i not in drop]
