@@ -188,7 +188,8 @@ class ReplicaThrottle:
                 record.changes[i] = ConfigChange(c.resource_type, c.name, c.key, c.prior, value, c.inherited)
             if not our_entries([record.changes[i] for i in at]):
                 drop.update(at)
-        record.changes = [c for i, c in enumerate(record.changes) if i not in drop]
+        if drop:  # a list is dropped only once its topic has no move in flight: not at most refills
+            record.changes = [c for i, c in enumerate(record.changes) if i not in drop]
         return any(recorded != landed for recorded, landed, _gone in landing.values())
 
     @staticmethod
