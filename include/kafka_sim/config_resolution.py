@@ -18,6 +18,15 @@ from kafka_sim.configs import (
 )
 
 
+#: (name, value) -> the value normalized, for the scalar topic configs validated before: a write
+#: of one config validates every override of the topic again (Kafka checks the whole set), and
+#: the others are mostly unchanged (a replica list at each refill, beside a retention.ms). Lists
+#: are left out: their values change with every write.
+_NORMALIZED: dict[tuple[str, str], str] = {}
+#: values kept before they are all forgotten
+_NORMALIZED_MAX = 4096
+
+
 def validate_topic_configs(configs: Mapping[str, str]) -> dict[str, str]:
     """Validate a full set of topic overrides, return them normalized.
 
@@ -29,7 +38,16 @@ def validate_topic_configs(configs: Mapping[str, str]) -> dict[str, str]:
         key = TOPIC_CONFIGS.get(name)
         if key is None:
             raise ConfigValueError(f"Unknown topic config name: {name}")
-        out[name] = normalize(key, raw)
+        if key.type == ConfigType.LIST or raw is None:
+            out[name] = normalize(key, raw)
+            continue
+        done = _NORMALIZED.get((name, raw))
+        if done is None:  # a bad value raises every time: only valid ones are kept
+            done = normalize(key, raw)
+            if len(_NORMALIZED) >= _NORMALIZED_MAX:
+                _NORMALIZED.clear()
+            _NORMALIZED[(name, raw)] = done
+        out[name] = done
     return out
 
 
@@ -211,11 +229,11 @@ class BrokerConfigState:
         :param include_synonyms: fill ``synonyms``
         :param broker_id: the broker answering, whose per-broker dynamic configs apply
         """
-        wanted = set(keys) if keys is not None else None
+        # only the names asked for, in the same (sorted) order: the executor asks for two at each refill
+        names = sorted(TOPIC_CONFIGS) if keys is None else sorted(n for n in set(keys) if n in TOPIC_CONFIGS)
         out = []
-        for name, key in sorted(TOPIC_CONFIGS.items()):
-            if wanted is not None and name not in wanted:
-                continue
+        for name in names:
+            key = TOPIC_CONFIGS[name]
             syns: list[ConfigSynonym] = []
             if key.synonyms:
                 primary = key.synonyms[0][0]

@@ -188,6 +188,10 @@ def normalize(key: ConfigKey, raw: str) -> str:
     :param raw: the string value from the request
     :raises ConfigValueError: on an invalid value
     """
+    if key.validator is throttled_replicas_validator and raw is not None and _REPLICA_LIST.fullmatch(raw):
+        # Valid and described as it is (every item a pair, nothing to strip): one match instead of
+        # a split, a match per item and a join, for lists written at every refill of a large move.
+        return raw
     return format_value(key, parse_value(key, raw))
 
 
@@ -235,6 +239,8 @@ def valid_list(*allowed: str) -> Validator:
 
 
 _REPLICA = re.compile(r"[0-9]+:[0-9]+")
+#: a whole list of pairs without spaces or empty items: how tools write them, valid as it is
+_REPLICA_LIST = re.compile(r"[0-9]+:[0-9]+(?:,[0-9]+:[0-9]+)*")
 
 
 def throttled_replicas_validator(name: str, value: object) -> None:
@@ -267,6 +273,9 @@ def parse_throttled_replicas(value: str | None) -> bool | frozenset[tuple[int, i
     """
     if value is None:
         return None
+    if _REPLICA_LIST.fullmatch(value):  # pairs only: the numbers in order, without a split per item
+        numbers = map(int, value.replace(":", ",").split(","))
+        return frozenset(zip(numbers, numbers))
     items = [i for i in split_list(value) if i]
     if items == ["*"]:
         return True

@@ -7,6 +7,7 @@ active set when a follower or future replica of it has bytes to copy.
 from __future__ import annotations
 
 from collections import deque
+from operator import itemgetter
 
 from kafka_sim.replication_quotas import FOLLOWER_QUOTA, LEADER_QUOTA
 from kafka_sim.state import Partition, Replica, is_throttled
@@ -17,11 +18,14 @@ PRODUCE_WINDOW_S = 1.0
 
 def _changed_indices(old: object, new: object) -> set[int] | None:
     """Partition indices whose throttled status may differ between two specs (None: all)."""
+    if old is new:  # a list the write left alone: its parse is the cached one
+        return set()
     if old is True or new is True:
         return None if old != new else set()
     a = old if isinstance(old, frozenset) else frozenset()
     b = new if isinstance(new, frozenset) else frozenset()
-    return {i for i, _b in a ^ b}
+    # the indices in the order the comprehension gave them (the dirty set is ordered), made in C
+    return set(map(itemgetter(0), a ^ b))
 
 
 class ChangeTracking:

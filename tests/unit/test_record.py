@@ -66,6 +66,14 @@ def test_submitted_keeps_only_the_moves_still_in_flight():
     assert ThrottleRecord.from_json(rec.to_json()) == rec
 
 
+def test_submitted_moving_as_a_set_or_any_iterable_alike():
+    a, b = ThrottleRecord.new("r", "c", []), ThrottleRecord.new("r", "c", [])
+    for rec, moving in ((a, {("t", 0)}), (b, iter([("t", 0)]))):
+        rec.add_submitted({("t", 0): [1, 2], ("t", 1): [2, 3], ("t", 2): [3, 4]})
+        assert rec.add_submitted({("t", 2): [3, 5]}, moving=moving)  # t-1 finished; t-2 is being submitted
+    assert a.submitted == b.submitted == {("t", 0): ((1, 2),), ("t", 2): ((3, 4), (3, 5))}
+
+
 def test_memory_store_hands_out_copies_that_survive_a_json_round_trip():
     store = MemoryRecordStore()
     rec = ThrottleRecord.new("r", "c", [ConfigChange("topic", "t", "follower.replication.throttled.replicas",

@@ -262,3 +262,76 @@ def test_bad_snapshots_are_rejected():
         manual(snap)
     with pytest.raises(ValueError, match="no brokers"):
         manual({"version": 1, "brokers": [], "topics": []})
+
+
+LIST_VALUES = ["0:1", "0:1,1:2", "12:300,007:8", " 0:1", "0:1 ", "0:1\n", "0:1, 1:2", "0:1,", "0:1,,", "*", " * ",
+               "", ",", "0:1,,1:2", "0-1", "a:b", "*,0:1", "0:1:2", "1", "0:", ":1", "\u0663:1", "0:1,*", "+1:2"]
+
+
+def _reference_parse(value):
+    """parse_throttled_replicas as it was before its one-match path (split, then a split per item)."""
+    from kafka_sim.config_types import split_list
+    if value is None:
+        return None
+    items = [i for i in split_list(value) if i]
+    if items == ["*"]:
+        return True
+    return frozenset((int(a), int(b)) for a, b in (i.split(":") for i in items)) or None
+
+
+@pytest.mark.parametrize("value", LIST_VALUES)
+def test_replica_list_fast_paths_answer_as_the_full_parse(value):
+    # A list of pairs is validated and parsed in one match: the same value, error and entries
+    # as the split item by item.
+    from kafka_sim.config_types import (ConfigValueError, format_value, normalize, parse_throttled_replicas,
+                                        parse_value)
+    from kafka_sim.configs import TOPIC_CONFIGS
+    key = TOPIC_CONFIGS["leader.replication.throttled.replicas"]
+    try:
+        expected = format_value(key, parse_value(key, value))
+    except ConfigValueError as exc:
+        with pytest.raises(ConfigValueError) as got:
+            normalize(key, value)
+        assert str(got.value) == str(exc)
+        return
+    assert normalize(key, value) == expected
+    assert parse_throttled_replicas(expected) == _reference_parse(expected)
+
+
+def test_topic_described_by_name_as_in_the_full_description(m):
+    # Only the names asked for are looked at: the same entries, in the same order, as those
+    # names in the description of every config (unknown names give nothing, as in Kafka).
+    m.incremental_alter_configs(2, "t", [("leader.replication.throttled.replicas", SET, "0:1"),
+                                         ("retention.ms", SET, "1000")])
+    full = m.describe_configs(2, "t", None)[2]
+    asked = ["retention.ms", "no.such.config", "leader.replication.throttled.replicas", "cleanup.policy",
+             "retention.ms"]
+    code, _msg, got = m.describe_configs(2, "t", asked)
+    assert code == E.NONE
+    assert got == [e for e in full if e.name in asked]
+    assert [e.name for e in got] == ["cleanup.policy", "leader.replication.throttled.replicas", "retention.ms"]
+
+
+def test_topic_values_kept_validate_as_made_anew(monkeypatch):
+    # A value validated before is not validated again: the same normalized value, a bad one
+    # still refused with the same error, and a changed one validated (also once the kept ones
+    # are all forgotten).
+    from kafka_sim import config_resolution as cr
+    from kafka_sim.config_types import ConfigValueError, normalize
+    from kafka_sim.configs import TOPIC_CONFIGS
+    monkeypatch.setattr(cr, "_NORMALIZED_MAX", 3)
+    cr._NORMALIZED.clear()
+    cases = [{"retention.ms": " 1000 ", "cleanup.policy": "compact, delete"}, {"retention.ms": "1000"},
+             {"retention.ms": " 1000 ", "min.insync.replicas": "2"}, {"retention.ms": "-5"},
+             {"min.insync.replicas": "x"}, {"min.insync.replicas": "2", "segment.bytes": "1048576"},
+             {"retention.ms": "2000"}, {"min.insync.replicas": "x"}, {"retention.ms": " 1000 "}]
+    for configs in cases * 2:
+        try:
+            expected = {n: normalize(TOPIC_CONFIGS[n], v) for n, v in configs.items()}
+        except ConfigValueError as exc:
+            with pytest.raises(ConfigValueError) as got:
+                cr.validate_topic_configs(configs)
+            assert str(got.value) == str(exc)
+            continue
+        assert cr.validate_topic_configs(configs) == expected
+        assert len(cr._NORMALIZED) <= 3

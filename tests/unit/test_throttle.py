@@ -189,3 +189,14 @@ def test_config_change_json_and_describe():
     assert back == over == c and back.inherited == Inherited("900"), "the default seen is kept, not compared"
     assert "inherited" not in c.to_json(), "records without one stay as they were"
 
+
+
+def test_wanted_entries_per_topic_asked():
+    from kafka_reassign.throttle.replica_lists import step_entries, wanted_entries
+    steps = [StepMove("a", 0, (1, 2), (1, 3)), StepMove("a", 1, (2, 3), (2, 4)), StepMove("b", 0, (1, 2), (3, 2)),
+             StepMove("a", 2, (1, 2), (2, 1))]  # a reorder copies nothing: no entries
+    want = wanted_entries(steps, {"a", "c"})
+    assert want == {("a", LEADER_REPLICAS): {(0, 1), (0, 2), (1, 2), (1, 3)},
+                    ("a", FOLLOWER_REPLICAS): {(0, 3), (1, 4)},
+                    ("c", LEADER_REPLICAS): set(), ("c", FOLLOWER_REPLICAS): set()}
+    assert step_entries(steps[2]) == ({(0, 1), (0, 2)}, {(0, 3)})

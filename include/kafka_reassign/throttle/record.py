@@ -82,8 +82,9 @@ class ThrottleRecord:
         """
         new = False
         if moving is not None:
-            keep = set(moving) | set(targets)
-            gone = [k for k in self.submitted if k not in keep]
+            # looked up where they are: copying thousands of moves in flight into one set cost more
+            moving = moving if isinstance(moving, (set, frozenset)) else set(moving)
+            gone = [k for k in self.submitted if k not in moving and k not in targets]
             for k in gone:
                 del self.submitted[k]
             new = bool(gone)

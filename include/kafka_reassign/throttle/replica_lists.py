@@ -21,8 +21,7 @@ only entries this run added (in ``value``, not in ``prior``) are ever dropped. A
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from kafka_reassign.cluster.port import KafkaAdminPort
 from kafka_reassign.throttle.record import RecordStore, ThrottleRecord
@@ -67,12 +66,17 @@ def step_entries(step: StepMove) -> tuple[Entries, Entries]:
 
 def wanted_entries(steps: Iterable[StepMove], topics: set[str]) -> dict[tuple[str, str], Entries]:
     """(topic, key) -> entries the given in-flight steps need, for ``topics``."""
-    out: dict[tuple[str, str], Entries] = {(t, k): set() for t in topics for k in (LEADER_REPLICAS, FOLLOWER_REPLICAS)}
+    # one lookup per step of the topic's two sets, not two of their keys made anew
+    both: dict[str, tuple[set[tuple[int, int]], set[tuple[int, int]]]] = {t: (set(), set()) for t in topics}
     for s in steps:
-        if s.topic in topics:
+        sets = both.get(s.topic)
+        if sets is not None:
             lead, follow = step_entries(s)
-            out[(s.topic, LEADER_REPLICAS)] |= lead
-            out[(s.topic, FOLLOWER_REPLICAS)] |= follow
+            sets[0].update(lead)
+            sets[1].update(follow)
+    out: dict[tuple[str, str], Entries] = {}
+    for t, (lead, follow) in both.items():
+        out[(t, LEADER_REPLICAS)], out[(t, FOLLOWER_REPLICAS)] = lead, follow
     return out
 
 
@@ -90,7 +94,7 @@ class ReplicaThrottle:
         self.cluster_id = cluster_id
         self.writes = 0
 
-    def update(self, admin: KafkaAdminPort, in_flight: Iterable[StepMove], topics: set[str],
+    def update(self, admin: KafkaAdminPort, in_flight: Collection[StepMove], topics: set[str],
                submitting: dict | None = None) -> list[ConfigChange]:
         """Bring the lists of ``topics`` to what ``in_flight`` needs; return the writes made.
 
@@ -102,7 +106,6 @@ class ReplicaThrottle:
         """
         if not topics and not submitting:
             return []
-        in_flight = list(in_flight)
         want = wanted_entries(in_flight, topics)
         current = admin.describe_configs(broker_ids=(), topics=sorted(topics),
                                          keys=(LEADER_REPLICAS, FOLLOWER_REPLICAS)) if topics else {}
@@ -181,10 +184,12 @@ class ReplicaThrottle:
             for i in at:
                 c = record.changes[i]
                 value = landed if i == at[-1] else _without(c.value, gone - _entries(c.prior))
-                record.changes[i] = replace(c, value=value)
+                # made directly: dataclasses.replace looks the fields up again for every list landed
+                record.changes[i] = ConfigChange(c.resource_type, c.name, c.key, c.prior, value, c.inherited)
             if not our_entries([record.changes[i] for i in at]):
                 drop.update(at)
-        record.changes = [c for i, c in enumerate(record.changes) if i not in drop]
+        if drop:  # a list is dropped only once its topic has no move in flight: not at most refills
+            record.changes = [c for i, c in enumerate(record.changes) if i not in drop]
         return any(recorded != landed for recorded, landed, _gone in landing.values())
 
     @staticmethod
