@@ -91,9 +91,13 @@ def _brokers(alive: Mapping[int, BrokerNode], referenced: set[int],
 
 
 def _topic_info(name: str, partitions: Mapping[int, PartitionMetadata], alive: Mapping[int, BrokerNode],
-                rows: Iterable[ReplicaLogDir], internal: bool, configs: dict[str, str]) -> TopicInfo:
-    """One topic of the cluster state; a partition's size is its leader's (else its largest replica's)."""
-    sizes, dirs = _placement(rows)
+                sizes: Mapping[tuple[str, int, int], int], dirs: Mapping[tuple[str, int], dict[int, str]],
+                internal: bool, configs: dict[str, str]) -> TopicInfo:
+    """One topic of the cluster state; a partition's size is its leader's (else its largest replica's).
+
+    :param sizes: every current replica's size, by (topic, partition, broker) (:func:`_placement`)
+    :param dirs: every current replica's log dir, by (topic, partition)
+    """
     parts_out: dict[int, PartitionInfo] = {}
     for idx, p in sorted(partitions.items()):
         replicas, leader = p.replicas, p.leader
@@ -179,10 +183,8 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         cordoned: dict[int, frozenset[str]] = {}
         if include_log_dirs and alive:
             replica_rows, broker_dirs, cordoned = self._log_dirs_detail(sorted(alive))
-        by_topic: dict[str, list[ReplicaLogDir]] = {}
-        for r in replica_rows:
-            by_topic.setdefault(r.topic, []).append(r)
-        topics_out = {name: _topic_info(name, partitions[name], alive, by_topic.get(name, []),
+        sizes, dirs = _placement(replica_rows)  # keyed by topic: one pass over every replica, not one per topic
+        topics_out = {name: _topic_info(name, partitions[name], alive, sizes, dirs,
                                         internal.get(name, False), configs.get(name, {})) for name in topic_names}
         return ClusterState(brokers=_brokers(alive, referenced, broker_dirs, cordoned), topics=topics_out, in_flight=in_flight,
                             cluster_id=cluster.cluster_id, controller_id=cluster.controller_id,
