@@ -250,8 +250,8 @@ def _throttle_rates(admin: ClusterReader, steps: list[StepMove], params: Reassig
                     ) -> tuple[ThrottleSpec, list[ConfigChange], list[str], CurrentConfigs]:
     """(the rates to set, their config writes, merge notes, the throttle configs in effect now)."""
     # Rates only: the replica lists name each step while it is in flight (replica_throttle).
-    spec = replace(ThrottleSpec.for_moves(steps, params.throttle_bytes_per_sec, params.log_dir_throttle_bytes_per_sec),
-                   leader={}, follower={})
+    spec = ThrottleSpec.for_moves(steps, params.throttle_bytes_per_sec, params.log_dir_throttle_bytes_per_sec,
+                                  replica_lists=False)
     notes: list[str] = []
     if spec.empty:
         return spec, [], notes, effective_configs({}, {})
