@@ -51,7 +51,8 @@ class BrokerInfo:
     @property
     def cordoned(self) -> bool:
         """Every log dir cordoned: Kafka places no new replica on this broker."""
-        return bool(self.log_dirs) and set(self.log_dirs) <= self.cordoned_dirs
+        # No cordoned dir (almost every broker) answers without a set: validation asks once per target replica.
+        return bool(self.cordoned_dirs) and bool(self.log_dirs) and set(self.log_dirs) <= self.cordoned_dirs
 
 
 @dataclass(frozen=True)
