@@ -184,14 +184,3 @@ def test_100k_steps_on_300_brokers() -> None:
           f" fixed-leader {fixed.seconds:.0f} s")
     assert 0 < free.seconds <= fixed.seconds
     assert free.side == "out" and set(free.brokers) <= set(range(1, 21))
-
-
-def test_add_edges_builds_what_add_edge_calls_build() -> None:
-    """One call per node lays out the same edge ids, capacities and search order as one per edge."""
-    from kafka_reassign.planning.maxflow import FlowNetwork
-
-    one, many = FlowNetwork(5), FlowNetwork(5)
-    ids = [one.add_edge(0, 1, 0.5)] + [one.add_edge(1, v, 0.25) for v in (2, 3, 1)]
-    assert [many.add_edge(0, 1, 0.5), *many.add_edges(1, [2, 3, 1], 0.25)] == ids == [0, 2, 4, 6]
-    assert (many.to, many.cap, many.adj) == (one.to, one.cap, one.adj)
-    assert list(many.add_edges(4, [], 1.0)) == [] and many.to == one.to

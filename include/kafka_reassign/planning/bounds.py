@@ -249,8 +249,8 @@ class _SendingNetwork:
         self.edges: list[tuple[int, list[tuple[int, int]]]] = []
         for g, (key, demand) in enumerate(self.groups):
             share = demand / self.total
-            e_in = self.net.add_edge(0, 2 + g, share)  # first: the edge ids (and search order) stay as they were
-            self.edges.append((e_in, list(zip(key, self.net.add_edges(2 + g, [node[b] for b in key], share)))))
+            self.edges.append((self.net.add_edge(0, 2 + g, share),
+                               [(b, self.net.add_edge(2 + g, node[b], share)) for b in key]))
         self.sink = {b: self.net.add_edge(node[b], 1, 0.0) for b in self.brokers}
         self.node_broker = {n: b for b, n in node.items()}
         self.base = list(self.net.cap)

@@ -6,7 +6,6 @@ The graph is built once and its sink capacities are reset for each feasibility t
 from __future__ import annotations
 
 from collections import deque
-from typing import Sequence
 
 #: Residual capacities at or below this count as saturated (callers normalise capacities to ~1).
 EPS = 1e-12
@@ -25,25 +24,12 @@ class FlowNetwork:
 
     def add_edge(self, u: int, v: int, cap: float) -> int:
         """Add ``u -> v`` with capacity ``cap``; returns the edge id (its reverse is ``id ^ 1``)."""
-        return self.add_edges(u, (v,), cap).start
-
-    def add_edges(self, u: int, ends: Sequence[int], cap: float) -> range:
-        """Add ``u -> v`` with capacity ``cap`` for each ``v`` of ``ends``, in order (as many
-        :meth:`add_edge` calls would; one call per node, not per edge: a bound of a hundred
-        thousand copies builds half a million edges).
-
-        :returns: the edge ids, in the order of ``ends`` (each reverse is ``id ^ 1``)
-        """
-        to, adj = self.to, self.adj
-        first = len(to)
-        out = adj[u]
-        for v in ends:
-            e = len(to)
-            to += (v, u)
-            out.append(e)
-            adj[v].append(e + 1)
-        self.cap += [cap, 0.0] * len(ends)
-        return range(first, len(to), 2)
+        e = len(self.to)
+        self.to += [v, u]
+        self.cap += [cap, 0.0]
+        self.adj[u].append(e)
+        self.adj[v].append(e + 1)
+        return e
 
     def reset(self, caps: list[float]) -> None:
         """Forget any flow: ``caps`` (taken over, not copied) holds every edge's capacity."""
