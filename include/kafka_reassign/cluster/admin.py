@@ -92,13 +92,9 @@ def _brokers(alive: Mapping[int, BrokerNode], referenced: set[int],
 
 
 def _topic_info(name: str, partitions: Mapping[int, PartitionMetadata], alive: Mapping[int, BrokerNode],
-                sizes: Mapping[tuple[str, int, int], int], dirs: Mapping[tuple[str, int], dict[int, str]],
-                internal: bool, configs: dict[str, str]) -> TopicInfo:
-    """One topic of the cluster state; a partition's size is its leader's (else its largest replica's).
-
-    :param sizes: every current replica's size, by (topic, partition, broker) (:func:`_placement`)
-    :param dirs: every current replica's log dir, by (topic, partition)
-    """
+                rows: Iterable[ReplicaLogDir], internal: bool, configs: dict[str, str]) -> TopicInfo:
+    """One topic of the cluster state; a partition's size is its leader's (else its largest replica's)."""
+    sizes, dirs = _placement(rows)
     parts_out: dict[int, PartitionInfo] = {}
     for idx, p in sorted(partitions.items()):
         replicas, leader = p.replicas, p.leader
@@ -184,8 +180,10 @@ class KafkaAdmin(ConfigAccess, LogDirAccess):
         cordoned: dict[int, frozenset[str]] = {}
         if include_log_dirs and alive:
             replica_rows, broker_dirs, cordoned = self._log_dirs_detail(sorted(alive))
-        sizes, dirs = _placement(replica_rows)  # keyed by topic: one pass over every replica, not one per topic
-        topics_out = {name: _topic_info(name, partitions[name], alive, sizes, dirs,
+        by_topic: dict[str, list[ReplicaLogDir]] = {}
+        for r in replica_rows:
+            by_topic.setdefault(r.topic, []).append(r)
+        topics_out = {name: _topic_info(name, partitions[name], alive, by_topic.get(name, []),
                                         internal.get(name, False), configs.get(name, {})) for name in topic_names}
         return ClusterState(brokers=_brokers(alive, referenced, broker_dirs, cordoned), topics=topics_out, in_flight=in_flight,
                             cluster_id=cluster.cluster_id, controller_id=cluster.controller_id,
