@@ -345,7 +345,7 @@ def estimate_loads(per_batch: Sequence[Sequence[StepLoad]], state: ClusterState 
 
 
 def estimate_run(steps: Sequence[Any], state: ClusterState, limits: Limits,
-                 loads: Sequence[StepLoad] | None = None) -> Estimate:
+                 loads: Sequence[StepLoad] | None = None, stalls: Sequence[StallPoint] | None = None) -> Estimate:
     """The estimate of a run as the executor makes it, shared by the dry run, the planner's
     summary, the rehearsal's comparison and the UI.
 
@@ -356,10 +356,11 @@ def estimate_run(steps: Sequence[Any], state: ClusterState, limits: Limits,
     :param state: leaders, ISR and produce rates before the run
     :param limits: throttles and capacities
     :param loads: ``step_loads(steps, state)`` when the caller made them (prepare's pre-flight check did)
+    :param stalls: their stalling points at ``limits`` (per step) when the caller made them (that check did)
     """
     if loads is None:
         loads = step_loads(steps, state)
-    return estimate_loads([loads], state, limits, pipelined=True, per_step=True)[0]
+    return estimate_loads([loads], state, limits, pipelined=True, per_step=True, stalls=stalls)[0]
 
 
 @dataclass(frozen=True)
