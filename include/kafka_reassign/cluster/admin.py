@@ -66,7 +66,7 @@ def _placement(rows: Iterable[ReplicaLogDir]
     """Current replicas' sizes by (topic, partition, broker) and dirs by (topic, partition) (future ones skipped)."""
     sizes: dict[tuple[str, int, int], int] = {}
     dirs: dict[tuple[str, int], dict[int, str]] = {}
-    # Unpacked, not read by field name: a named tuple's fields are properties, and this walks every replica.
+    # Unpacked, not read field by field (a descriptor call each): this walks every replica of the cluster.
     for broker, path, topic, partition, size, _lag, is_future in rows:
         if is_future:
             continue
