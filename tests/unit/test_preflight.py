@@ -82,3 +82,14 @@ def test_per_step_lists_check_each_move_alone_and_warn_about_moving_together():
     report = preflight(steps, state, 5 * MB, GIVEN, per_step=True)
     assert report.stalls == [] and report.together == {1: 6 * MB}
     assert any("led by broker 1 need 6.0 MB/s" in w for w in report.warnings())
+
+
+def test_the_estimate_given_the_checks_stalling_points_is_the_one_it_makes():
+    """prepare hands the pre-flight check's points to the estimate instead of making them again."""
+    from kafka_reassign.planning.estimate import Limits, estimate_run
+
+    state = state_with(2 * MB)
+    report = preflight([STEP], state, 5 * MB, GIVEN, per_step=True)
+    limits = Limits(rate=5 * MB, broker_rates=report.kept_lower)
+    given = estimate_run([STEP], state, limits, report.loads, report.stalls)
+    assert given == estimate_run([STEP], state, limits) and given.stalled == ["orders-0"]

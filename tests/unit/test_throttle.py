@@ -32,6 +32,15 @@ def test_spec_leader_is_existing_follower_is_new():
     assert spec.log_dir_brokers == {1} and spec.log_dir_rate == 1_000_000
 
 
+
+def test_spec_without_replica_lists_keeps_the_rates_and_brokers():
+    full = ThrottleSpec.for_moves(STEPS, 1_000_000, log_dir_rate=500_000)
+    rates = ThrottleSpec.for_moves(STEPS, 1_000_000, log_dir_rate=500_000, replica_lists=False)
+    assert rates.leader == {} and rates.follower == {}
+    assert rates == ThrottleSpec(rate=1_000_000, rate_brokers=full.rate_brokers, log_dir_rate=500_000,
+                                 log_dir_brokers=full.log_dir_brokers)
+
+
 def test_changes_on_clean_cluster_and_idempotent():
     spec = ThrottleSpec.for_moves(STEPS, 1_000_000, log_dir_rate=500_000)
     changes = throttle_changes(spec, {})

@@ -66,11 +66,12 @@ def _placement(rows: Iterable[ReplicaLogDir]
     """Current replicas' sizes by (topic, partition, broker) and dirs by (topic, partition) (future ones skipped)."""
     sizes: dict[tuple[str, int, int], int] = {}
     dirs: dict[tuple[str, int], dict[int, str]] = {}
-    for r in rows:
-        if r.is_future:
+    # Unpacked, not read field by field (a descriptor call each): this walks every replica of the cluster.
+    for broker, path, topic, partition, size, _lag, is_future in rows:
+        if is_future:
             continue
-        sizes[(r.topic, r.partition, r.broker)] = r.size
-        dirs.setdefault((r.topic, r.partition), {})[r.broker] = r.path
+        sizes[(topic, partition, broker)] = size
+        dirs.setdefault((topic, partition), {})[broker] = path
     return sizes, dirs
 
 

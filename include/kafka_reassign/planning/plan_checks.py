@@ -254,6 +254,8 @@ def _check_move(name: str, move: PartitionMove, state: ClusterState, opts: _Opti
 def _check_in_flight_elsewhere(moves: list[PartitionMove], state: ClusterState, opts: _Options,
                                found: _Findings) -> None:
     """Refuse while any partition outside the plan is being reassigned (the throttle is shared)."""
+    if not state.in_flight:
+        return  # the usual case: the plan's keys (a hundred thousand) need not be gathered
     plan_keys = {m.key for m in moves}
     for (t, p), inflight in sorted(state.in_flight.items()):
         if (t, p) in plan_keys:
@@ -307,11 +309,12 @@ def validated_plan(plan: ReassignmentPlan | dict[str, Any] | str, state: Cluster
                     own_targets=own_targets, who=f"run {own_run_id}" if own_run_id else "this run")
     seen: dict[TopicPartition, str] = {}
     for move, name in zip(moves, names):
-        if move.key in seen:
-            found.problem(name, f"duplicate entry: {move.name} is also at {seen[move.key].split(' ')[0]}",
+        key = move.key
+        if key in seen:
+            found.problem(name, f"duplicate entry: {move.name} is also at {seen[key].split(' ')[0]}",
                           "duplicate_entry")
             continue
-        seen[move.key] = name
+        seen[key] = name
         _check_move(name, move, state, opts, found)
     if refuse_foreign_in_flight:
         _check_in_flight_elsewhere(moves, state, opts, found)

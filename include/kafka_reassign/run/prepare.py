@@ -250,8 +250,8 @@ def _throttle_rates(admin: ClusterReader, steps: list[StepMove], params: Reassig
                     ) -> tuple[ThrottleSpec, list[ConfigChange], list[str], CurrentConfigs]:
     """(the rates to set, their config writes, merge notes, the throttle configs in effect now)."""
     # Rates only: the replica lists name each step while it is in flight (replica_throttle).
-    spec = replace(ThrottleSpec.for_moves(steps, params.throttle_bytes_per_sec, params.log_dir_throttle_bytes_per_sec),
-                   leader={}, follower={})
+    spec = ThrottleSpec.for_moves(steps, params.throttle_bytes_per_sec, params.log_dir_throttle_bytes_per_sec,
+                                  replica_lists=False)
     notes: list[str] = []
     if spec.empty:
         return spec, [], notes, effective_configs({}, {})
@@ -268,7 +268,10 @@ def _estimate(admin: ClusterReader, plan: ReassignmentPlan, params: ReassignPara
                     broker_rates=check.kept_lower)
     state = with_remote_sizes(admin, state, {s.topic for s in steps})  # tiered: bytes a move leaves remote
     # The pre-flight check's loads are of these steps on this state: remote sizes change no field they read.
-    estimate = estimate_run(steps, state, limits, check.loads)  # the planner summary's estimate too
+    # With a throttle it also made every stall point of them at these limits (without one it kept the
+    # log-dir ones only): its stalling ones are the estimate's.
+    stalls = check.stalls if check.throttle is not None else None
+    estimate = estimate_run(steps, state, limits, check.loads, stalls)  # the planner summary's estimate too
     if rehearser is not None and params.rehearse and any(s.adding or s.is_log_dir_only for s in steps):
         rehearsal = rehearser(admin, plan, params, rates.rates)
         return rehearsal.estimate(), rehearsal  # a rehearsal, when made, is the estimate shown

@@ -192,7 +192,7 @@ class ThrottleSpec:
 
     @classmethod
     def for_moves(cls, moves: Iterable[Any], rate: int | None,
-                  log_dir_rate: int | None = None) -> "ThrottleSpec":
+                  log_dir_rate: int | None = None, replica_lists: bool = True) -> "ThrottleSpec":
         """Throttle set for steps (anything with topic, partition, current, target[, log_dirs]).
 
         Steps that copy no data (drops, reorders) need no throttle and are left out.
@@ -200,14 +200,17 @@ class ThrottleSpec:
         :param moves: :class:`~kafka_reassign.execution.steps.StepMove` objects (all batches of a run)
         :param rate: replication throttle in bytes/s, or None for none
         :param log_dir_rate: log-dir move throttle in bytes/s (None: use ``rate``)
+        :param replica_lists: also list the throttled replicas (``leader``, ``follower``); False: the
+            rates and their brokers only (``leader`` and ``follower`` empty)
         """
         spec = cls(rate=rate, log_dir_rate=log_dir_rate if log_dir_rate is not None else rate)
         for m in moves:
             current, target = tuple(m.current), tuple(m.target)
             added = [b for b in target if b not in current]
             if added and rate is not None:
-                spec.leader.setdefault(m.topic, set()).update((m.partition, b) for b in current)
-                spec.follower.setdefault(m.topic, set()).update((m.partition, b) for b in added)
+                if replica_lists:
+                    spec.leader.setdefault(m.topic, set()).update((m.partition, b) for b in current)
+                    spec.follower.setdefault(m.topic, set()).update((m.partition, b) for b in added)
                 spec.rate_brokers.update(current)
                 spec.rate_brokers.update(target)
             log_dirs = getattr(m, "log_dirs", None)
