@@ -44,8 +44,10 @@ def local_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalKafk
         # are closed now, while their brokers still answer; found at exit instead, they
         # retried the stopped brokers and printed "Connection refused" after the session.
         gc.collect()
-        _report_live_clients()
-        cluster.down()
+        try:
+            _report_live_clients()
+        finally:
+            cluster.down()
 
 
 @pytest.fixture
@@ -90,20 +92,22 @@ def _report_live_clients() -> None:
 
     Such a client retries the stopped brokers until the process exits ("Connection refused"
     after the session's summary); what holds it is where a test or helper forgot to let it go.
+    Only type() is read of the objects walked: isinstance and getattr read ``__class__`` and
+    attributes, which some lazy proxies (Airflow's) answer by importing what may not be installed.
     """
     import sys
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient
     kinds = (Producer, Consumer, AdminClient)
     every = gc.get_objects()
-    live = [obj for obj in every if isinstance(obj, kinds)]
+    live = [obj for obj in every if issubclass(type(obj), kinds)]
     for obj in live:
         holders = []
         for ref in gc.get_referrers(obj):
             if ref is every or ref is live or type(ref).__name__ == "frame":
                 continue  # this function's own lists and frame
-            if isinstance(ref, dict):  # an object's __dict__ or a module's globals: name its owner
-                owners = [type(o).__name__ for o in gc.get_referrers(ref) if getattr(o, "__dict__", None) is ref]
+            if type(ref) is dict:  # an object's attributes or a module's globals: name its owner
+                owners = [type(o).__name__ for o in gc.get_referrers(ref) if o is not every and type(o) is not list]
                 holders.append(f"dict of {owners[:3]} at {[k for k, v in ref.items() if v is obj][:3]}")
             else:
                 holders.append(type(ref).__name__)
