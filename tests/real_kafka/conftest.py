@@ -43,9 +43,11 @@ def local_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalKafk
         # Clients left in garbage cycles (librdkafka names an AdminClient "rdkafka#producer-N")
         # are closed now, while their brokers still answer; found at exit instead, they
         # retried the stopped brokers and printed "Connection refused" after the session.
+        frozen = gc.get_freeze_count()
+        gc.unfreeze()  # objects frozen by a library (gc.freeze) are never collected, cycles of clients included
         gc.collect()
         try:
-            _report_live_clients()
+            _report_live_clients(frozen)
         finally:
             cluster.down()
 
@@ -87,13 +89,15 @@ def nothing_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
     assert not left, f"throttle configs left behind on the real cluster: {left}"
 
 
-def _report_live_clients() -> None:
+def _report_live_clients(frozen: int) -> None:
     """Name every confluent-kafka client still alive at the session's end, and what holds it.
 
     Such a client retries the stopped brokers until the process exits ("Connection refused"
     after the session's summary); what holds it is where a test or helper forgot to let it go.
     Only type() is read of the objects walked: isinstance and getattr read ``__class__`` and
     attributes, which some lazy proxies (Airflow's) answer by importing what may not be installed.
+
+    :param frozen: objects found frozen (gc.freeze) before the session's last collection
     """
     import sys
     from confluent_kafka import Consumer, Producer
@@ -113,4 +117,6 @@ def _report_live_clients() -> None:
                 holders.append(type(ref).__name__)
         print(f"live confluent-kafka client at session end: {type(obj).__name__}, held by {holders[:6]}",
               file=sys.stderr)
+    print(f"real-Kafka session end: {len(live)} confluent-kafka client(s) alive, {frozen} object(s) were frozen",
+          file=sys.stderr)
     del every, live
