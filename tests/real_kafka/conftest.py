@@ -43,13 +43,8 @@ def local_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator["LocalKafk
         # Clients left in garbage cycles (librdkafka names an AdminClient "rdkafka#producer-N")
         # are closed now, while their brokers still answer; found at exit instead, they
         # retried the stopped brokers and printed "Connection refused" after the session.
-        frozen = gc.get_freeze_count()
-        gc.unfreeze()  # objects frozen by a library (gc.freeze) are never collected, cycles of clients included
         gc.collect()
-        try:
-            _report_live_clients(frozen)
-        finally:
-            cluster.down()
+        cluster.down()
 
 
 @pytest.fixture
@@ -87,36 +82,3 @@ def nothing_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
     made = request.node.stash.get(_TOPICS, [])
     left = throttle_configs(cluster.bootstrap_servers, cluster.brokers, made)
     assert not left, f"throttle configs left behind on the real cluster: {left}"
-
-
-def _report_live_clients(frozen: int) -> None:
-    """Name every confluent-kafka client still alive at the session's end, and what holds it.
-
-    Such a client retries the stopped brokers until the process exits ("Connection refused"
-    after the session's summary); what holds it is where a test or helper forgot to let it go.
-    Only type() is read of the objects walked: isinstance and getattr read ``__class__`` and
-    attributes, which some lazy proxies (Airflow's) answer by importing what may not be installed.
-
-    :param frozen: objects found frozen (gc.freeze) before the session's last collection
-    """
-    import sys
-    from confluent_kafka import Consumer, Producer
-    from confluent_kafka.admin import AdminClient
-    kinds = (Producer, Consumer, AdminClient)
-    every = gc.get_objects()
-    live = [obj for obj in every if issubclass(type(obj), kinds)]
-    for obj in live:
-        holders = []
-        for ref in gc.get_referrers(obj):
-            if ref is every or ref is live or type(ref).__name__ == "frame":
-                continue  # this function's own lists and frame
-            if type(ref) is dict:  # an object's attributes or a module's globals: name its owner
-                owners = [type(o).__name__ for o in gc.get_referrers(ref) if o is not every and type(o) is not list]
-                holders.append(f"dict of {owners[:3]} at {[k for k, v in ref.items() if v is obj][:3]}")
-            else:
-                holders.append(type(ref).__name__)
-        print(f"live confluent-kafka client at session end: {type(obj).__name__}, held by {holders[:6]}",
-              file=sys.__stderr__)
-    print(f"real-Kafka session end: {len(live)} confluent-kafka client(s) alive, {frozen} object(s) were frozen",
-          file=sys.__stderr__)  # not pytest's capture: shown after the session whatever its outcome
-    del every, live
