@@ -70,16 +70,21 @@ def fill(bootstrap: str, topic: str, bytes_per_partition: Mapping[int, int],
         else:
             acked[0] += record_bytes
 
-    for partition, size in bytes_per_partition.items():
-        for _ in range(max(1, size // record_bytes)):
-            while True:
-                try:
-                    producer.produce(topic, value=payload, partition=partition, on_delivery=done)
-                    break
-                except BufferError:
-                    producer.poll(0.1)
-            producer.poll(0)
-    producer.flush(120)
+    try:
+        for partition, size in bytes_per_partition.items():
+            for _ in range(max(1, size // record_bytes)):
+                while True:
+                    try:
+                        producer.produce(topic, value=payload, partition=partition, on_delivery=done)
+                        break
+                    except BufferError:
+                        producer.poll(0.1)
+                producer.poll(0)
+        producer.flush(120)
+    finally:
+        # Closed now, not whenever it is collected: a producer outliving its cluster keeps
+        # reconnecting to it (and logging so) until the process ends.
+        producer.close()
     if failed:
         raise RuntimeError(f"filling {topic}: {len(failed)} record(s) failed, first: {failed[0]}")
     return acked[0]

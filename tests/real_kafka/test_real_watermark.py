@@ -15,10 +15,13 @@ def _produce(bootstrap: str, topic: str, n: int) -> None:
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
     failed: list[object] = []
-    for _ in range(n):
-        producer.produce(topic, value=b"x" * 1000, partition=0,
-                         on_delivery=lambda err, msg: failed.append(err) if err is not None else None)
-    assert producer.flush(30) == 0 and not failed, failed
+    try:
+        for _ in range(n):
+            producer.produce(topic, value=b"x" * 1000, partition=0,
+                             on_delivery=lambda err, msg: failed.append(err) if err is not None else None)
+        assert producer.flush(30) == 0 and not failed, failed
+    finally:
+        producer.close()
 
 
 def _high_watermark(bootstrap: str, topic: str) -> int:
