@@ -8,7 +8,7 @@ from typing import Iterable
 
 from kafka_sim import errors as E
 from kafka_sim.configs import TOPIC_CONFIGS
-from kafka_sim.model_base import OrderedSet, locked
+from kafka_sim.model_base import locked
 from kafka_sim.state import NO_RECORDS, Partition, Replica
 
 _BATCH_HEADER = 61
@@ -33,41 +33,60 @@ class DirUsage:
         self.own: dict[Partition, Replica] = {}
         self.future: dict[Partition, Replica] = {}
         self.parts: dict[Partition, tuple[str, float, float]] = {}  # tracking replicas' share
-        self.stale: OrderedSet[Partition] = OrderedSet()
+        # A dict used as an ordered set: marking is a store, not a method call (a poll's worth of
+        # moves marks every replica of each changed partition). Re-counted in marking order, which
+        # fixes the order the shares' floats are summed in.
+        self.stale: dict[Partition, None] = {}
         for p in partitions:
             self._count(p)
 
     def _count(self, p: Partition) -> None:
         """Take ``p``'s old share out and its current one in."""
         old = self.parts.pop(p, None)
+        static, slope = self.static, self.slope
         if old is not None:
-            self.static[old[0]] -= old[1]
-            self.slope[old[0]] -= old[2]
+            static[old[0]] -= old[1]
+            slope[old[0]] -= old[2]
         self.own.pop(p, None)
         self.future.pop(p, None)
         r = p._reps.get(self.broker)
         if r is None:
             return
         if r.tracking:
-            share = (r.log_dir, p._base_bytes - p._rate * p._base_t, p._rate)
-            self.parts[p] = share
-            self.static[r.log_dir] = self.static.get(r.log_dir, 0.0) + share[1]
-            self.slope[r.log_dir] = self.slope.get(r.log_dir, 0.0) + share[2]
+            d, rate = r.log_dir, p._rate
+            share = self.parts[p] = (d, p._base_bytes - rate * p._base_t, rate)
+            static[d] = static.get(d, 0.0) + share[1]
+            slope[d] = slope.get(d, 0.0) + rate
         else:
             self.own[p] = r
         if r.future_log_dir is not None:
             self.future[p] = r
 
     def at(self, t: float) -> dict[str, float]:
-        for p in self.stale:
-            self._count(p)
-        self.stale.clear()
-        used = {d: c + self.slope[d] * t for d, c in self.static.items()}
+        if self.stale:
+            for p in self.stale:
+                self._count(p)
+            self.stale.clear()
+        slope = self.slope
+        used = {d: c + slope[d] * t for d, c in self.static.items()}
+        get = used.get
         for r in self.own.values():
-            used[r.log_dir] = used.get(r.log_dir, 0.0) + r._bytes
+            used[r.log_dir] = get(r.log_dir, 0.0) + r._bytes
         for r in self.future.values():
-            used[r.future_log_dir] = used.get(r.future_log_dir, 0.0) + r.future_bytes  # type: ignore[index]
+            used[r.future_log_dir] = get(r.future_log_dir, 0.0) + r.future_bytes  # type: ignore[index]
         return used
+
+
+def _add_row(per_dir: dict[str, dict[str, list[tuple[int, int, int, bool]]]], path: str, topic: str,
+             row: tuple[int, int, int, bool]) -> None:
+    """File one DescribeLogDirs row under its dir and topic (nothing for a dir not listed)."""
+    by_topic = per_dir.get(path)
+    if by_topic is not None:
+        parts = by_topic.get(topic)
+        if parts is None:
+            by_topic[topic] = [row]
+        else:
+            parts.append(row)
 
 
 class Logs:
@@ -82,12 +101,15 @@ class Logs:
 
     def _usage_changed(self, p: Partition, broker: int | None = None) -> None:
         """``p``'s replicas (and ``broker``'s, just removed) changed shape: recount them there."""
+        dir_usage = self._dir_usage
         for b in p._reps:
-            usage = self._dir_usage.get(b)
+            usage = dir_usage.get(b)
             if usage is not None:
-                usage.stale.add(p)
-        if broker is not None and broker in self._dir_usage:
-            self._dir_usage[broker].stale.add(p)
+                usage.stale[p] = None
+        if broker is not None:
+            usage = dir_usage.get(broker)
+            if usage is not None:
+                usage.stale[p] = None
 
     def _place(self, p: Partition, broker: int, path: str, tracking: bool) -> Replica:
         """Create the replica of ``p`` on ``broker`` in log dir ``path``."""
@@ -159,19 +181,31 @@ class Logs:
             chosen: Iterable[Partition] = self._by_broker[broker_id]
         else:
             chosen = [p for p in dict.fromkeys(self._parts_of(topics)) if broker_id in p._reps]
+        # Replicas in a dir the broker does not list are not reported: no bucket for them.
         per_dir: dict[str, dict[str, list[tuple[int, int, int, bool]]]] = {d.path: {} for d in broker.log_dirs}
         used = self.dir_used_bytes(broker_id)
+        t = self._t
         for p in chosen:
             r = p._reps[broker_id]
-            size = r.exact_bytes()
-            per_dir.setdefault(r.log_dir, {}).setdefault(p.topic, []).append((p.index, int(size), 0, False))
+            # exact_bytes() and log_bytes() spelled out: a poll asks about every replica in flight
+            size = p._base_bytes + p._rate * (t - p._base_t) if r.tracking else r._bytes
+            row = (p.index, int(size), 0, False)
+            by_topic = per_dir.get(r.log_dir)
+            if by_topic is not None:  # _add_row inline: no call per replica
+                parts = by_topic.get(p.topic)
+                if parts is None:
+                    by_topic[p.topic] = [row]
+                else:
+                    parts.append(row)
             if r.future_log_dir is not None:
-                leo = r.log_end_offset
-                per_dir.setdefault(r.future_log_dir, {}).setdefault(p.topic, []).append(
-                    (p.index, int(r.future_bytes), max(0, leo - r.future_log_end_offset), True))
+                lag = max(0, r.log_end_offset - r.future_log_end_offset)
+                _add_row(per_dir, r.future_log_dir, p.topic, (p.index, int(r.future_bytes), lag, True))
         out = []
         for d in broker.log_dirs:
-            topics_out = [(t, sorted(parts)) for t, parts in sorted(per_dir.get(d.path, {}).items())]
+            by_topic = per_dir[d.path]
+            topics_out = [(name, by_topic[name]) for name in sorted(by_topic)]
+            for _name, parts in topics_out:
+                parts.sort()  # the lists are this answer's own: sorted where they are
             out.append((d.path, E.NONE, int(d.capacity_bytes),
                         int(max(0.0, d.capacity_bytes - used.get(d.path, 0.0))), topics_out))
         return out

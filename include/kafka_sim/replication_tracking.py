@@ -10,7 +10,7 @@ from collections import deque
 from operator import itemgetter
 
 from kafka_sim.replication_quotas import FOLLOWER_QUOTA, LEADER_QUOTA
-from kafka_sim.state import Partition, Replica, is_throttled
+from kafka_sim.state import Partition, Replica, Topic, is_throttled
 
 #: records produced over this many seconds give a partition's produce rate
 PRODUCE_WINDOW_S = 1.0
@@ -96,73 +96,96 @@ class ChangeTracking:
         self._flow_cache.pop(p, None)
         self._fresh.add(p)
         self._since_plan.add(p)
-        self._drop_contrib(p, before, rec_changed)
-        steady_out, steady_in = self._steady_out, self._steady_in
+        old = self._contrib.pop(p, None)
+        if old is not None:
+            self._drop_contrib(old, before, rec_changed)
         topic = self.topics.get(p.topic)
-        exists = topic is not None and p.index < len(topic.partitions) and topic.partitions[p.index] is p
-        if not exists:  # deleted topic: its contributions are gone, nothing to simulate
-            self._active.discard(p)
+        if topic is None or p.index >= len(topic.partitions) or topic.partitions[p.index] is not p:
+            self._active.discard(p)  # deleted topic: its contributions are gone, nothing to simulate
             return
         self._rebase(p)
-        brokers = self.brokers
-        leader_up = p.leader >= 0 and brokers[p.leader].alive
-        active = False
-        contrib: list[tuple[int, float, float, float, float]] = []
-        rate = p._rate
-        followers = 0
-        for b in p.replicas:
-            r = p._reps[b]
-            alive = brokers[b].alive
-            if r.future_log_dir is not None and alive:
-                active = True
-            if b == p.leader:
-                continue
-            if r.tracking and alive and leader_up:
-                if rate > 0:
-                    frec = rate if is_throttled(topic.follower_throttled, p.index, b) else 0.0
-                    contrib.append((b, 0.0, rate, 0.0, frec))
-                    followers += 1
-            elif alive and leader_up:
-                active = True
-        if leader_up and rate > 0:
-            lrec = rate * followers if is_throttled(topic.leader_throttled, p.index, p.leader) else 0.0
-            contrib.append((p.leader, rate * followers, rate, lrec, 0.0))
-        for b, out, inn, lrec, frec in contrib:
-            if rate > self._rate_bound.get(b, 0.0):  # never lowered: an upper bound is enough
-                self._rate_bound[b] = rate
-            if b not in before:
-                before[b] = (steady_out.get(b, 0.0), steady_in.get(b, 0.0))
-            steady_out[b] = steady_out.get(b, 0.0) + out
-            steady_in[b] = steady_in.get(b, 0.0) + inn
-            if lrec:  # most shares record nothing on one side: no call for it (_add_rec skips a 0)
-                self._add_rec(rec_changed, (LEADER_QUOTA, b), lrec)
-            if frec:
-                self._add_rec(rec_changed, (FOLLOWER_QUOTA, b), frec)
+        contrib, active = self._shares(p, topic)
         if contrib:
-            self._contrib[p] = tuple(contrib)
+            self._add_contrib(contrib, p._rate, before, rec_changed)
+            self._contrib[p] = contrib
         if active:
             self._active.add(p)
         else:
             self._active.discard(p)
 
-    def _drop_contrib(self, p: Partition, before: dict[int, tuple[float, float]],
-                      rec_changed: set[tuple[str, int]]) -> None:
-        """Take ``p``'s last steady traffic and quota recording out of its brokers' sums."""
-        steady_out, steady_in = self._steady_out, self._steady_in
-        for b, out, inn, lrec, frec in self._contrib.pop(p, ()):
-            if b not in before:
-                before[b] = (steady_out.get(b, 0.0), steady_in.get(b, 0.0))
-            steady_out[b] = steady_out.get(b, 0.0) - out
-            steady_in[b] = steady_in.get(b, 0.0) - inn
-            if lrec:
-                self._add_rec(rec_changed, (LEADER_QUOTA, b), -lrec)
-            if frec:
-                self._add_rec(rec_changed, (FOLLOWER_QUOTA, b), -frec)
+    def _shares(self, p: Partition, topic: Topic) -> tuple[tuple[tuple[int, float, float, float, float], ...], bool]:
+        """``p``'s in-sync traffic and quota recording per broker, and whether it has bytes to copy.
 
-    def _add_rec(self, rec_changed: set[tuple[str, int]], key: tuple[str, int], delta: float) -> None:
-        if delta:
-            self._steady_rec[key] = self._steady_rec.get(key, 0.0) + delta
-            rec_changed.add(key)
+        Each share is (broker, out, in, leader quota recording, follower quota recording): the
+        tracking followers' in the replica order, then the leader's.
+        """
+        brokers = self.brokers
+        leader, index, rate = p.leader, p.index, p._rate
+        leader_up = leader >= 0 and brokers[leader].alive
+        spec = topic.follower_throttled
+        active = False
+        contrib: list[tuple[int, float, float, float, float]] = []
+        reps = p._reps
+        for b in p.replicas:
+            r = reps[b]
+            if not brokers[b].alive:  # a stopped broker neither copies nor fetches
+                continue
+            if r.future_log_dir is not None:
+                active = True
+            if b == leader or not leader_up:
+                continue
+            if not r.tracking:
+                active = True
+            elif rate > 0:
+                # is_throttled spelled out: called for every follower of every changed partition
+                frec = rate if spec is not None and (spec is True or (index, b) in spec) else 0.0
+                contrib.append((b, 0.0, rate, 0.0, frec))
+        if leader_up and rate > 0:
+            followers = len(contrib)
+            lrec = rate * followers if is_throttled(topic.leader_throttled, index, leader) else 0.0
+            contrib.append((leader, rate * followers, rate, lrec, 0.0))
+        return tuple(contrib), active
+
+    def _add_contrib(self, contrib: tuple[tuple[int, float, float, float, float], ...], rate: float,
+                     before: dict[int, tuple[float, float]], rec_changed: set[tuple[str, int]]) -> None:
+        """Put a partition's shares into its brokers' sums (each broker's sums first noted in ``before``)."""
+        steady_out, steady_in, steady_rec, bound = self._steady_out, self._steady_in, self._steady_rec, self._rate_bound
+        for b, out, inn, lrec, frec in contrib:
+            if rate > bound.get(b, 0.0):  # never lowered: an upper bound is enough
+                bound[b] = rate
+            was_out, was_in = steady_out.get(b, 0.0), steady_in.get(b, 0.0)
+            if b not in before:
+                before[b] = (was_out, was_in)
+            steady_out[b] = was_out + out
+            steady_in[b] = was_in + inn
+            # most shares record nothing on one side: that side's sum is left alone
+            if lrec:
+                key = (LEADER_QUOTA, b)
+                steady_rec[key] = steady_rec.get(key, 0.0) + lrec
+                rec_changed.add(key)
+            if frec:
+                key = (FOLLOWER_QUOTA, b)
+                steady_rec[key] = steady_rec.get(key, 0.0) + frec
+                rec_changed.add(key)
+
+    def _drop_contrib(self, contrib: tuple[tuple[int, float, float, float, float], ...],
+                      before: dict[int, tuple[float, float]], rec_changed: set[tuple[str, int]]) -> None:
+        """Take a partition's last shares out of its brokers' sums (:meth:`_add_contrib` undone)."""
+        steady_out, steady_in, steady_rec = self._steady_out, self._steady_in, self._steady_rec
+        for b, out, inn, lrec, frec in contrib:
+            was_out, was_in = steady_out.get(b, 0.0), steady_in.get(b, 0.0)
+            if b not in before:
+                before[b] = (was_out, was_in)
+            steady_out[b] = was_out - out
+            steady_in[b] = was_in - inn
+            if lrec:  # the same sums as adding -lrec
+                key = (LEADER_QUOTA, b)
+                steady_rec[key] = steady_rec.get(key, 0.0) - lrec
+                rec_changed.add(key)
+            if frec:
+                key = (FOLLOWER_QUOTA, b)
+                steady_rec[key] = steady_rec.get(key, 0.0) - frec
+                rec_changed.add(key)
 
     def _relieve_congestion(self, brokers: set[int]) -> None:
         """Brokers whose link cannot carry their in-sync traffic: their followers become flows.
