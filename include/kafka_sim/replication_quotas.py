@@ -134,11 +134,13 @@ class ReplicationQuotas:
 
     def _quota_capacity(self, key: tuple[str, int], unheld: float) -> float:
         """What out-of-sync throttled replicas may fetch through one quota right now."""
-        bound = self._bound(key)
+        bound = self._rates[key[1]][0 if key[0] == LEADER_QUOTA else 1]  # self._bound(key), asked per event
         if math.isinf(bound):
             return math.inf
-        meter = self._meter(key)
-        meter.advance(self._t)
+        meter = self._meters.get(key) or self._meter(key)
+        now = self._t
+        if meter.t is None or now > meter.t:  # (advance does nothing otherwise)
+            meter.advance(now)
         allowance = meter.allowance(bound)
         band = meter.band(bound)
         if allowance > band:
@@ -161,7 +163,7 @@ class ReplicationQuotas:
         (QuotaMeter.cross_at). With a re-plan quantum a crossing is looked for only
         ``WALK_BREAKS`` purges ahead; past them the event is a time to ask again.
         """
-        bound = self._bound(key)
+        bound = self._rates[key[1]][0 if key[0] == LEADER_QUOTA else 1]  # self._bound(key), asked per event
         if math.isinf(bound):
             return math.inf
         meter = self._meters[key]
