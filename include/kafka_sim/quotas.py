@@ -45,6 +45,7 @@ DEFAULT_SAMPLE_SECONDS = 1.0
 _EPS_BYTES = 1.0
 #: Seconds a floor widens a span by, for the rounding of its ends (QuotaMeter._never_crosses).
 _SLACK_S = 1e-5
+_NO_BEFORE = (math.nan, 0.0)  # QuotaMeter._before when nothing is kept (nan equals no window start)
 
 
 class QuotaMeter:
@@ -83,9 +84,9 @@ class QuotaMeter:
         self._never: tuple[int, float, float] | None = None  # version, bound, level that never cross
         self._lump_at = -math.inf  # time of the last lump recorded
         self._allowance: tuple[float | None, int, float, float] = (None, -1, 0.0, 0.0)  # t, version, bound, value
-        # version, window start, bytes before it (_allowance_at): the curve before now changes only
-        # with the version, and the start only once a sample, so re-plans in a sample reuse it
-        self._before: tuple[int, float, float] = (-1, math.nan, 0.0)
+        # window start, bytes before it (allowance), kept while the start is at or before the last breakpoint:
+        # changes append after it, so only a fresh window or an overwritten last one moves it
+        self._before = _NO_BEFORE
 
     # -- the cumulative curve
     def _cum(self, x: float, left: bool = False) -> float:
@@ -144,25 +145,24 @@ class QuotaMeter:
         breakpoints: the walk asks this a few dozen times per crossing, and crossings were a
         tenth of a large rehearsal. ``_in_span`` gives the same floats (unit/test_sim_quota_events).
 
-        :param tails: window start -> bytes recorded before it, kept by a walk (both ends of a
-            segment between purges start at the same sample: one search for the two)
+        :param tails: window start -> bytes recorded before it, kept by a walk (both ends of a segment
+            between purges start at the same sample: one search for the two); None: ``_before``
         """
         tail = self._tail(x - 1e-6 if left else x)
         span = x - tail
         ts, cs = self.ts, self.cs
         # at the first breakpoint _cum answers the bytes before it (a lump there not yet counted)
         head = cs[0] if x <= ts[0] else cs[-1] + self.rate * (x - ts[-1])
-        if tails is None:
-            kept = self._before
-            if kept[0] == self.version and kept[1] == tail:
-                before = kept[2]
-            else:
-                before = self._cum(tail, left=True)
-                self._before = (self.version, tail, before)
-        else:
+        if tails is not None:
             before = tails.get(tail)
             if before is None:
                 before = tails[tail] = self._cum(tail, left=True)
+        elif left or self._before[0] != tail:
+            before = self._cum(tail, left=True)
+            if not left and tail <= ts[-1]:  # (past the last breakpoint the bytes depend on the rate)
+                self._before = (tail, before)
+        else:
+            before = self._before[1]
         return bound * (span if span > self.min_span else self.min_span) - (head - before)
 
     @property
@@ -199,9 +199,8 @@ class QuotaMeter:
             return
         self.t = now
         ts = self.ts
-        # keep the last breakpoint before the window (the oldest retained sample may start
-        # up to one sample before it); nothing to drop unless a second one is that old too
-        # (the search below would find no cut), which most advances are not
+        # keep the last breakpoint before the window (the oldest retained sample may start up to
+        # one sample before it): nothing to drop, and no search, unless a second one is that old
         if len(ts) > 1 and ts[1] <= now - self._keep:
             cut = bisect.bisect_right(ts, now - self._keep) - 1
             del ts[:cut], self.cs[:cut]
@@ -211,6 +210,7 @@ class QuotaMeter:
             self.version += 1
             self.t = self.first = None
             self.ts, self.cs = [], []
+            self._before = _NO_BEFORE
 
     def set_rate(self, now: float, rate: float) -> None:
         """Change the recording rate from ``now`` on.
@@ -219,8 +219,8 @@ class QuotaMeter:
         :param rate: bytes/s recorded from now on
         """
         t = self.t
-        if t is None or now > t:  # (advance does nothing otherwise)
-            self.advance(now)
+        if t is None or now > t:
+            self.advance(now)  # (it does nothing otherwise)
             t = self.t
         rate = max(0.0, rate)
         if t is not None and rate != self.rate:
@@ -233,7 +233,10 @@ class QuotaMeter:
                 c = cs[-1] + self.rate * (now - last)
             else:
                 c = self._cum(now)
+                self._before = _NO_BEFORE  # (a breakpoint before the last one)
             if last == now:
+                if cs[-1] != c:
+                    self._before = _NO_BEFORE
                 cs[-1] = c
             else:
                 ts.append(now)
@@ -261,6 +264,7 @@ class QuotaMeter:
             c = cs[-1] + self.rate * (now - ts[-1])
         else:
             c = self._cum(now)
+            self._before = _NO_BEFORE  # (a breakpoint before the last one)
         ts += [now, now]
         cs += [c, c + max(0.0, nbytes)]
 
@@ -334,16 +338,13 @@ class QuotaMeter:
         The span stops being one sample (a fresh follower-side sensor), then the oldest sample
         is purged every sample; a window later every retained sample holds the current rate
         and the sawtooth repeats itself, so the purges of the next window and a bit are enough.
-
-        :param limit: the caller reads only the first ``limit`` of them and whether there are
-            more: the list may stop after ``limit + 1`` (a walk of a few breaks, asked at every
-            re-plan, listed a window of purges to read two)
+        :param limit: only the first ``limit`` are read, and whether there are more: the list may stop
+            after ``limit + 1`` (a walk of a few breaks, at every re-plan, listed a window of purges)
         """
         ms, w = self.min_span, self.window
         origin, k, purges = self._purge_grid(now)
         out: list[float] = []
-        # the purges increase with i (so those ahead of now are the last ones): the first
-        # ``limit + 1`` ahead are the smallest, and the one more tells that there are more
+        # the purges increase with i: the first ``limit + 1`` ahead are the smallest
         wanted = purges if limit is None else limit + 1
         for i in range(purges):
             x = origin + w + (k + i) * ms - now
