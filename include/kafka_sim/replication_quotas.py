@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from kafka_sim.alter_dirs import effective_rate
-from kafka_sim.quotas import DEFAULT_SAMPLE_SECONDS, DEFAULT_SAMPLES, QuotaMeter
+from kafka_sim.quotas import _EPS_BYTES, DEFAULT_SAMPLE_SECONDS, DEFAULT_SAMPLES, QuotaMeter
 from kafka_sim.state import Partition, is_throttled
 
 #: quota meter keys are (side, broker id): the leader's and the follower's replication quota
@@ -142,7 +142,8 @@ class ReplicationQuotas:
         if meter.t is None or now > meter.t:  # (advance does nothing otherwise)
             meter.advance(now)
         allowance = meter.allowance(bound)
-        band = meter.band(bound)
+        band = bound * meter.min_span / 2  # meter.band(bound) (max keeps the first unless the second is larger),
+        band = band if band > _EPS_BYTES else _EPS_BYTES  # without two calls per quota per event
         if allowance > band:
             return math.inf  # quota not exceeded: fetches are not held back
         if allowance < -band:
@@ -168,7 +169,8 @@ class ReplicationQuotas:
             return math.inf
         meter = self._meters[key]
         allowance = meter.allowance(bound)
-        band = meter.band(bound)
+        band = bound * meter.min_span / 2  # meter.band(bound) (max keeps the first unless the second is larger),
+        band = band if band > _EPS_BYTES else _EPS_BYTES  # without two calls per quota per event
         mode = 1 if allowance > band else -1 if allowance < -band else 0
         kept = self._kept_events.get(key)
         if (kept is not None and kept[0] is meter and kept[1] == (meter.version, bound, mode)
