@@ -338,6 +338,7 @@ class QuotaMeter:
         The span stops being one sample (a fresh follower-side sensor), then the oldest sample
         is purged every sample; a window later every retained sample holds the current rate
         and the sawtooth repeats itself, so the purges of the next window and a bit are enough.
+
         :param limit: only the first ``limit`` are read, and whether there are more: the list may stop
             after ``limit + 1`` (a walk of a few breaks, at every re-plan, listed a window of purges)
         """
