@@ -47,31 +47,37 @@ def fill(flows: Sequence[Sequence[int]], cap: Sequence[float], unlimited: float 
     :returns: one rate per flow
     """
     rates: list[float | None] = [None] * len(flows)
-    # an infinite resource stays infinite as frozen flows are taken off it: no test per flow
-    remaining = [c if math.isinf(c) else max(0.0, float(c)) for c in cap]
+    # an infinite resource stays infinite as frozen flows are taken off it: no test per flow.
+    # Only the finite resources the flows cross are clamped (below): ``cap`` numbers every
+    # resource of the cluster, and a re-share crosses a handful of them.
+    remaining = list(cap)
     count = [0] * len(cap)
     members: dict[int, list[int]] = {}  # finite resource -> its flows, in the order first crossed
+    isinf = math.isinf
     for i, res in enumerate(flows):
         for r in res:
             count[r] += 1
             m = members.get(r)
             if m is not None:
                 m.append(i)
-            elif not math.isinf(remaining[r]):
+            elif not isinf(remaining[r]):
                 members[r] = [i]
+    for r in members:
+        remaining[r] = max(0.0, float(remaining[r]))
     # the order resources are first crossed breaks ties between equal shares
     heap = [(remaining[r] / count[r], tie, r) for tie, r in enumerate(members)]
     heapq.heapify(heap)
+    heappop, heappush = heapq.heappop, heapq.heappush
     # A resource's fair share only grows as flows elsewhere freeze below it (they take at
     # most its share), so a popped share is a lower bound: re-check it, re-queue if it grew.
     while heap:
-        share, tie, key = heapq.heappop(heap)
+        share, tie, key = heappop(heap)
         c = count[key]
         if c == 0:
             continue
         actual = max(0.0, remaining[key]) / c
         if actual > share * (1 + 1e-12) + 1e-12:
-            heapq.heappush(heap, (actual, tie, key))
+            heappush(heap, (actual, tie, key))
             continue
         for i in members[key]:
             if rates[i] is not None:

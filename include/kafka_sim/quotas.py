@@ -45,6 +45,7 @@ DEFAULT_SAMPLE_SECONDS = 1.0
 _EPS_BYTES = 1.0
 #: Seconds a floor widens a span by, for the rounding of its ends (QuotaMeter._never_crosses).
 _SLACK_S = 1e-5
+_NO_BEFORE = (math.nan, 0.0)  # QuotaMeter._before when nothing is kept (nan equals no window start)
 
 
 class QuotaMeter:
@@ -60,12 +61,14 @@ class QuotaMeter:
     """
 
     __slots__ = ("window", "min_span", "aged", "t", "rate", "first", "ts", "cs", "version", "_break", "_never",
-                 "_lump_at", "_allowance")
+                 "_lump_at", "_allowance", "_keep", "_before")
 
     def __init__(self, samples: int = DEFAULT_SAMPLES, sample_seconds: float = DEFAULT_SAMPLE_SECONDS,
                  aged: bool = False) -> None:
         self.window = samples * sample_seconds
         self.min_span = sample_seconds
+        # history kept by advance: the oldest retained sample may start up to one sample before the window
+        self._keep = self.window + self.min_span
         self.aged = aged
         self.t: float | None = None  # time of the last update; None until something is recorded
         self.rate = 0.0  # bytes/s being recorded since the last breakpoint
@@ -81,6 +84,9 @@ class QuotaMeter:
         self._never: tuple[int, float, float] | None = None  # version, bound, level that never cross
         self._lump_at = -math.inf  # time of the last lump recorded
         self._allowance: tuple[float | None, int, float, float] = (None, -1, 0.0, 0.0)  # t, version, bound, value
+        # window start, bytes before it (allowance), kept while the start is at or before the last breakpoint:
+        # changes append after it, so only a fresh window or an overwritten last one moves it
+        self._before = _NO_BEFORE
 
     # -- the cumulative curve
     def _cum(self, x: float, left: bool = False) -> float:
@@ -139,20 +145,24 @@ class QuotaMeter:
         breakpoints: the walk asks this a few dozen times per crossing, and crossings were a
         tenth of a large rehearsal. ``_in_span`` gives the same floats (unit/test_sim_quota_events).
 
-        :param tails: window start -> bytes recorded before it, kept by a walk (both ends of a
-            segment between purges start at the same sample: one search for the two)
+        :param tails: window start -> bytes recorded before it, kept by a walk (both ends of a segment
+            between purges start at the same sample: one search for the two); None: ``_before``
         """
         tail = self._tail(x - 1e-6 if left else x)
         span = x - tail
         ts, cs = self.ts, self.cs
         # at the first breakpoint _cum answers the bytes before it (a lump there not yet counted)
         head = cs[0] if x <= ts[0] else cs[-1] + self.rate * (x - ts[-1])
-        if tails is None:
-            before = self._cum(tail, left=True)
-        else:
+        if tails is not None:
             before = tails.get(tail)
             if before is None:
                 before = tails[tail] = self._cum(tail, left=True)
+        elif left or self._before[0] != tail:
+            before = self._cum(tail, left=True)
+            if not left and tail <= ts[-1]:  # (past the last breakpoint the bytes depend on the rate)
+                self._before = (tail, before)
+        else:
+            before = self._before[1]
         return bound * (span if span > self.min_span else self.min_span) - (head - before)
 
     @property
@@ -189,11 +199,10 @@ class QuotaMeter:
             return
         self.t = now
         ts = self.ts
-        # keep the last breakpoint before the window (the oldest retained sample may start
-        # up to one sample before it)
-        keep = self.window + self.min_span
-        cut = bisect.bisect_right(ts, now - keep) - 1
-        if cut > 0:
+        # keep the last breakpoint before the window (the oldest retained sample may start up to
+        # one sample before it): nothing to drop, and no search, unless a second one is that old
+        if len(ts) > 1 and ts[1] <= now - self._keep:
+            cut = bisect.bisect_right(ts, now - self._keep) - 1
             del ts[:cut], self.cs[:cut]
         if (not self.aged and self.rate == 0 and now - ts[-1] >= self.window
                 and self.total < _EPS_BYTES):
@@ -201,6 +210,7 @@ class QuotaMeter:
             self.version += 1
             self.t = self.first = None
             self.ts, self.cs = [], []
+            self._before = _NO_BEFORE
 
     def set_rate(self, now: float, rate: float) -> None:
         """Change the recording rate from ``now`` on.
@@ -208,16 +218,29 @@ class QuotaMeter:
         :param now: simulated seconds
         :param rate: bytes/s recorded from now on
         """
-        self.advance(now)
+        t = self.t
+        if t is None or now > t:
+            self.advance(now)  # (it does nothing otherwise)
+            t = self.t
         rate = max(0.0, rate)
-        if self.t is not None and rate != self.rate:
+        if t is not None and rate != self.rate:
             self.version += 1
-            c = self._cum(now)
-            if self.ts[-1] == now:
-                self.cs[-1] = c
+            ts, cs = self.ts, self.cs
+            last = ts[-1]
+            if now <= ts[0]:  # _cum(now), without its search where now is past every breakpoint
+                c = cs[0]
+            elif now >= last:
+                c = cs[-1] + self.rate * (now - last)
             else:
-                self.ts.append(now)
-                self.cs.append(c)
+                c = self._cum(now)
+                self._before = _NO_BEFORE  # (a breakpoint before the last one)
+            if last == now:
+                if cs[-1] != c:
+                    self._before = _NO_BEFORE
+                cs[-1] = c
+            else:
+                ts.append(now)
+                cs.append(c)
         self.rate = rate
         if self.t is None and rate > 0:
             self._open(now)
@@ -233,9 +256,17 @@ class QuotaMeter:
             self._open(now)  # the first record of a fresh (or expired) sensor opens its window
         self.version += 1
         self._lump_at = now
-        c = self._cum(now)
-        self.ts += [now, now]
-        self.cs += [c, c + max(0.0, nbytes)]
+        ts, cs = self.ts, self.cs
+        # _cum(now), without its search where now is past every breakpoint
+        if now <= ts[0]:
+            c = cs[0]
+        elif now >= ts[-1]:
+            c = cs[-1] + self.rate * (now - ts[-1])
+        else:
+            c = self._cum(now)
+            self._before = _NO_BEFORE  # (a breakpoint before the last one)
+        ts += [now, now]
+        cs += [c, c + max(0.0, nbytes)]
 
     # -- the quota
     def allowance(self, bound: float) -> float:
@@ -301,18 +332,33 @@ class QuotaMeter:
         k = math.floor((d - w if self.aged else max(0.0, d - w)) / ms + 1e-9) + 1
         return origin, k, int(w / ms) + 3
 
-    def _breaks(self, now: float) -> list[float]:
+    def _breaks(self, now: float, limit: int | None = None) -> list[float]:
         """Future times (as offsets from ``now``) where the allowance's slope changes or jumps.
 
         The span stops being one sample (a fresh follower-side sensor), then the oldest sample
         is purged every sample; a window later every retained sample holds the current rate
         and the sawtooth repeats itself, so the purges of the next window and a bit are enough.
+
+        :param limit: only the first ``limit`` are read, and whether there are more: the list may stop
+            after ``limit + 1`` (a walk of a few breaks, at every re-plan, listed a window of purges)
         """
         ms, w = self.min_span, self.window
         origin, k, purges = self._purge_grid(now)
-        out = [] if self.aged else [origin + ms - now]
-        out += [origin + w + (k + i) * ms - now for i in range(purges)]
-        return sorted(x for x in out if x > 1e-12)
+        out: list[float] = []
+        # the purges increase with i: the first ``limit + 1`` ahead are the smallest
+        wanted = purges if limit is None else limit + 1
+        for i in range(purges):
+            x = origin + w + (k + i) * ms - now
+            if x > 1e-12:
+                out.append(x)
+                if len(out) == wanted:
+                    break
+        if not self.aged:
+            x = origin + ms - now
+            if x > 1e-12:
+                out.append(x)
+                out.sort()
+        return out
 
     def seconds_to_cross(self, bound: float, level: float = 0.0, breaks: int | None = None) -> float:
         """Seconds until the allowance, moving at the current rate, reaches ``level`` (inf if never).
@@ -381,32 +427,29 @@ class QuotaMeter:
         now = self.t
         assert now is not None
         tails: dict[float, float] = {}
-
-        def ahead(bound: float, x: float, left: bool = False) -> float:
-            # every time walked is at or after now, past the last breakpoint
-            return self._allowance_at(bound, x, left, tails)
-
-        side = ahead(bound, now) - level
+        # every time walked is at or after now, past the last breakpoint
+        ahead = self._allowance_at
+        side = ahead(bound, now, False, tails) - level
         if side == 0:
             return math.inf
         d0, a0 = 0.0, side
         # linear between breaks (the span's start stays put), jumps at breaks (samples purged);
         # after the last break the sawtooth repeats what the last sample did
-        ahead_breaks = self._breaks(now)
+        ahead_breaks = self._breaks(now, breaks)
         if breaks is not None and breaks < len(ahead_breaks):
             ahead_breaks = ahead_breaks[:breaks]
         else:
             breaks = None
         for d1 in ahead_breaks:
             if d0:  # at d0 = 0 the allowance is the one just found
-                a0 = ahead(bound, now + d0) - level
+                a0 = ahead(bound, now + d0, False, tails) - level
                 if d0 > 1e-9 and (a0 > 0) != (side > 0):
                     return d0
-            a1 = ahead(bound, now + d1, left=True) - level
+            a1 = ahead(bound, now + d1, True, tails) - level
             if a1 == 0 or (a1 > 0) != (side > 0):
                 return d0 + (d1 - d0) * a0 / (a0 - a1) if a0 != a1 else d1
             d0 = d1
-        if d0 > 1e-9 and ((ahead(bound, now + d0) - level > 0) != (side > 0)):
+        if d0 > 1e-9 and ((ahead(bound, now + d0, False, tails) - level > 0) != (side > 0)):
             return d0
         return math.inf if breaks is None else d0
 

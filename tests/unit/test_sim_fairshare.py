@@ -63,3 +63,17 @@ def test_allocate_numbers_keys_as_fill_does():
 
 def test_unlimited_flow_gets_the_given_rate():
     assert fill([(0,), (1,)], [math.inf, 4.0], unlimited=7.0) == [7.0, 4.0]
+
+
+def test_resources_no_flow_crosses_do_not_change_the_rates():
+    """fill clamps only the capacities of the resources the flows cross (the physics numbers every
+    resource of the cluster and re-shares a few flows): the others, even negative or NaN ones,
+    leave the rates as they are, to the bit, and a crossed negative capacity still counts as zero."""
+    rng = random.Random(12)
+    for _ in range(200):
+        flows, cap = _instance(rng)
+        crossed = {r for res in flows for r in res}
+        padded = [c if r in crossed else rng.choice([-3.0, math.nan, 5.0, math.inf]) for r, c in enumerate(cap)]
+        padded += [rng.choice([-1.0, 0.0, 7.5, math.inf]) for _ in range(rng.randint(0, 20))]
+        assert [x.hex() for x in fill(flows, padded)] == [x.hex() for x in fill(flows, cap)]
+    assert fill([(0, 1), (1,)], [-2.0, 6.0, -1.0]) == [0.0, 6.0]

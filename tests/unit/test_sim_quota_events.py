@@ -202,3 +202,73 @@ def test_a_walk_of_a_few_breaks_finds_the_near_crossing_or_a_time_to_ask_again_b
                 assert short < whole and short in meter._breaks(meter.t)[:2]
                 far += 1
     assert near > 300 and far > 300
+
+
+@pytest.mark.parametrize("aged", [True, False])
+def test_the_kept_window_start_gives_the_allowance_the_search_does(aged):
+    """allowance keeps the bytes before the window's start while that start stays the same (within
+    a sample) and at or before the last breakpoint; after purges, rate changes and lumps (which
+    append breakpoints) and fresh windows it equals the search."""
+    rng = random.Random(41 if aged else 42)
+    hits = 0
+    for _ in range(200):
+        bound = rng.choice([1 * MB, 2 * MB])
+        meter = QuotaMeter(11, 1.0, aged=aged)
+        for t in _small_steps(rng, meter, bound, 2 * bound):
+            if meter.t is None:
+                continue
+            tail = meter._tail(meter.t)
+            hits += meter._before[0] == tail and meter._allowance[:2] != (meter.t, meter.version)
+            searched = bound * max(meter.min_span, meter.t - tail) - meter._in_span(meter.t, tail)
+            assert meter.allowance(bound) == searched
+            if tail <= meter.ts[-1]:  # kept only there: past the last breakpoint the rate counts
+                assert meter._before == (tail, meter._cum(tail, left=True))
+    assert hits > 3_000  # the kept start was actually used, across changes of the course
+
+
+@pytest.mark.parametrize("aged", [True, False])
+def test_a_rate_change_or_lump_starts_from_the_bytes_the_search_finds(aged):
+    """set_rate and record take the bytes recorded by now from the last breakpoint, without the
+    search: the new breakpoints hold what _cum says was recorded just before the change."""
+    rng = random.Random(51 if aged else 52)
+    checked = 0
+    for _ in range(100):
+        meter = QuotaMeter(11, 1.0, aged=aged)
+        t = 0.0
+        for _step in range(60):
+            t += rng.choice([0.0, 0.0, 0.05, 0.7, 3.0, 12.0])
+            meter.advance(t)
+            if meter.t is None:
+                meter.set_rate(t, rng.random() * MB)
+                continue
+            recorded = meter._cum(t)
+            if rng.random() < 0.5:
+                rate, n = rng.choice([0.0, rng.random() * MB]), len(meter.ts)
+                changed = rate != meter.rate
+                meter.set_rate(t, rate)
+                assert not changed or meter.cs[-1] == recorded
+                assert changed or len(meter.ts) == n
+            else:
+                lump = rng.random() * MB
+                meter.record(t, lump)
+                assert meter.ts[-2:] == [t, t] and meter.cs[-2:] == [recorded, recorded + lump]
+            checked += 1
+    assert checked > 3_000
+
+
+@pytest.mark.parametrize("aged", [True, False])
+def test_a_short_list_of_breaks_begins_as_the_whole_one(aged):
+    """A walk of a few breaks lists only one break more than it reads: the same first ones, and
+    there are more exactly when the whole list has more."""
+    rng = random.Random(61 if aged else 62)
+    seen = 0
+    for _ in range(100):
+        for meter, _t in _random_history(rng, aged=aged, bound=1 * MB, steps=40):
+            if meter.t is None:
+                continue
+            whole = meter._breaks(meter.t)
+            for limit in (0, 1, 2, 3, len(whole), len(whole) + 1):
+                short = meter._breaks(meter.t, limit)
+                assert short[:limit] == whole[:limit] and (len(short) > limit) == (len(whole) > limit)
+            seen += 1
+    assert seen > 1_000
