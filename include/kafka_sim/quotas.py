@@ -436,10 +436,9 @@ class QuotaMeter:
         # linear between breaks (the span's start stays put), jumps at breaks (samples purged);
         # after the last break the sawtooth repeats what the last sample did
         ahead_breaks = self._breaks(now, breaks)
-        if breaks is not None and breaks < len(ahead_breaks):
+        cut = breaks is not None and breaks < len(ahead_breaks)  # more breaks than walked: ask again
+        if cut:
             ahead_breaks = ahead_breaks[:breaks]
-        else:
-            breaks = None
         for d1 in ahead_breaks:
             if d0:  # at d0 = 0 the allowance is the one just found
                 a0 = ahead(bound, now + d0, False, tails) - level
@@ -451,7 +450,7 @@ class QuotaMeter:
             d0 = d1
         if d0 > 1e-9 and ((ahead(bound, now + d0, False, tails) - level > 0) != (side > 0)):
             return d0
-        return math.inf if breaks is None else d0
+        return d0 if cut else math.inf
 
     def cross_at(self, now: float, bound: float, level: float, breaks: int | None = None) -> float:
         """Time the allowance reaches ``level``: ``seconds_to_cross`` in absolute time, with a
