@@ -101,14 +101,13 @@ def test_tracked_shares_equal_the_partitions_own_after_every_change():
     m.advance_by(1.0)
     check()
     m.alter_reassignments([("t", 0, [4, 5, 6]), ("t", 1, [2, 5, 6])])
+    # a stopped broker, its return, then throttles changed: the shares' recordings follow each
+    changes = {4: lambda: m.stop_broker(2), 9: lambda: m.start_broker(2),
+               12: lambda: m.incremental_alter_configs(2, "t", [("leader.replication.throttled.replicas", SET, "*")])}
     for when in range(40):
         m.advance_by(4.0)
         check()
-        if when == 4:
-            m.stop_broker(2)
-        if when == 9:
-            m.start_broker(2)
-        if when == 12:  # throttles changed: the shares' recordings follow
-            m.incremental_alter_configs(2, "t", [("leader.replication.throttled.replicas", SET, "*")])
+        if when in changes:
+            changes[when]()
     assert m.partition_state("t", 0)["replicas"] == [4, 5, 6]
     assert any(s[3] for c in m._contrib.values() for s in c)  # leader recordings were exercised

@@ -33,6 +33,15 @@ def _random_history(rng: random.Random, aged: bool, bound: float, steps: int = 8
         yield meter, t
 
 
+def _meters_in_use(seed: int, aged: bool, histories: int):
+    """The meters of short random histories at 1 MB/s, after each step once they have a time."""
+    rng = random.Random(seed)
+    for _ in range(histories):
+        for meter, _t in _random_history(rng, aged=aged, bound=1 * MB, steps=40):
+            if meter.t is not None:
+                yield meter
+
+
 def _small_steps(rng: random.Random, meter: QuotaMeter, bound: float, top_rate: float):
     """Drive a meter by small steps, mostly plain advances (many answers come from a kept one); yields the time."""
     t = 0.0
@@ -168,15 +177,11 @@ def test_the_walk_reads_the_allowance_ahead_exactly_as_the_search_does(aged):
 @pytest.mark.parametrize("aged", [True, False])
 def test_the_next_break_is_the_first_of_the_breaks(aged):
     """next_break finds the first break without listing them all: the same float."""
-    rng = random.Random(31 if aged else 32)
     seen = 0
-    for _ in range(200):
-        for meter, _t in _random_history(rng, aged=aged, bound=1 * MB, steps=40):
-            if meter.t is None:
-                continue
-            breaks = meter._breaks(meter.t)
-            assert meter.next_break() == (breaks[0] if breaks else math.inf)
-            seen += 1
+    for meter in _meters_in_use(31 if aged else 32, aged, 200):
+        breaks = meter._breaks(meter.t)
+        assert meter.next_break() == (breaks[0] if breaks else math.inf)
+        seen += 1
     assert seen > 1_000
 
 
@@ -260,15 +265,11 @@ def test_a_rate_change_or_lump_starts_from_the_bytes_the_search_finds(aged):
 def test_a_short_list_of_breaks_begins_as_the_whole_one(aged):
     """A walk of a few breaks lists only one break more than it reads: the same first ones, and
     there are more exactly when the whole list has more."""
-    rng = random.Random(61 if aged else 62)
     seen = 0
-    for _ in range(100):
-        for meter, _t in _random_history(rng, aged=aged, bound=1 * MB, steps=40):
-            if meter.t is None:
-                continue
-            whole = meter._breaks(meter.t)
-            for limit in (0, 1, 2, 3, len(whole), len(whole) + 1):
-                short = meter._breaks(meter.t, limit)
-                assert short[:limit] == whole[:limit] and (len(short) > limit) == (len(whole) > limit)
-            seen += 1
+    for meter in _meters_in_use(61 if aged else 62, aged, 100):
+        whole = meter._breaks(meter.t)
+        for limit in (0, 1, 2, 3, len(whole), len(whole) + 1):
+            short = meter._breaks(meter.t, limit)
+            assert short[:limit] == whole[:limit] and (len(short) > limit) == (len(whole) > limit)
+        seen += 1
     assert seen > 1_000
