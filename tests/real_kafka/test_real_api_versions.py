@@ -133,6 +133,22 @@ def test_log_dirs_and_offsets(admin, small_topic) -> None:
     _check(rec, "test_log_dirs_and_offsets")
 
 
+def _commit(consumer, offsets: list, timeout: float = 30.0) -> None:
+    """A synchronous commit, again while the group's coordinator is moving or loading (after
+    earlier tests restarted brokers, the broker named coordinator may not be it yet)."""
+    from confluent_kafka import KafkaError, KafkaException
+    moving = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as exc:
+            if exc.args[0].code() not in moving or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def test_group_offsets(admin, small_topic, real_bootstrap) -> None:
     """ListGroups on every broker, FindCoordinator, OffsetFetch: the snapshot's consumer measurement."""
     from confluent_kafka import Consumer, TopicPartition
@@ -140,7 +156,7 @@ def test_group_offsets(admin, small_topic, real_bootstrap) -> None:
     group = f"apiv-group-{small_topic}"
     committer = Consumer({"bootstrap.servers": real_bootstrap, "group.id": group})  # not the tool's client id
     try:
-        committer.commit(offsets=[TopicPartition(small_topic, 0, 1)], asynchronous=False)
+        _commit(committer, [TopicPartition(small_topic, 0, 1)])
     finally:
         committer.close()
     assert adm.group_offsets()[group] == {(small_topic, 0): 1}
