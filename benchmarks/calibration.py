@@ -204,6 +204,8 @@ class Producer(threading.Thread):
                 self.sent += RECORD_BYTES
             self.producer.poll(0.05)
         self.producer.flush(30)
+        # closed now: left to the collector it outlived the cluster and logged "Connection refused"
+        self.producer.close()
 
     def stop(self) -> None:
         self.stop_event.set()
