@@ -184,19 +184,9 @@ class Logs:
         # Replicas in a dir the broker does not list are not reported: no bucket for them.
         per_dir: dict[str, dict[str, list[tuple[int, int, int, bool]]]] = {d.path: {} for d in broker.log_dirs}
         used = self.dir_used_bytes(broker_id)
-        t = self._t
         for p in chosen:
             r = p._reps[broker_id]
-            # exact_bytes() and log_bytes() spelled out: a poll asks about every replica in flight
-            size = p._base_bytes + p._rate * (t - p._base_t) if r.tracking else r._bytes
-            row = (p.index, int(size), 0, False)
-            by_topic = per_dir.get(r.log_dir)
-            if by_topic is not None:  # _add_row inline: no call per replica
-                parts = by_topic.get(p.topic)
-                if parts is None:
-                    by_topic[p.topic] = [row]
-                else:
-                    parts.append(row)
+            _add_row(per_dir, r.log_dir, p.topic, (p.index, int(r.exact_bytes()), 0, False))
             if r.future_log_dir is not None:
                 lag = max(0, r.log_end_offset - r.future_log_end_offset)
                 _add_row(per_dir, r.future_log_dir, p.topic, (p.index, int(r.future_bytes), lag, True))

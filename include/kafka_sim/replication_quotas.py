@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from kafka_sim.alter_dirs import effective_rate
-from kafka_sim.quotas import _EPS_BYTES, DEFAULT_SAMPLE_SECONDS, DEFAULT_SAMPLES, QuotaMeter
+from kafka_sim.quotas import DEFAULT_SAMPLE_SECONDS, DEFAULT_SAMPLES, QuotaMeter
 from kafka_sim.state import Partition, is_throttled
 
 #: quota meter keys are (side, broker id): the leader's and the follower's replication quota
@@ -134,7 +134,7 @@ class ReplicationQuotas:
 
     def _quota_capacity(self, key: tuple[str, int], unheld: float) -> float:
         """What out-of-sync throttled replicas may fetch through one quota right now."""
-        bound = self._rates[key[1]][0 if key[0] == LEADER_QUOTA else 1]  # self._bound(key), asked per event
+        bound = self._bound(key)
         if math.isinf(bound):
             return math.inf
         meter = self._meters.get(key) or self._meter(key)
@@ -142,8 +142,7 @@ class ReplicationQuotas:
         if meter.t is None or now > meter.t:  # (advance does nothing otherwise)
             meter.advance(now)
         allowance = meter.allowance(bound)
-        band = bound * meter.min_span / 2  # meter.band(bound) (max keeps the first unless the second is larger),
-        band = band if band > _EPS_BYTES else _EPS_BYTES  # without two calls per quota per event
+        band = meter.band(bound)
         if allowance > band:
             return math.inf  # quota not exceeded: fetches are not held back
         if allowance < -band:
@@ -164,13 +163,12 @@ class ReplicationQuotas:
         (QuotaMeter.cross_at). With a re-plan quantum a crossing is looked for only
         ``WALK_BREAKS`` purges ahead; past them the event is a time to ask again.
         """
-        bound = self._rates[key[1]][0 if key[0] == LEADER_QUOTA else 1]  # self._bound(key), asked per event
+        bound = self._bound(key)
         if math.isinf(bound):
             return math.inf
         meter = self._meters[key]
         allowance = meter.allowance(bound)
-        band = bound * meter.min_span / 2  # meter.band(bound) (max keeps the first unless the second is larger),
-        band = band if band > _EPS_BYTES else _EPS_BYTES  # without two calls per quota per event
+        band = meter.band(bound)
         mode = 1 if allowance > band else -1 if allowance < -band else 0
         kept = self._kept_events.get(key)
         if (kept is not None and kept[0] is meter and kept[1] == (meter.version, bound, mode)
